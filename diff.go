@@ -1,0 +1,541 @@
+package opbus
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Op is the kind of a [Change], in kopf's vocabulary.
+type Op string
+
+// The kinds of change.
+const (
+	OpAdd    Op = "add"    // the path did not exist in the old object
+	OpChange Op = "change" // the path exists in both, with different values
+	OpRemove Op = "remove" // the path does not exist in the new object
+)
+
+// Change is one difference between two objects. Old is nil for [OpAdd] and
+// New is nil for [OpRemove]; a JSON null is a value, so an absent key that
+// becomes null is an add.
+type Change struct {
+	Op   Op
+	Path Path
+	Old  any
+	New  any
+}
+
+// String formats the change on one line, values in compact JSON.
+func (c Change) String() string {
+	at := c.Path.String()
+	if at == "" {
+		at = "(root)"
+	}
+	switch c.Op {
+	case OpAdd:
+		return fmt.Sprintf("add %s = %s", at, jsonText(c.New))
+	case OpRemove:
+		return fmt.Sprintf("remove %s (was %s)", at, jsonText(c.Old))
+	}
+	return fmt.Sprintf("change %s: %s → %s", at, jsonText(c.Old), jsonText(c.New))
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return string(b)
+}
+
+// Diff is a list of changes, sorted by path: map keys in byte order, list
+// elements by index (element changes first, then the tail's adds or
+// removes) or, for keyed lists, by key value.
+type Diff []Change
+
+// String formats the diff one change per line.
+func (d Diff) String() string {
+	var b strings.Builder
+	for i, c := range d {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(c.String())
+	}
+	return b.String()
+}
+
+// CompareOptions configures a [Comparer]. The zero value compares everything
+// and addresses list elements by index.
+type CompareOptions struct {
+	// Ignore lists path patterns whose changes are dropped: every change at
+	// or below a matching path. Patterns are anchored at the root.
+	Ignore []string
+
+	// ListKeys maps a list's path pattern to the field that identifies its
+	// elements, so that elements are matched by that field (a reordering alone
+	// is no change) and addressed as [field=value]. A pattern of a single key,
+	// such as "containers", matches a list held under that key at any depth;
+	// a longer pattern, such as "spec.ports", is anchored at the root. A list
+	// whose elements do not all have distinct scalar values in that field is
+	// compared by index.
+	ListKeys map[string]string
+}
+
+// maxPatterns bounds the anchored patterns of one Comparer: a walk tracks the
+// patterns still alive below a node in one 64-bit mask.
+const maxPatterns = 64
+
+// Comparer computes diffs with fixed settings. Build it once with
+// [NewComparer]; it is safe for concurrent use.
+type Comparer struct {
+	patterns []pattern
+	anyDepth map[string]string // list keys by the key holding the list
+	all      uint64            // mask with a bit for every pattern
+}
+
+type pattern struct {
+	path   Path
+	ignore bool   // drop changes at or below
+	field  string // list key field, when not ignore
+}
+
+// NewComparer validates the options and returns a Comparer. A bad path
+// pattern is an error naming it. Nil options mean the zero CompareOptions.
+func NewComparer(opts *CompareOptions) (*Comparer, error) {
+	c := &Comparer{}
+	if opts == nil {
+		return c, nil
+	}
+	for _, s := range opts.Ignore {
+		p, err := ParsePath(s)
+		if err != nil {
+			return nil, fmt.Errorf("opbus: ignored path: %w", err)
+		}
+		c.patterns = append(c.patterns, pattern{path: p, ignore: true})
+	}
+	for _, s := range slices.Sorted(mapKeys(opts.ListKeys)) {
+		field := opts.ListKeys[s]
+		if field == "" {
+			return nil, fmt.Errorf("opbus: list key for %s: empty field name", s)
+		}
+		p, err := ParsePath(s)
+		if err != nil {
+			return nil, fmt.Errorf("opbus: list key path: %w", err)
+		}
+		if len(p) == 1 && p[0].Kind == SegKey {
+			if c.anyDepth == nil {
+				c.anyDepth = map[string]string{}
+			}
+			c.anyDepth[p[0].Key] = field
+			continue
+		}
+		c.patterns = append(c.patterns, pattern{path: p, field: field})
+	}
+	if len(c.patterns) > maxPatterns {
+		return nil, fmt.Errorf("opbus: %d ignored and list-key paths: at most %d are supported", len(c.patterns), maxPatterns)
+	}
+	if n := len(c.patterns); n == maxPatterns {
+		c.all = ^uint64(0)
+	} else {
+		c.all = 1<<n - 1
+	}
+	return c, nil
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// Ignored reports whether changes at the concrete path p are dropped.
+func (c *Comparer) Ignored(p Path) bool {
+	for _, pt := range c.patterns {
+		if pt.ignore && pt.path.Covers(p) {
+			return true
+		}
+	}
+	return false
+}
+
+var defaultComparer = &Comparer{}
+
+// Compare returns the changes that turn old into new, with default settings:
+// nothing ignored, lists compared by index. See [Comparer.Compare].
+func Compare(old, new any) Diff {
+	return defaultComparer.Compare(old, new)
+}
+
+// Compare returns the changes that turn old into new. Maps are compared key
+// by key; a change of type (map to string, list to map) is one change at that
+// path; numbers compare by value across int, int64, float64 and json.Number.
+// Values of other types are compared with reflect.DeepEqual as opaque leaves
+// ([Validate] reports them). Equal inputs allocate nothing; allocation grows
+// with the number of changes, not with the size of the objects.
+func (c *Comparer) Compare(old, new any) Diff {
+	w := walkers.Get().(*walker)
+	w.c = c
+	w.diff(old, new, c.all)
+	out := w.out
+	w.reset()
+	walkers.Put(w)
+	return out
+}
+
+var walkers = sync.Pool{New: func() any { return &walker{path: make(Path, 0, 32)} }}
+
+// walker holds the state of one Compare: the path from the root to the
+// current node and the changes found so far.
+type walker struct {
+	c    *Comparer
+	path Path
+	out  Diff
+	tmp  Diff   // scratch for reordering sibling changes
+	span []span // scratch for sibling spans
+}
+
+// span is the run out[from:to] of changes below one map key or list element.
+type span struct {
+	key      string
+	from, to int
+}
+
+func (w *walker) reset() {
+	w.c = nil
+	w.out = nil
+	w.path = w.path[:0]
+	clear(w.tmp[:cap(w.tmp)])
+	w.tmp = w.tmp[:0]
+	w.span = w.span[:0]
+}
+
+func (w *walker) emit(op Op, old, new any) {
+	p := make(Path, len(w.path))
+	copy(p, w.path)
+	w.out = append(w.out, Change{Op: op, Path: p, Old: old, New: new})
+}
+
+// child returns the pattern mask below segment s of the current path and
+// what the patterns say of that child: ignored, or a list key field.
+func (w *walker) child(mask uint64, s Segment) (next uint64, ignored bool, field string) {
+	depth := len(w.path)
+	for m := mask; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		pt := &w.c.patterns[i]
+		if !pt.path[depth].matches(s) {
+			continue
+		}
+		if len(pt.path) == depth+1 {
+			if pt.ignore {
+				return 0, true, ""
+			}
+			field = pt.field
+			continue
+		}
+		next |= 1 << i
+	}
+	if field == "" && w.c.anyDepth != nil && s.Kind == SegKey {
+		field = w.c.anyDepth[s.Key]
+	}
+	return next, false, field
+}
+
+func (w *walker) diff(a, b any, mask uint64) {
+	w.diffKeyed(a, b, mask, "")
+}
+
+func (w *walker) diffKeyed(a, b any, mask uint64, listKey string) {
+	switch x := a.(type) {
+	case map[string]any:
+		if y, ok := b.(map[string]any); ok {
+			w.diffMap(x, y, mask)
+			return
+		}
+	case []any:
+		if y, ok := b.([]any); ok {
+			if listKey != "" && w.diffKeyedList(x, y, mask, listKey) {
+				return
+			}
+			w.diffList(x, y, mask)
+			return
+		}
+	default:
+		if kindOf(b) != kindMap && kindOf(b) != kindList && Equal(a, b) {
+			return
+		}
+	}
+	w.emit(OpChange, a, b)
+}
+
+func (w *walker) diffMap(a, b map[string]any, mask uint64) {
+	start := len(w.out)
+	spanStart := len(w.span)
+	shared := 0
+	for k, av := range a {
+		bv, inB := b[k]
+		if inB {
+			shared++
+		}
+		next, ignored, field := w.child(mask, Key(k))
+		if ignored {
+			continue
+		}
+		from := len(w.out)
+		w.path = append(w.path, Key(k))
+		if !inB {
+			w.emit(OpRemove, av, nil)
+		} else {
+			w.diffKeyed(av, bv, next, field)
+		}
+		w.path = w.path[:len(w.path)-1]
+		w.record(k, from)
+	}
+	if shared < len(b) {
+		for k, bv := range b {
+			if _, inA := a[k]; inA {
+				continue
+			}
+			if _, ignored, _ := w.child(mask, Key(k)); ignored {
+				continue
+			}
+			from := len(w.out)
+			w.path = append(w.path, Key(k))
+			w.emit(OpAdd, nil, bv)
+			w.path = w.path[:len(w.path)-1]
+			w.span = append(w.span, span{key: k, from: from, to: len(w.out)})
+		}
+	}
+	w.sortSpans(start, spanStart)
+}
+
+// record notes that out[from:] holds the changes below sibling k, if any.
+func (w *walker) record(k string, from int) {
+	if len(w.out) > from {
+		w.span = append(w.span, span{key: k, from: from, to: len(w.out)})
+	}
+}
+
+// sortSpans puts the sibling runs recorded since spanStart in key order.
+// Map iteration order is random, so the runs arrive in any order.
+func (w *walker) sortSpans(start, spanStart int) {
+	spans := w.span[spanStart:]
+	defer func() { w.span = w.span[:spanStart] }()
+	if len(spans) < 2 {
+		return
+	}
+	slices.SortFunc(spans, func(x, y span) int { return strings.Compare(x.key, y.key) })
+	w.tmp = append(w.tmp[:0], w.out[start:]...)
+	at := start
+	for _, s := range spans {
+		at += copy(w.out[at:], w.tmp[s.from-start:s.to-start])
+	}
+}
+
+func (w *walker) diffList(a, b []any, mask uint64) {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		next, ignored, field := w.child(mask, Index(i))
+		if ignored {
+			continue
+		}
+		w.path = append(w.path, Index(i))
+		w.diffKeyed(a[i], b[i], next, field)
+		w.path = w.path[:len(w.path)-1]
+	}
+	for i := n; i < len(b); i++ {
+		if _, ignored, _ := w.child(mask, Index(i)); ignored {
+			continue
+		}
+		w.path = append(w.path, Index(i))
+		w.emit(OpAdd, nil, b[i])
+		w.path = w.path[:len(w.path)-1]
+	}
+	for i := n; i < len(a); i++ {
+		if _, ignored, _ := w.child(mask, Index(i)); ignored {
+			continue
+		}
+		w.path = append(w.path, Index(i))
+		w.emit(OpRemove, a[i], nil)
+		w.path = w.path[:len(w.path)-1]
+	}
+}
+
+// diffKeyedList compares lists whose elements are identified by field. It
+// reports false, having done nothing, when the lists cannot be keyed.
+func (w *walker) diffKeyedList(a, b []any, mask uint64, field string) bool {
+	// Fast path, allocation-free: same keys in the same order, which is the
+	// common case. Keys are formatted only for elements that differ.
+	if len(a) == len(b) && sameKeys(a, b, field) && !hasDuplicateKeys(a, field) {
+		start, spanStart := len(w.out), len(w.span)
+		for i := range a {
+			if Equal(a[i], b[i]) {
+				continue
+			}
+			k, _ := elementKey(a[i], field)
+			from := len(w.out)
+			w.keyedElement(k, field, a[i], b[i], true, true, mask)
+			w.record(k, from)
+		}
+		w.sortSpans(start, spanStart)
+		return true
+	}
+	if !keyable(a, field) || !keyable(b, field) {
+		return false
+	}
+	ia, ok := keyIndex(a, field)
+	if !ok {
+		return false
+	}
+	ib, ok := keyIndex(b, field)
+	if !ok {
+		return false
+	}
+	start, spanStart := len(w.out), len(w.span)
+	for _, ea := range a {
+		k, _ := elementKey(ea, field)
+		from := len(w.out)
+		j, inB := ib[k]
+		if inB {
+			w.keyedElement(k, field, ea, b[j], true, true, mask)
+		} else {
+			w.keyedElement(k, field, ea, nil, true, false, mask)
+		}
+		w.record(k, from)
+	}
+	for _, eb := range b {
+		k, _ := elementKey(eb, field)
+		if _, inA := ia[k]; inA {
+			continue
+		}
+		from := len(w.out)
+		w.keyedElement(k, field, nil, eb, false, true, mask)
+		w.record(k, from)
+	}
+	w.sortSpans(start, spanStart)
+	return true
+}
+
+func (w *walker) keyedElement(k, field string, a, b any, inA, inB bool, mask uint64) {
+	seg := Segment{Kind: SegMatch, Key: field, Value: k}
+	next, ignored, sub := w.child(mask, seg)
+	if ignored {
+		return
+	}
+	w.path = append(w.path, seg)
+	switch {
+	case inA && inB:
+		w.diffKeyed(a, b, next, sub)
+	case inA:
+		w.emit(OpRemove, a, nil)
+	default:
+		w.emit(OpAdd, nil, b)
+	}
+	w.path = w.path[:len(w.path)-1]
+}
+
+// rawKey returns the scalar value of field in a list element.
+func rawKey(e any, field string) (any, bool) {
+	m, ok := e.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	switch k := kindOf(m[field]); k {
+	case kindString, kindNumber, kindBool:
+		return m[field], true
+	}
+	return nil, false
+}
+
+// keyable reports whether every element of l has a scalar key.
+func keyable(l []any, field string) bool {
+	for _, e := range l {
+		if _, ok := rawKey(e, field); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sameKeys reports whether a and b, of equal length, have scalar keys that
+// are pairwise equal.
+func sameKeys(a, b []any, field string) bool {
+	for i := range a {
+		ka, oka := rawKey(a[i], field)
+		kb, okb := rawKey(b[i], field)
+		if !oka || !okb || !Equal(ka, kb) {
+			return false
+		}
+	}
+	return true
+}
+
+// elementKey returns the value of field in a list element, as text.
+func elementKey(e any, field string) (string, bool) {
+	m, ok := e.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	switch v := m[field].(type) {
+	case string:
+		return v, true
+	case bool:
+		return strconv.FormatBool(v), true
+	case nil:
+		return "", false
+	default:
+		n, ok := asNumber(v)
+		if !ok {
+			return "", false
+		}
+		if n.isInt {
+			return strconv.FormatInt(n.i, 10), true
+		}
+		return strconv.FormatFloat(n.f, 'g', -1, 64), true
+	}
+}
+
+func hasDuplicateKeys(l []any, field string) bool {
+	if len(l) < 2 {
+		return false
+	}
+	if len(l) <= 8 { // quadratic but allocation-free for the usual short lists
+		for i := range l {
+			ki, _ := rawKey(l[i], field)
+			for j := i + 1; j < len(l); j++ {
+				if kj, _ := rawKey(l[j], field); Equal(ki, kj) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	_, ok := keyIndex(l, field)
+	return !ok
+}
+
+// keyIndex maps each element's key to its index; it fails on a missing,
+// non-scalar or duplicate key.
+func keyIndex(l []any, field string) (map[string]int, bool) {
+	idx := make(map[string]int, len(l))
+	for i, e := range l {
+		k, ok := elementKey(e, field)
+		if !ok {
+			return nil, false
+		}
+		if _, dup := idx[k]; dup {
+			return nil, false
+		}
+		idx[k] = i
+	}
+	return idx, true
+}

@@ -1,0 +1,51 @@
+package opbus
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzCompareApply checks Apply(a, Compare(a, b)) == b on JSON documents.
+func FuzzCompareApply(f *testing.F) {
+	f.Add([]byte(`{"a":1}`), []byte(`{"a":2,"b":[1,2]}`))
+	f.Add([]byte(`[1,[2,3],{"x":null}]`), []byte(`[1,[3],{"x":{}},4]`))
+	f.Add([]byte(`"s"`), []byte(`{"s":"s"}`))
+	f.Fuzz(func(t *testing.T, x, y []byte) {
+		var a, b any
+		if json.Unmarshal(x, &a) != nil || json.Unmarshal(y, &b) != nil {
+			return
+		}
+		d := Compare(a, b)
+		got, err := Apply(a, d)
+		if err != nil {
+			t.Fatalf("Apply(%s, %v): %v", x, d, err)
+		}
+		if !Equal(got, b) {
+			t.Fatalf("Apply(%s, Compare(.., %s)) = %s", x, y, jsonText(got))
+		}
+		if len(Compare(a, a)) != 0 || (len(d) == 0) != Equal(a, b) {
+			t.Fatalf("Compare disagrees with Equal on %s, %s", x, y)
+		}
+	})
+}
+
+// FuzzParsePath checks that ParsePath never panics and that String
+// round-trips whatever parses.
+func FuzzParsePath(f *testing.F) {
+	for _, s := range []string{"a.b", "a[0]", "a[*].b", `a["x.y"]`, "a[name=x]", `a[k="v w"]`, "a..b", "[", `a["\u00e9"]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePath(s)
+		if err != nil {
+			return
+		}
+		q, err := ParsePath(p.String())
+		if err != nil {
+			t.Fatalf("ParsePath(%q).String() = %q does not parse: %v", s, p.String(), err)
+		}
+		if !q.Equal(p) {
+			t.Fatalf("round trip of %q: %#v became %#v", s, p, q)
+		}
+	})
+}

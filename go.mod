@@ -1,0 +1,3 @@
+module github.com/opbus/opbus
+
+go 1.26.0

@@ -1,0 +1,62 @@
+package opbus
+
+import (
+	"slices"
+)
+
+// Slots holds the statuses of one object, one slot per handler or collector,
+// named by its ID. A slot holding the zero Status is absent: [Slots.Set]
+// with the zero Status clears it. Slots encode to JSON as an object keyed by
+// slot name, which encoding/json writes in name order.
+type Slots map[string]Status
+
+// Set puts s in the slot named id; the zero Status clears the slot.
+func (m Slots) Set(id string, s Status) {
+	if s.IsZero() {
+		delete(m, id)
+		return
+	}
+	m[id] = s
+}
+
+// Clear empties the slot named id.
+func (m Slots) Clear(id string) { delete(m, id) }
+
+// Get returns the status in the slot named id, and whether there is one.
+func (m Slots) Get(id string) (Status, bool) {
+	s, ok := m[id]
+	return s, ok
+}
+
+// Names returns the names of the slots that hold a status, sorted.
+func (m Slots) Names() []string {
+	return slices.Sorted(mapKeys(m))
+}
+
+// Summary returns the overall status; see [Summarize].
+func (m Slots) Summary() Status { return Summarize(m) }
+
+// Clone returns a copy of m.
+func (m Slots) Clone() Slots {
+	if m == nil {
+		return nil
+	}
+	c := make(Slots, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Equal reports whether m and o hold the same statuses.
+func (m Slots) Equal(o Slots) bool {
+	if len(m) != len(o) {
+		return false
+	}
+	for k, v := range m {
+		if w, ok := o[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,237 @@
+package opbus
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+)
+
+// number is a JSON number in a form that compares by value: integers that fit
+// in int64 compare exactly, everything else as float64.
+type number struct {
+	i     int64
+	f     float64
+	isInt bool
+}
+
+// asNumber reports v as a number if it is one of the numeric types that
+// decoders produce (encoding/json gives float64 or json.Number, client-go's
+// unstructured objects hold int64, hand-written documents hold int).
+func asNumber(v any) (number, bool) {
+	switch n := v.(type) {
+	case float64:
+		return floatNumber(n), true
+	case int64:
+		return number{i: n, isInt: true}, true
+	case int:
+		return number{i: int64(n), isInt: true}, true
+	case json.Number:
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return number{i: i, isInt: true}, true
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return number{}, false
+		}
+		return floatNumber(f), true
+	case int32:
+		return number{i: int64(n), isInt: true}, true
+	case int16:
+		return number{i: int64(n), isInt: true}, true
+	case int8:
+		return number{i: int64(n), isInt: true}, true
+	case uint:
+		return uintNumber(uint64(n)), true
+	case uint64:
+		return uintNumber(n), true
+	case uint32:
+		return number{i: int64(n), isInt: true}, true
+	case uint16:
+		return number{i: int64(n), isInt: true}, true
+	case uint8:
+		return number{i: int64(n), isInt: true}, true
+	case float32:
+		return floatNumber(float64(n)), true
+	}
+	return number{}, false
+}
+
+func uintNumber(u uint64) number {
+	if u <= math.MaxInt64 {
+		return number{i: int64(u), isInt: true}
+	}
+	return number{f: float64(u)}
+}
+
+// floatNumber keeps integral floats in the int64 range as integers, so that
+// 3.0 and int64(3) are one value.
+func floatNumber(f float64) number {
+	if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
+		return number{i: int64(f), isInt: true}
+	}
+	return number{f: f}
+}
+
+func (a number) equal(b number) bool {
+	if a.isInt && b.isInt {
+		return a.i == b.i
+	}
+	if a.isInt || b.isInt {
+		return false // an integral value never equals a non-integral one
+	}
+	return a.f == b.f
+}
+
+// kind classifies a JSON-like value for comparison.
+type kind uint8
+
+const (
+	kindNull kind = iota
+	kindBool
+	kindString
+	kindNumber
+	kindMap
+	kindList
+	kindOther
+)
+
+func kindOf(v any) kind {
+	switch v.(type) {
+	case nil:
+		return kindNull
+	case bool:
+		return kindBool
+	case string:
+		return kindString
+	case map[string]any:
+		return kindMap
+	case []any:
+		return kindList
+	}
+	if _, ok := asNumber(v); ok {
+		return kindNumber
+	}
+	return kindOther
+}
+
+// Equal reports whether two JSON-like values are equal, comparing numbers by
+// value across int, int64, float64 and json.Number. It allocates nothing.
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok || !Equal(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case nil:
+		return b == nil
+	case float64:
+		if y, ok := b.(float64); ok {
+			return x == y
+		}
+	case int64:
+		if y, ok := b.(int64); ok {
+			return x == y
+		}
+	}
+	return scalarEqual(a, b)
+}
+
+func scalarEqual(a, b any) bool {
+	an, aok := asNumber(a)
+	bn, bok := asNumber(b)
+	if aok || bok {
+		return aok && bok && an.equal(bn)
+	}
+	if kindOf(a) != kindOther || kindOf(b) != kindOther {
+		return false
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// Validate reports whether v holds only values that opbus can compare, hash
+// and persist: maps with string keys, []any, strings, bools, nil and finite
+// numbers. The error names the path of the first offending value.
+func Validate(v any) error {
+	return validate(v, nil)
+}
+
+func validate(v any, at Path) error {
+	switch x := v.(type) {
+	case nil, bool, string:
+		return nil
+	case map[string]any:
+		for k, e := range x {
+			if err := validate(e, append(at, Key(k))); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []any:
+		for i, e := range x {
+			if err := validate(e, append(at, Index(i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n, ok := asNumber(v)
+	if !ok {
+		if _, isNum := v.(json.Number); isNum {
+			return &ValueError{Path: clonePath(at), Value: v, Reason: "not a valid JSON number"}
+		}
+		return &ValueError{Path: clonePath(at), Value: v, Reason: fmt.Sprintf("unsupported type %T: expected map[string]any, []any, string, bool, nil or a number", v)}
+	}
+	if !n.isInt && (math.IsNaN(n.f) || math.IsInf(n.f, 0)) {
+		return &ValueError{Path: clonePath(at), Value: v, Reason: "not a finite number: JSON has no NaN or infinity"}
+	}
+	return nil
+}
+
+// ValueError reports a value that is not JSON-like.
+type ValueError struct {
+	Path   Path // where the value is; the root path for the whole value
+	Value  any
+	Reason string
+}
+
+func (e *ValueError) Error() string {
+	where := e.Path.String()
+	if where == "" {
+		where = "(root)"
+	}
+	return fmt.Sprintf("opbus: value at %s: %s", where, e.Reason)
+}
+
+func clonePath(p Path) Path {
+	if len(p) == 0 {
+		return nil
+	}
+	return append(Path(nil), p...)
+}
