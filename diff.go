@@ -228,10 +228,15 @@ func (w *walker) emit(op Op, old, new any) {
 // child returns the pattern mask below segment s of the current path and
 // what the patterns say of that child: ignored, or a list key field.
 func (w *walker) child(mask uint64, s Segment) (next uint64, ignored bool, field string) {
-	depth := len(w.path)
+	return w.c.step(mask, len(w.path), s)
+}
+
+// step moves the pattern mask from a node at depth to its child at segment
+// s, and reports whether the child is ignored or holds a keyed list.
+func (c *Comparer) step(mask uint64, depth int, s Segment) (next uint64, ignored bool, field string) {
 	for m := mask; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros64(m)
-		pt := &w.c.patterns[i]
+		pt := &c.patterns[i]
 		if !pt.path[depth].matches(s) {
 			continue
 		}
@@ -244,10 +249,21 @@ func (w *walker) child(mask uint64, s Segment) (next uint64, ignored bool, field
 		}
 		next |= 1 << i
 	}
-	if field == "" && w.c.anyDepth != nil && s.Kind == SegKey {
-		field = w.c.anyDepth[s.Key]
+	if field == "" && c.anyDepth != nil && s.Kind == SegKey {
+		field = c.anyDepth[s.Key]
 	}
 	return next, false, field
+}
+
+// at returns the pattern state at the concrete path p.
+func (c *Comparer) at(p Path) (mask uint64, ignored bool, field string) {
+	mask = c.all
+	for i, s := range p {
+		if mask, ignored, field = c.step(mask, i, s); ignored {
+			return 0, true, ""
+		}
+	}
+	return mask, false, field
 }
 
 func (w *walker) diff(a, b any, mask uint64) {
@@ -286,12 +302,12 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 		if inB {
 			shared++
 		}
-		next, ignored, field := w.child(mask, Key(k))
+		next, ignored, field := w.child(mask, MapKey(k))
 		if ignored {
 			continue
 		}
 		from := len(w.out)
-		w.path = append(w.path, Key(k))
+		w.path = append(w.path, MapKey(k))
 		if !inB {
 			w.emit(OpRemove, av, nil)
 		} else {
@@ -305,11 +321,11 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 			if _, inA := a[k]; inA {
 				continue
 			}
-			if _, ignored, _ := w.child(mask, Key(k)); ignored {
+			if _, ignored, _ := w.child(mask, MapKey(k)); ignored {
 				continue
 			}
 			from := len(w.out)
-			w.path = append(w.path, Key(k))
+			w.path = append(w.path, MapKey(k))
 			w.emit(OpAdd, nil, bv)
 			w.path = w.path[:len(w.path)-1]
 			w.span = append(w.span, span{key: k, from: from, to: len(w.out)})
@@ -344,27 +360,27 @@ func (w *walker) sortSpans(start, spanStart int) {
 func (w *walker) diffList(a, b []any, mask uint64) {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
-		next, ignored, field := w.child(mask, Index(i))
+		next, ignored, field := w.child(mask, ListIndex(i))
 		if ignored {
 			continue
 		}
-		w.path = append(w.path, Index(i))
+		w.path = append(w.path, ListIndex(i))
 		w.diffKeyed(a[i], b[i], next, field)
 		w.path = w.path[:len(w.path)-1]
 	}
 	for i := n; i < len(b); i++ {
-		if _, ignored, _ := w.child(mask, Index(i)); ignored {
+		if _, ignored, _ := w.child(mask, ListIndex(i)); ignored {
 			continue
 		}
-		w.path = append(w.path, Index(i))
+		w.path = append(w.path, ListIndex(i))
 		w.emit(OpAdd, nil, b[i])
 		w.path = w.path[:len(w.path)-1]
 	}
 	for i := n; i < len(a); i++ {
-		if _, ignored, _ := w.child(mask, Index(i)); ignored {
+		if _, ignored, _ := w.child(mask, ListIndex(i)); ignored {
 			continue
 		}
-		w.path = append(w.path, Index(i))
+		w.path = append(w.path, ListIndex(i))
 		w.emit(OpRemove, a[i], nil)
 		w.path = w.path[:len(w.path)-1]
 	}

@@ -32,11 +32,11 @@ type Segment struct {
 	Index int
 }
 
-// Key returns a segment that addresses the map key k.
-func Key(k string) Segment { return Segment{Kind: SegKey, Key: k} }
+// MapKey returns a segment that addresses the map key k.
+func MapKey(k string) Segment { return Segment{Kind: SegKey, Key: k} }
 
-// Index returns a segment that addresses the list element at position i.
-func Index(i int) Segment { return Segment{Kind: SegIndex, Index: i} }
+// ListIndex returns a segment that addresses the list element at position i.
+func ListIndex(i int) Segment { return Segment{Kind: SegIndex, Index: i} }
 
 // Path addresses a subtree of an object: a sequence of segments from the root.
 // The zero Path (no segments) is the root, the whole object; it prints as the
@@ -162,7 +162,7 @@ func (p *pathParser) key() (Path, error) {
 		}
 		return p.fail(p.pos, "unexpected %q: expected a key", c)
 	}
-	p.out = append(p.out, Key(p.in[start:p.pos]))
+	p.out = append(p.out, MapKey(p.in[start:p.pos]))
 	return p.out, nil
 }
 
@@ -191,7 +191,7 @@ func (p *pathParser) bracket() (Path, error) {
 		if err := p.close(open); err != nil {
 			return nil, err
 		}
-		p.out = append(p.out, Key(k))
+		p.out = append(p.out, MapKey(k))
 	case c == '-' || (c >= '0' && c <= '9'):
 		start := p.pos
 		for p.pos < len(p.in) && p.in[p.pos] != ']' && p.in[p.pos] != '=' && p.in[p.pos] != '[' {
@@ -212,7 +212,7 @@ func (p *pathParser) bracket() (Path, error) {
 		if err := p.close(open); err != nil {
 			return nil, err
 		}
-		p.out = append(p.out, Index(n))
+		p.out = append(p.out, ListIndex(n))
 	default:
 		return p.match(open)
 	}

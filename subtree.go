@@ -71,11 +71,11 @@ func resolve(v any, rest, at Path, fn func(Path, any)) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			resolve(e, rest[1:], append(at, Key(k)), fn)
+			resolve(e, rest[1:], append(at, MapKey(k)), fn)
 		}
 	case []any:
 		for i, e := range x {
-			resolve(e, rest[1:], append(at, Index(i)), fn)
+			resolve(e, rest[1:], append(at, ListIndex(i)), fn)
 		}
 	}
 }

@@ -188,14 +188,14 @@ func validate(v any, at Path) error {
 		return nil
 	case map[string]any:
 		for k, e := range x {
-			if err := validate(e, append(at, Key(k))); err != nil {
+			if err := validate(e, append(at, MapKey(k))); err != nil {
 				return err
 			}
 		}
 		return nil
 	case []any:
 		for i, e := range x {
-			if err := validate(e, append(at, Index(i))); err != nil {
+			if err := validate(e, append(at, ListIndex(i))); err != nil {
 				return err
 			}
 		}

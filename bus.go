@@ -1,0 +1,409 @@
+package opbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultIgnore lists the per-write noise that every Bus ignores: values the
+// API server changes on every write, which no handler should react to.
+var DefaultIgnore = []string{
+	"metadata.resourceVersion",
+	"metadata.managedFields",
+	"metadata.generation",
+}
+
+// Options configures a Bus. Nil options, and every zero field, mean the
+// defaults.
+type Options struct {
+	// Store keeps per-object records; nil means a new MemoryStore.
+	Store Store
+	// Sink publishes statuses; nil means none.
+	Sink StatusSink
+	// Observer receives measurements; nil means none.
+	Observer Observer
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Workers bounds how many objects are dispatched at once; 0 means 4.
+	Workers int
+	// Ignore adds path patterns to ignore to [DefaultIgnore].
+	Ignore []string
+	// ListKeys identifies list elements by a field; see [CompareOptions].
+	ListKeys map[string]string
+	// Backoff spaces out retries of failed handlers.
+	Backoff Backoff
+	// MaxBacklog bounds the states queued for one object; past it they are
+	// coalesced to the latest, visibly. 0 means 16.
+	MaxBacklog int
+	// ShutdownTimeout bounds how long Run waits for running handlers after
+	// its context ends before it cancels theirs; 0 means 30s.
+	ShutdownTimeout time.Duration
+	// NoRecover lets handler panics crash the program, for tests.
+	NoRecover bool
+}
+
+// ErrClosed is returned by calls made after Run has returned.
+var ErrClosed = errors.New("opbus: bus is closed")
+
+// Bus dispatches observed object states to handlers and keeps their status
+// slots. Register handlers and collectors, then start Run (or call Dispatch
+// for one-shot use, as a Juju hook does) and feed it with Observe. A Bus is
+// safe for concurrent use.
+type Bus struct {
+	store      Store
+	sink       StatusSink
+	observer   Observer
+	log        *slog.Logger
+	workers    int
+	backoff    Backoff
+	maxBacklog int
+	shutdown   time.Duration
+	recover    bool
+	ignore     []string
+	listKeys   map[string]string
+
+	mu         sync.Mutex
+	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
+	handlers   []*handler
+	collectors []*collector
+	owners     map[string]string // slot ID → what owns it
+	index      map[string]int    // handler ID → index
+	ids        []string          // handler IDs by index
+	cmp        *Comparer
+	frozen     bool
+	running    bool
+	stopping   bool
+	closed     bool
+	keys       map[Key]*keyState
+	ready      []*keyState
+	busy       []*keyState // keys being dispatched by workers
+	queued     int           // states waiting across all keys
+	pending    int           // keys queued or busy
+	idle       chan struct{} // closed while pending == 0
+	stats      counters
+}
+
+type handler struct {
+	id     string
+	idx    int
+	fn     HandlerFunc
+	types  uint8 // bit per EventType
+	kinds  []string
+	fields []Path
+	when   func(*Event) bool
+}
+
+func (h *handler) wants(t EventType) bool { return h.types&(1<<t) != 0 }
+
+func (h *handler) forKind(kind string) bool {
+	return len(h.kinds) == 0 || slices.Contains(h.kinds, kind)
+}
+
+type collector struct {
+	id string
+	fn CollectFunc
+}
+
+// New returns a Bus. Bad ignored paths or list keys are an error naming
+// them.
+func New(opts *Options) (*Bus, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	b := &Bus{
+		store:      opts.Store,
+		sink:       opts.Sink,
+		observer:   opts.Observer,
+		log:        opts.Logger,
+		workers:    opts.Workers,
+		backoff:    opts.Backoff.withDefaults(),
+		maxBacklog: opts.MaxBacklog,
+		shutdown:   opts.ShutdownTimeout,
+		recover:    !opts.NoRecover,
+		listKeys:   opts.ListKeys,
+		owners:     map[string]string{},
+		index:      map[string]int{},
+		keys:       map[Key]*keyState{},
+		idle:       make(chan struct{}),
+	}
+	close(b.idle)
+	b.wake = sync.NewCond(&b.mu)
+	if b.store == nil {
+		b.store = NewMemoryStore()
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if b.workers <= 0 {
+		b.workers = 4
+	}
+	if b.maxBacklog <= 0 {
+		b.maxBacklog = 16
+	}
+	if b.shutdown <= 0 {
+		b.shutdown = 30 * time.Second
+	}
+	b.ignore = append(slices.Clone(DefaultIgnore), opts.Ignore...)
+	for _, w := range []any{b.store, b.sink} {
+		if pw, ok := w.(PathWriter); ok {
+			b.ignore = append(b.ignore, pw.WrittenPaths()...)
+		}
+	}
+	cmp, err := NewComparer(&CompareOptions{Ignore: b.ignore, ListKeys: b.listKeys})
+	if err != nil {
+		return nil, err
+	}
+	b.cmp = cmp
+	return b, nil
+}
+
+// Ignore adds path patterns that no diff or digest sees, such as the paths
+// an adapter writes. It must be called before the bus starts.
+func (b *Bus) Ignore(paths ...string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.frozen {
+		return fmt.Errorf("opbus: Ignore(%v): the bus has started; declare ignored paths before Run, Observe or Dispatch", paths)
+	}
+	cmp, err := NewComparer(&CompareOptions{Ignore: append(slices.Clone(b.ignore), paths...), ListKeys: b.listKeys})
+	if err != nil {
+		return err
+	}
+	b.ignore = append(b.ignore, paths...)
+	b.cmp = cmp
+	return nil
+}
+
+// Comparer returns the Comparer the bus diffs with: [DefaultIgnore], the
+// ignored paths and the list keys it was given.
+func (b *Bus) Comparer() *Comparer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cmp
+}
+
+// Handle registers a handler under id, which also names its status slot.
+// A bad path, a duplicate ID, an unknown event type, or a filter that can
+// never match is an error.
+func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
+	if fn == nil {
+		return fmt.Errorf("opbus: handler %q: nil function", id)
+	}
+	h := &handler{id: id, fn: fn, when: on.When}
+	types := on.Types
+	if len(types) == 0 {
+		types = []EventType{Create, Update}
+	}
+	for _, t := range types {
+		if t < Create || t > Resume {
+			return fmt.Errorf("opbus: handler %q: unknown event type %d: expected Create, Update, Delete or Resume", id, int(t))
+		}
+		h.types |= 1 << t
+	}
+	if len(on.Fields) > 0 && h.types == 1<<Delete {
+		return fmt.Errorf("opbus: handler %q: fields %v can never change on Delete: a delete handler sees the last state whole", id, on.Fields)
+	}
+	for _, k := range on.Kinds {
+		if k == "" {
+			return fmt.Errorf("opbus: handler %q: empty kind in Kinds: it would match nothing", id)
+		}
+	}
+	h.kinds = slices.Clone(on.Kinds)
+	for _, f := range on.Fields {
+		p, err := ParsePath(f)
+		if err != nil {
+			return fmt.Errorf("opbus: handler %q: %w", id, err)
+		}
+		b.mu.Lock()
+		cmp := b.cmp
+		b.mu.Unlock()
+		if !p.IsPattern() {
+			if _, ignored, _ := cmp.at(p); ignored {
+				return fmt.Errorf("opbus: handler %q: field %s is ignored by the bus (per-write noise or the library's own writes), so it would never fire", id, f)
+			}
+		}
+		h.fields = append(h.fields, p)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.claim(id, "handler"); err != nil {
+		return err
+	}
+	h.idx = len(b.handlers)
+	b.handlers = append(b.handlers, h)
+	b.index[id] = h.idx
+	b.ids = append(b.ids, id)
+	return nil
+}
+
+// Collect registers a collector under id, which names its status slot: fn
+// is evaluated at every commit of every object, like ops' collect-status.
+func (b *Bus) Collect(id string, fn CollectFunc) error {
+	if fn == nil {
+		return fmt.Errorf("opbus: collector %q: nil function", id)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.claim(id, "collector"); err != nil {
+		return err
+	}
+	b.collectors = append(b.collectors, &collector{id: id, fn: fn})
+	return nil
+}
+
+// Slot registers a status slot that handlers set with [Event.SetSlot], such
+// as a state machine's. Slots of no registered owner are dropped from
+// records at their next commit.
+func (b *Bus) Slot(id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.claim(id, "slot")
+}
+
+// claim reserves a slot ID; b.mu is held.
+func (b *Bus) claim(id, what string) error {
+	if id == "" {
+		return fmt.Errorf("opbus: %s: empty ID: every %s needs a name for its slot", what, what)
+	}
+	if b.frozen {
+		return fmt.Errorf("opbus: %s %q: the bus has started; register before Run, Observe or Dispatch", what, id)
+	}
+	if owner, dup := b.owners[id]; dup {
+		return fmt.Errorf("opbus: %s %q: duplicate ID: a %s already has that slot", what, id, owner)
+	}
+	b.owners[id] = what
+	return nil
+}
+
+// freeze ends registration; b.mu is held.
+func (b *Bus) freeze() error {
+	if b.closed {
+		return ErrClosed
+	}
+	b.frozen = true
+	return nil
+}
+
+// Observe queues obj as the latest observed state of key. It returns at
+// once; the bus keeps a reference to obj, not a copy, so obj must not be
+// modified afterwards (client-go's informer objects never are).
+func (b *Bus) Observe(ctx context.Context, key Key, obj map[string]any) error {
+	return b.enqueue(ctx, key, observation{new: obj})
+}
+
+// ObserveUpdate is Observe for a source that knows the previous state, such
+// as an informer's update notification: old is the state this key was last
+// observed in. The bus keeps no state of its own to diff against.
+func (b *Bus) ObserveUpdate(ctx context.Context, key Key, old, new map[string]any) error {
+	return b.enqueue(ctx, key, observation{old: old, new: new, hasOld: true})
+}
+
+// ObserveDelete queues the deletion of key; last is its last known state
+// (nil if unknown). Delete handlers run; once they all succeed the key's
+// record is deleted.
+func (b *Bus) ObserveDelete(ctx context.Context, key Key, last map[string]any) error {
+	return b.enqueue(ctx, key, observation{new: last, deleted: true})
+}
+
+// Wait blocks until no observed state is queued or being dispatched, or ctx
+// ends. Retries scheduled for later do not count.
+func (b *Bus) Wait(ctx context.Context) error {
+	b.mu.Lock()
+	idle := b.idle
+	b.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Dispatch handles obj as the latest state of key synchronously, on the
+// calling goroutine, and returns the handlers' errors joined (nil when all
+// succeeded) along with any error storing the record or publishing the
+// status. Failed handlers are not retried by the bus: the caller decides,
+// as a Juju hook does by failing the hook. ctx is passed to the handlers.
+func (b *Bus) Dispatch(ctx context.Context, key Key, obj map[string]any) error {
+	return b.dispatchNow(ctx, key, observation{new: obj})
+}
+
+// DispatchDelete is Dispatch for the deletion of key.
+func (b *Bus) DispatchDelete(ctx context.Context, key Key, last map[string]any) error {
+	return b.dispatchNow(ctx, key, observation{new: last, deleted: true})
+}
+
+func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
+	if err := key.validate(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if err := b.freeze(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	ks := b.keyState(key)
+	for ks.busy {
+		b.wake.Wait()
+	}
+	ks.busy = true
+	b.mu.Unlock()
+
+	err := b.process(ctx, ks, o, false)
+
+	b.mu.Lock()
+	ks.busy = false
+	b.schedule(ks)
+	b.wake.Broadcast()
+	b.mu.Unlock()
+	return err
+}
+
+// Status returns the overall status of key and a copy of its slots, from
+// memory or, for an object this bus has not dispatched, from the store.
+func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
+	b.mu.Lock()
+	ks, ok := b.keys[key]
+	if ok && ks.published != nil {
+		s := ks.published.Clone()
+		b.mu.Unlock()
+		return s.Summary(), s, nil
+	}
+	index := b.index
+	b.mu.Unlock()
+	data, err := b.store.Load(ctx, key)
+	if err != nil {
+		return Status{}, nil, err
+	}
+	if data == nil {
+		return Status{}, Slots{}, nil
+	}
+	rec, err := decodeRecord(key, data, index)
+	if err != nil {
+		return Status{}, nil, err
+	}
+	return rec.slots.Summary(), rec.slots.Clone(), nil
+}
+
+// Stats returns the bus's counters.
+func (b *Bus) Stats() Stats {
+	b.mu.Lock()
+	q := b.queued
+	b.mu.Unlock()
+	return Stats{
+		Observed:   b.stats.observed.Load(),
+		Dispatched: b.stats.dispatched.Load(),
+		Ran:        b.stats.ran.Load(),
+		Failed:     b.stats.failed.Load(),
+		Panicked:   b.stats.panicked.Load(),
+		Retried:    b.stats.retried.Load(),
+		Coalesced:  b.stats.coalesced.Load(),
+		Queued:     q,
+	}
+}

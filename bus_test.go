@@ -1,0 +1,257 @@
+package opbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var podKey = Key{Kind: "Pod", Namespace: "default", Name: "web"}
+
+// pod builds a Pod document whose container app is in the given state.
+func pod(rv string, state string) map[string]any {
+	var st map[string]any
+	switch state {
+	case "running":
+		st = map[string]any{"running": map[string]any{"startedAt": "t0"}}
+	default:
+		st = map[string]any{"terminated": map[string]any{"exitCode": int64(1), "reason": state}}
+	}
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "web", "namespace": "default", "resourceVersion": rv,
+			"annotations": map[string]any{"note": "x"}},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "app:1"}}},
+		"status": map[string]any{"phase": "Running", "containerStatuses": []any{
+			map[string]any{"name": "app", "ready": state == "running", "state": st},
+		}},
+	}
+}
+
+// recorder is a handler that counts its runs and keeps their events.
+type recorder struct {
+	mu     sync.Mutex
+	events []*Event
+	result func(ev *Event) (Status, error)
+}
+
+func (r *recorder) handle(ctx context.Context, ev *Event) (Status, error) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	n := len(r.events)
+	r.mu.Unlock()
+	if r.result != nil {
+		return r.result(ev)
+	}
+	return Active(fmt.Sprintf("run %d", n)), nil
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
+func (r *recorder) last() *Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.events) == 0 {
+		return nil
+	}
+	return r.events[len(r.events)-1]
+}
+
+func newBus(t testing.TB, opts *Options) *Bus {
+	t.Helper()
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatusOnlyChangeFires is the kopf bug: a change of status alone must
+// fire both a handler on status.containerStatuses and a whole-object update
+// handler, while per-write noise fires nothing.
+func TestStatusOnlyChangeFires(t *testing.T) {
+	ctx := t.Context()
+	b := newBus(t, &Options{ListKeys: map[string]string{"containerStatuses": "name"}})
+	var field, whole recorder
+	must(t, b.Handle("crash-watch", field.handle, On{Types: []EventType{Update}, Kinds: []string{"Pod"}, Fields: []string{"status.containerStatuses"}}))
+	must(t, b.Handle("any-update", whole.handle, On{Types: []EventType{Update}}))
+
+	must(t, b.Dispatch(ctx, podKey, pod("1", "running")))
+	if field.count() != 0 || whole.count() != 0 {
+		t.Fatalf("create fired update handlers: %d, %d", field.count(), whole.count())
+	}
+	must(t, b.Dispatch(ctx, podKey, pod("2", "running"))) // resourceVersion only
+	if field.count() != 0 || whole.count() != 0 {
+		t.Fatalf("a resourceVersion bump fired handlers: %d, %d", field.count(), whole.count())
+	}
+	must(t, b.Dispatch(ctx, podKey, pod("3", "Error")))
+	if field.count() != 1 || whole.count() != 1 {
+		t.Fatalf("status-only change: field handler ran %d times, whole-object handler %d; want 1 and 1", field.count(), whole.count())
+	}
+	ev := field.last()
+	if ev.Type != Update || ev.Old == nil || ev.New == nil || ev.Attempt != 1 || ev.ID == "" || ev.Handler != "crash-watch" {
+		t.Errorf("event = %+v", ev)
+	}
+	got := ev.Changes.String()
+	for _, want := range []string{
+		"change status.containerStatuses[name=app].ready: true → false",
+		"remove status.containerStatuses[name=app].state.running",
+		`add status.containerStatuses[name=app].state.terminated = {"exitCode":1,"reason":"Error"}`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("changes\n%s\nlack %s", got, want)
+		}
+	}
+	if strings.Contains(whole.last().Changes.String(), "resourceVersion") {
+		t.Errorf("whole-object changes include ignored noise: %s", whole.last().Changes)
+	}
+	must(t, b.Dispatch(ctx, podKey, pod("4", "Error")))
+	if field.count() != 1 || whole.count() != 1 {
+		t.Fatalf("the same value fired again: %d, %d", field.count(), whole.count())
+	}
+}
+
+func TestRegistrationErrors(t *testing.T) {
+	b := newBus(t, nil)
+	ok := func(context.Context, *Event) (Status, error) { return Status{}, nil }
+	must(t, b.Handle("a", ok, On{}))
+	tests := []struct {
+		id   string
+		on   On
+		want string
+	}{
+		{"a", On{}, `duplicate ID`},
+		{"b", On{Fields: []string{"spec..x"}}, "field path spec..x: at offset 5"},
+		{"c", On{Types: []EventType{Delete}, Fields: []string{"spec"}}, "can never change on Delete"},
+		{"d", On{Types: []EventType{EventType(9)}}, "unknown event type 9"},
+		{"e", On{Kinds: []string{""}}, "empty kind"},
+		{"f", On{Fields: []string{"metadata.resourceVersion"}}, "is ignored by the bus"},
+		{"", On{}, "empty ID"},
+	}
+	for _, tt := range tests {
+		err := b.Handle(tt.id, ok, tt.on)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "opbus: ") {
+			t.Errorf("Handle(%q, %+v) = %v, want an error saying %q", tt.id, tt.on, err, tt.want)
+		}
+	}
+	if err := b.Collect("a", func(context.Context, Key, map[string]any) Status { return Status{} }); err == nil {
+		t.Error("a collector may not take a handler's slot")
+	}
+	if err := b.Handle("nil", nil, On{}); err == nil {
+		t.Error("nil handler: want an error")
+	}
+	if _, err := New(&Options{Ignore: []string{"a["}}); err == nil || !strings.Contains(err.Error(), "a[") {
+		t.Errorf("bad ignored path: got %v", err)
+	}
+	must(t, b.Dispatch(t.Context(), podKey, pod("1", "running")))
+	if err := b.Handle("late", ok, On{}); err == nil || !strings.Contains(err.Error(), "has started") {
+		t.Errorf("Handle after start: got %v", err)
+	}
+	if err := b.Ignore("x"); err == nil {
+		t.Error("Ignore after start: want an error")
+	}
+	if err := b.Dispatch(t.Context(), Key{Kind: "Pod"}, nil); err == nil || !strings.Contains(err.Error(), "needs a kind and a name") {
+		t.Errorf("key without a name: got %v", err)
+	}
+}
+
+// TestSlotsAcrossBuses is the ops bug across processes: handler A Blocked,
+// handler B Blocked, A recovers → still Blocked with B's message, also for a
+// new Bus on the same store (a new Juju hook process).
+func TestSlotsAcrossBuses(t *testing.T) {
+	ctx := t.Context()
+	store, err := NewFileStore(t.TempDir())
+	must(t, err)
+	key := Key{Kind: "unit", Name: "gateway/0"}
+	build := func() *Bus {
+		b := newBus(t, &Options{Store: store})
+		must(t, b.Handle("a", func(ctx context.Context, ev *Event) (Status, error) {
+			if ev.New["a"] == "bad" {
+				return Blocked("a is bad"), nil
+			}
+			return Active(""), nil
+		}, On{Fields: []string{"a"}}))
+		must(t, b.Handle("b", func(ctx context.Context, ev *Event) (Status, error) {
+			if ev.New["b"] == "bad" {
+				return Blocked("b is bad"), nil
+			}
+			return Active(""), nil
+		}, On{Fields: []string{"b"}}))
+		return b
+	}
+	must(t, build().Dispatch(ctx, key, map[string]any{"a": "bad", "b": "bad"}))
+	b2 := build()
+	must(t, b2.Dispatch(ctx, key, map[string]any{"a": "good", "b": "bad"}))
+	st, slots, err := b2.Status(ctx, key)
+	must(t, err)
+	if st != Blocked("b is bad") {
+		t.Fatalf("overall = %v, want blocked: b is bad (slots %v)", st, slots)
+	}
+	st, _, err = build().Status(ctx, key)
+	if err != nil || st != Blocked("b is bad") {
+		t.Fatalf("a third bus reads %v, %v", st, err)
+	}
+}
+
+func TestCollector(t *testing.T) {
+	b := newBus(t, nil)
+	calls := 0
+	must(t, b.Collect("workload", func(ctx context.Context, key Key, obj map[string]any) Status {
+		calls++
+		if obj["ready"] != true {
+			return Waiting("workload not ready")
+		}
+		return Active("")
+	}))
+	must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) { return Maintenance("installing"), nil }, On{Fields: []string{"spec"}}))
+	ctx := t.Context()
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": 1, "ready": false}))
+	if st, _, _ := b.Status(ctx, podKey); st != Maintenance("installing") {
+		t.Errorf("got %v", st)
+	}
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": 1, "ready": true}))
+	_, slots, _ := b.Status(ctx, podKey)
+	if calls != 2 || slots["workload"] != Active("") {
+		t.Errorf("collector calls %d, slots %v", calls, slots)
+	}
+}
+
+func TestHandlerErrorsAreReturnedByDispatch(t *testing.T) {
+	b := newBus(t, nil)
+	boom := errors.New("boom")
+	must(t, b.Handle("fails", func(context.Context, *Event) (Status, error) { return Status{}, boom }, On{}))
+	must(t, b.Handle("panics", func(context.Context, *Event) (Status, error) { panic("kaput") }, On{}))
+	var ok recorder
+	must(t, b.Handle("ok", ok.handle, On{}))
+	err := b.Dispatch(t.Context(), podKey, pod("1", "running"))
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `handler "fails"`) {
+		t.Errorf("err = %v", err)
+	}
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Value != "kaput" || !strings.Contains(string(pe.Stack), "bus_test.go") {
+		t.Errorf("panic not reported with its stack: %v", err)
+	}
+	if ok.count() != 1 {
+		t.Error("a failing handler kept another from running")
+	}
+	_, slots, _ := b.Status(t.Context(), podKey)
+	if slots["fails"] != Error("boom") || slots["panics"] != Error("panic: kaput") {
+		t.Errorf("slots = %v", slots)
+	}
+	_ = time.Second
+}

@@ -1,0 +1,103 @@
+package opbus
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// ErrPermanent marks an error that retrying will not fix: the handler runs
+// again only when its subscribed value changes. Test with errors.Is.
+var ErrPermanent = errors.New("permanent")
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() []error {
+	return []error{e.err, ErrPermanent}
+}
+
+// Permanent wraps err so that the handler is not retried until its value
+// changes. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type retryAfterError struct {
+	err   error
+	delay time.Duration
+}
+
+func (e *retryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %v)", e.err, e.delay)
+}
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter returns an error that asks for the next attempt after d instead
+// of the backoff's delay. A nil err reads as "not done yet".
+func RetryAfter(d time.Duration, err error) error {
+	if err == nil {
+		err = errors.New("not done yet")
+	}
+	return &retryAfterError{err: err, delay: d}
+}
+
+// retryDelay returns the delay an error asks for, if any.
+func retryDelay(err error) (time.Duration, bool) {
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		return ra.delay, true
+	}
+	return 0, false
+}
+
+// PanicError is a handler panic recovered by the bus, with the stack of the
+// panicking goroutine.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Backoff spaces out the retries of a failing handler: the n-th retry waits
+// Initial·Factorⁿ⁻¹, capped at Max, scaled by a random factor in
+// [1-Jitter, 1+Jitter]. The zero Backoff means 1s, ×2, capped at 5m, ±20%.
+type Backoff struct {
+	Initial time.Duration
+	Max     time.Duration
+	Factor  float64
+	Jitter  float64
+}
+
+func (b Backoff) withDefaults() Backoff {
+	if b.Initial <= 0 {
+		b.Initial = time.Second
+	}
+	if b.Max <= 0 {
+		b.Max = 5 * time.Minute
+	}
+	if b.Factor < 1 {
+		b.Factor = 2
+	}
+	if b.Jitter < 0 || b.Jitter >= 1 || b.Jitter == 0 {
+		b.Jitter = 0.2
+	}
+	return b
+}
+
+// Delay returns the wait before retry number n (1 for the first retry).
+func (b Backoff) Delay(n int) time.Duration {
+	b = b.withDefaults()
+	d := float64(b.Initial)
+	for i := 1; i < n && d < float64(b.Max); i++ {
+		d *= b.Factor
+	}
+	d = min(d, float64(b.Max))
+	d *= 1 + b.Jitter*(2*rand.Float64()-1)
+	return time.Duration(d)
+}
