@@ -82,7 +82,7 @@ type Bus struct {
 	closed     bool
 	keys       map[Key]*keyState
 	ready      []*keyState
-	busy       []*keyState // keys being dispatched by workers
+	busy       []*keyState   // keys being dispatched by workers
 	queued     int           // states waiting across all keys
 	pending    int           // keys queued or busy
 	idle       chan struct{} // closed while pending == 0
