@@ -232,7 +232,11 @@ func (b *Bus) dropBusy(ks *keyState) {
 func (b *Bus) retryLater(ks *keyState, d time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.running || b.stopping {
+	if !b.running {
+		return // Dispatch: the caller decides
+	}
+	if b.stopping {
+		ks.retryDue = true // saved as pending by persistPending
 		return
 	}
 	if ks.retryTimer != nil {

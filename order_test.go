@@ -1,0 +1,311 @@
+package opbus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestPerKeyOrderUnderLoad: many goroutines observe many keys; each key's
+// states reach its handler in order, one at a time, while keys run in
+// parallel.
+func TestPerKeyOrderUnderLoad(t *testing.T) {
+	const keys, updates = 50, 200
+	b := newBus(t, &Options{Workers: 8, MaxBacklog: updates + 1})
+	var mu sync.Mutex
+	last := map[Key]int{}
+	var inFlight sync.Map
+	var violations atomic.Int64
+	must(t, b.Handle("seq", func(ctx context.Context, ev *Event) (Status, error) {
+		if _, busy := inFlight.LoadOrStore(ev.Key, true); busy {
+			violations.Add(1)
+		}
+		defer inFlight.Delete(ev.Key)
+		n := int(ev.New["seq"].(int))
+		mu.Lock()
+		if n <= last[ev.Key] {
+			violations.Add(1)
+		}
+		last[ev.Key] = n
+		mu.Unlock()
+		return Status{}, nil
+	}, On{Fields: []string{"seq"}}))
+	stop := run(t, b)
+	var wg sync.WaitGroup
+	for k := range keys {
+		wg.Go(func() {
+			key := Key{Kind: "Pod", Name: fmt.Sprint("p", k)}
+			for i := 1; i <= updates; i++ {
+				must(t, b.Observe(context.Background(), key, map[string]any{"seq": i}))
+			}
+		})
+	}
+	wg.Wait()
+	must(t, b.Wait(t.Context()))
+	must(t, stop())
+	if v := violations.Load(); v != 0 {
+		t.Fatalf("%d ordering or overlap violations", v)
+	}
+	for k := range keys {
+		if n := last[Key{Kind: "Pod", Name: fmt.Sprint("p", k)}]; n != updates {
+			t.Errorf("key p%d ended at %d, want %d", k, n, updates)
+		}
+	}
+}
+
+// TestFinalStateHandledExactlyOnce is the oracle: 1,000 keys × 100 random
+// updates, handlers failing at random; afterwards, for every key and
+// subscription, the last value handled successfully is the final value, it
+// was handled at most once since the update that made it final (zero times
+// when it equals the value handled before, which is once per value), and
+// no value was ever handled twice in a row.
+func TestFinalStateHandledExactlyOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const keys, updates = 1000, 100
+		fields := []string{"a", "b", "c"}
+		var failMu sync.Mutex
+		failRng := rand.New(rand.NewPCG(3, 4))
+		b := newBus(t, &Options{Workers: 8, MaxBacklog: 4, Backoff: Backoff{Initial: time.Second, Max: 4 * time.Second}})
+		type success struct {
+			i     int // the update that produced the state handled
+			value any
+		}
+		var mu sync.Mutex
+		successes := map[Key]map[string][]success{}
+		for _, f := range fields {
+			must(t, b.Handle("h-"+f, func(ctx context.Context, ev *Event) (Status, error) {
+				failMu.Lock()
+				fail := failRng.IntN(10) == 0
+				failMu.Unlock()
+				if fail {
+					return Status{}, errors.New("random failure")
+				}
+				mu.Lock()
+				if successes[ev.Key] == nil {
+					successes[ev.Key] = map[string][]success{}
+				}
+				successes[ev.Key][f] = append(successes[ev.Key][f], success{ev.New["i"].(int), ev.New[f]})
+				mu.Unlock()
+				return Status{}, nil
+			}, On{Fields: []string{f}}))
+		}
+		stop := run(t, b)
+		rng := rand.New(rand.NewPCG(1, 2))
+		final := map[Key]map[string]any{}
+		since := map[Key]map[string]int{} // the update that set each field's final value
+		for i := range updates {
+			for k := range keys {
+				key := Key{Kind: "X", Name: fmt.Sprint(k)}
+				obj := map[string]any{"i": i, "a": rng.IntN(3), "b": rng.IntN(3), "c": i / 10}
+				if since[key] == nil {
+					since[key] = map[string]int{}
+				}
+				for _, f := range fields {
+					if prev, ok := final[key]; !ok || prev[f] != obj[f] {
+						since[key][f] = i
+					}
+				}
+				final[key] = obj
+				must(t, b.Observe(t.Context(), key, obj))
+			}
+			if i%10 == 0 {
+				synctest.Wait()
+			}
+		}
+		time.Sleep(time.Hour) // let every retry run
+		synctest.Wait()
+		must(t, stop())
+		for key, obj := range final {
+			for _, f := range fields {
+				got := successes[key][f]
+				n := 0
+				for j, s := range got {
+					if s.i >= since[key][f] {
+						n++
+					}
+					if j > 0 && got[j-1].value == s.value {
+						t.Fatalf("%v h-%s: value %v handled twice in a row: %v", key, f, s.value, got)
+					}
+				}
+				if n > 1 || len(got) == 0 || got[len(got)-1].value != obj[f] {
+					t.Fatalf("%v h-%s: final value %v (since update %d) handled %d times since, last handled %v; history %v", key, f, obj[f], since[key][f], n, got[len(got)-1], got)
+				}
+			}
+		}
+		s := b.Stats()
+		if s.Failed == 0 || s.Coalesced == 0 {
+			t.Errorf("the oracle did not exercise failures and coalescing: %+v", s)
+		}
+		t.Logf("stats: %+v", s)
+	})
+}
+
+func TestCoalescingIsVisible(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		var obs countingObserver
+		b := newBus(t, &Options{MaxBacklog: 3, Workers: 1, Observer: &obs,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		gate := make(chan struct{})
+		var seen []string
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			if ev.New["n"] == 0 {
+				<-gate
+			}
+			seen = append(seen, fmt.Sprintf("%v/%v", ev.New["n"], ev.Coalesced))
+			return Status{}, nil
+		}, On{}))
+		stop := run(t, b)
+		for n := range 10 {
+			must(t, b.Observe(t.Context(), podKey, map[string]any{"n": n}))
+			synctest.Wait()
+		}
+		close(gate)
+		synctest.Wait()
+		must(t, stop())
+		// 0 runs; 1,2,3 queue; 4 coalesces the backlog to [4]; 5,6 queue; 7 coalesces to [7]; 8,9 queue
+		if got := strings.Join(seen, " "); got != "0/false 7/true 8/false 9/false" {
+			t.Errorf("handled %s", got)
+		}
+		if s := b.Stats(); s.Coalesced != 2 || obs.coalesced.Load() != 2 {
+			t.Errorf("coalesced counters: stats %d, observer %d; want 2", s.Coalesced, obs.coalesced.Load())
+		}
+		if !strings.Contains(logs.String(), "level=WARN msg=\"opbus: backlog coalesced") {
+			t.Errorf("no warning logged:\n%s", logs.String())
+		}
+	})
+}
+
+type countingObserver struct {
+	observed, coalesced, handled, retrying atomic.Int64
+	maxQueued                              atomic.Int64
+}
+
+func (o *countingObserver) Observed(key Key, queued int) {
+	o.observed.Add(1)
+	if int64(queued) > o.maxQueued.Load() {
+		o.maxQueued.Store(int64(queued))
+	}
+}
+func (o *countingObserver) Coalesced(Key) { o.coalesced.Add(1) }
+func (o *countingObserver) Handled(key Key, handler string, attempt int, took time.Duration, err error) {
+	o.handled.Add(1)
+}
+func (o *countingObserver) Retrying(Key, time.Duration) { o.retrying.Add(1) }
+
+// TestShutdownKeepsPendingWork: states observed but not handled when Run
+// stops are saved and handled by the next Bus on the same store.
+func TestShutdownKeepsPendingWork(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		store, err := NewFileStore(dir)
+		must(t, err)
+		b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: 5 * time.Second})
+		gate := make(chan struct{})
+		var handled []string
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			handled = append(handled, ev.Key.Name)
+			if ev.Key.Name == "slow" {
+				select {
+				case <-gate:
+				case <-ctx.Done(): // cancelled at the shutdown deadline
+					return Status{}, ctx.Err()
+				}
+			}
+			return Status{}, nil
+		}, On{}))
+		stop := run(t, b)
+		must(t, b.Observe(t.Context(), Key{Kind: "X", Name: "slow"}, map[string]any{"v": 1}))
+		synctest.Wait()
+		for _, n := range []string{"a", "b"} {
+			must(t, b.Observe(t.Context(), Key{Kind: "X", Name: n}, map[string]any{"v": 1}))
+		}
+		must(t, stop()) // the slow handler holds the only worker until the deadline
+		if strings.Join(handled, ",") != "slow" {
+			t.Fatalf("handled %v before shutdown", handled)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		store, err := NewFileStore(dir)
+		must(t, err)
+		b := newBus(t, &Options{Store: store})
+		var handled []string
+		var mu sync.Mutex
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			mu.Lock()
+			handled = append(handled, ev.Key.Name)
+			mu.Unlock()
+			return Status{}, nil
+		}, On{}))
+		stop := run(t, b)
+		synctest.Wait()
+		must(t, stop())
+		mu.Lock()
+		defer mu.Unlock()
+		got := strings.Join(sortedStrings(handled), ",")
+		if got != "a,b,slow" {
+			t.Fatalf("after restart handled %s, want a,b,slow", got)
+		}
+		for _, n := range []string{"a", "b", "slow"} {
+			data, _ := store.Load(t.Context(), Key{Kind: "X", Name: n})
+			if strings.Contains(string(data), "pending") {
+				t.Errorf("%s: pending state left in the record after it was handled: %s", n, data)
+			}
+		}
+	})
+}
+
+func sortedStrings(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestLogsCarryCorrelationID(t *testing.T) {
+	var logs bytes.Buffer
+	b := newBus(t, &Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	var id string
+	must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+		id = ev.ID
+		return Status{}, errors.New("nope")
+	}, On{}))
+	_ = b.Dispatch(t.Context(), podKey, map[string]any{"a": 1})
+	if len(id) != 36 || !strings.Contains(logs.String(), `"id":"`+id+`"`) {
+		t.Fatalf("correlation ID %q not in the logs:\n%s", id, logs.String())
+	}
+	for _, want := range []string{`"key":"Pod default/web"`, `"handler":"h"`, `"attempt":1`, `"err":"nope"`, `"level":"ERROR"`, `"took":`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %s", want)
+		}
+	}
+}
+
+func TestRunTwiceAndClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus(t, nil)
+		stop := run(t, b)
+		synctest.Wait()
+		if err := b.Run(t.Context()); err == nil {
+			t.Error("second Run: want an error")
+		}
+		must(t, stop())
+		if err := b.Observe(t.Context(), podKey, map[string]any{}); !errors.Is(err, ErrClosed) {
+			t.Errorf("Observe after Run: got %v, want ErrClosed", err)
+		}
+	})
+}
