@@ -407,3 +407,29 @@ func (b *Bus) Stats() Stats {
 		Queued:     q,
 	}
 }
+
+// Subscription describes a registered handler, for adapters that read only
+// what handlers subscribe to.
+type Subscription struct {
+	ID     string
+	Types  []EventType
+	Kinds  []string // empty: any kind
+	Fields []Path   // empty: the whole object
+}
+
+// Subscriptions returns the registered handlers, in registration order.
+func (b *Bus) Subscriptions() []Subscription {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Subscription, 0, len(b.handlers))
+	for _, h := range b.handlers {
+		s := Subscription{ID: h.id, Kinds: slices.Clone(h.kinds), Fields: slices.Clone(h.fields)}
+		for t := Create; t <= Resume; t++ {
+			if h.wants(t) {
+				s.Types = append(s.Types, t)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}

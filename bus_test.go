@@ -255,3 +255,15 @@ func TestHandlerErrorsAreReturnedByDispatch(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+func TestSubscriptions(t *testing.T) {
+	b := newBus(t, nil)
+	ok := func(context.Context, *Event) (Status, error) { return Status{}, nil }
+	must(t, b.Handle("x", ok, On{Kinds: []string{"unit"}, Fields: []string{"relations.istio-pilot", "config.kind"}}))
+	must(t, b.Handle("y", ok, On{Types: []EventType{Delete, Resume}}))
+	subs := b.Subscriptions()
+	if len(subs) != 2 || subs[0].ID != "x" || len(subs[0].Fields) != 2 || subs[0].Fields[1].String() != "config.kind" ||
+		fmt.Sprint(subs[0].Types) != "[create update]" || fmt.Sprint(subs[1].Types) != "[delete resume]" || subs[1].Fields != nil {
+		t.Fatalf("Subscriptions() = %+v", subs)
+	}
+}
