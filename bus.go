@@ -370,8 +370,11 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	b.mu.Lock()
 	ks, ok := b.keys[key]
-	if ok && ks.published != nil {
+	if ok && ks.shown {
 		s := ks.published.Clone()
+		if s == nil {
+			s = Slots{}
+		}
 		b.mu.Unlock()
 		return s.Summary(), s, nil
 	}

@@ -21,6 +21,7 @@ type dispatch struct {
 	new   map[string]any
 	diff  Diff // old → new, computed on first use
 	diffd bool
+	all   Diff // nil → new: the whole object as one change, for creates
 	id    string // correlation ID, made when a handler first runs
 	dirty bool   // rec changed
 	errs  []error
@@ -56,6 +57,9 @@ func (d *dispatch) setSlot(id string, s Status) error {
 func (d *dispatch) putSlot(id string, s Status) {
 	if cur, ok := d.rec.slots.Get(id); ok == !s.IsZero() && cur == s {
 		return
+	}
+	if d.rec.slots == nil {
+		d.rec.slots = Slots{}
 	}
 	d.rec.slots.Set(id, s)
 	d.dirty = true
@@ -178,18 +182,20 @@ func (r *record) hasAny() bool {
 	return len(r.others) > 0 || len(r.slots) > 0
 }
 
+// isClean reports whether handler i's committed digest is that of the
+// current state. Handlers past the 64th are never marked: their digest is
+// always computed.
 func (ks *keyState) isClean(i int) bool {
-	return i/64 < len(ks.clean) && ks.clean[i/64]&(1<<(i%64)) != 0
+	return i < 64 && ks.clean&(1<<i) != 0
 }
 
 func (ks *keyState) setClean(i int, on bool) {
-	for i/64 >= len(ks.clean) {
-		ks.clean = append(ks.clean, 0)
-	}
-	if on {
-		ks.clean[i/64] |= 1 << (i % 64)
-	} else {
-		ks.clean[i/64] &^= 1 << (i % 64)
+	switch {
+	case i >= 64:
+	case on:
+		ks.clean |= 1 << i
+	default:
+		ks.clean &^= 1 << i
 	}
 }
 
@@ -279,7 +285,10 @@ func (d *dispatch) event(h *handler, typ EventType, coalesced bool) *Event {
 		}
 	}
 	if old == nil && d.new != nil && typ != Delete {
-		changes = d.b.cmp.Compare(nil, d.new)
+		if d.all == nil {
+			d.all = d.b.cmp.Compare(nil, d.new)
+		}
+		changes = d.all
 	}
 	if typ == Delete {
 		changes = nil
@@ -451,19 +460,20 @@ func (b *Bus) commit(ctx context.Context, d *dispatch) {
 	}
 	summary := d.rec.slots.Summary()
 	b.mu.Lock()
-	changed := !ks.published.Equal(d.rec.slots) || ks.published == nil
+	before := ks.published.Summary()
+	changed := !ks.shown || !ks.published.Equal(d.rec.slots)
 	if changed {
-		ks.published = d.rec.slots.Clone()
-		if ks.published == nil {
-			ks.published = Slots{}
+		ks.published = nil
+		if len(d.rec.slots) > 0 {
+			ks.published = d.rec.slots.Clone()
 		}
+		ks.shown = true
 	}
 	b.mu.Unlock()
 	if changed {
 		ks.sunk = false
-		if summary != ks.last {
-			b.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", ks.last.String())
-			ks.last = summary
+		if summary != before {
+			b.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
 		}
 	}
 	if b.sink != nil && !ks.sunk {
@@ -520,7 +530,7 @@ func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
 	if len(ks.queue) == 0 && b.keys[ks.key] == ks {
 		delete(b.keys, ks.key)
 		// A later observation of the same key starts from nothing.
-		ks.rec, ks.cur, ks.seen, ks.clean, ks.behind = nil, nil, false, nil, nil
+		ks.rec, ks.cur, ks.seen, ks.clean, ks.behind = nil, nil, false, 0, nil
 	} else {
 		ks.rec = nil // the record is gone: load afresh
 	}

@@ -27,18 +27,18 @@ type keyState struct {
 	busy       bool
 	retryTimer *time.Timer
 	retryDue   bool
-	published  Slots // the slots as of the last commit, for Status
+	published  Slots // the slots as of the last commit (nil: none), for Status
 
 	// owned by the dispatching goroutine
 	rec      *record
 	cur      map[string]any // the latest dispatched state
-	deleting bool           // cur is the last state of a deleted object
-	seen     bool           // a state was dispatched by this Bus
-	clean    []uint64       // bit per handler: its digest is that of cur
 	behind   map[int]map[string]any
-	sunk     bool // the sink has the current slots
-	saved    bool // the store has the current record
-	last     Status
+	clean    uint64 // bit per handler (the first 64): its digest is that of cur
+	deleting bool   // cur is the last state of a deleted object
+	seen     bool   // a state was dispatched by this Bus
+	sunk     bool   // the sink has the current slots
+	saved    bool   // the store has the current record
+	shown    bool   // published holds the slots of the last commit
 }
 
 // keyState returns the state of key, creating it; b.mu is held.

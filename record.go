@@ -2,7 +2,7 @@ package opbus
 
 import (
 	"bytes"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,7 +61,7 @@ type wireRecord struct {
 }
 
 func newRecord(handlers int) *record {
-	return &record{digests: make([]digest, handlers), slots: Slots{}}
+	return &record{digests: make([]digest, handlers)}
 }
 
 // encode writes the record; ids names the handlers by index.
@@ -75,7 +75,7 @@ func (r *record) encode(ids []string) ([]byte, error) {
 		if w.Digests == nil {
 			w.Digests = map[string]string{}
 		}
-		w.Digests[ids[i]] = hex.EncodeToString(d[:])
+		w.Digests[ids[i]] = base64.RawURLEncoding.EncodeToString(d[:])
 	}
 	w.Failed = encodeDigests(r.failed)
 	if len(w.Retries) == 0 {
@@ -96,7 +96,7 @@ func encodeDigests(m map[string]digest) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for k, d := range m {
-		out[k] = hex.EncodeToString(d[:])
+		out[k] = base64.RawURLEncoding.EncodeToString(d[:])
 	}
 	return out
 }
@@ -140,9 +140,6 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	if r.failed, err = decodeDigests(w.Failed); err != nil {
 		return fail("failed digests: %v", err)
 	}
-	if r.slots == nil {
-		r.slots = Slots{}
-	}
 	for _, id := range slices.Sorted(maps.Keys(r.slots)) {
 		if r.slots[id].IsZero() {
 			return fail("slot %q: empty status", id)
@@ -160,9 +157,9 @@ func decodeDigests(m map[string]string) (map[string]digest, error) {
 	out := make(map[string]digest, len(m))
 	for _, id := range slices.Sorted(maps.Keys(m)) {
 		var d digest
-		b, err := hex.DecodeString(m[id])
+		b, err := base64.RawURLEncoding.DecodeString(m[id])
 		if err != nil || len(b) != len(d) {
-			return nil, fmt.Errorf("%q: %q is not a %d-digit hex digest", id, m[id], 2*len(d))
+			return nil, fmt.Errorf("%q: %q is not a digest (%d bytes in unpadded URL-safe base64)", id, m[id], len(d))
 		}
 		copy(d[:], b)
 		out[id] = d

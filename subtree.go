@@ -122,6 +122,27 @@ func (d Diff) narrow(cmp *Comparer, p Path) Diff {
 // refine narrows a change at an ancestor of p to the changes within p.
 func refine(cmp *Comparer, c Change, p Path) Diff {
 	rest := p[len(c.Path):]
+	if !rest.IsPattern() {
+		o, inOld := Lookup(c.Old, rest)
+		n, inNew := Lookup(c.New, rest)
+		inOld = inOld && c.Op != OpAdd
+		inNew = inNew && c.Op != OpRemove
+		full := append(append(Path(nil), c.Path...), rest...)
+		switch {
+		case inOld && inNew:
+			var out Diff
+			for _, sub := range cmp.Compare(o, n) {
+				sub.Path = append(append(Path(nil), full...), sub.Path...)
+				out = append(out, sub)
+			}
+			return out
+		case inOld:
+			return Diff{{Op: OpRemove, Path: full, Old: o}}
+		case inNew:
+			return Diff{{Op: OpAdd, Path: full, New: n}}
+		}
+		return nil
+	}
 	type pair struct {
 		old, new     any
 		inOld, inNew bool
