@@ -21,7 +21,7 @@ type dispatch struct {
 	new   map[string]any
 	diff  Diff // old → new, computed on first use
 	diffd bool
-	all   Diff // nil → new: the whole object as one change, for creates
+	all   Diff   // nil → new: the whole object as one change, for creates
 	id    string // correlation ID, made when a handler first runs
 	dirty bool   // rec changed
 	errs  []error
