@@ -32,6 +32,32 @@
 // the same Pod decoded by client-go. [Diff.Under] re-roots a diff at a field,
 // [Diff.Touches] tells whether a field changed, [Apply] replays a diff.
 //
+// # Subscriptions
+//
+// [Bus.Handle] registers a handler under an ID, which also names its status
+// slot, with filters in [On]: event types, kinds, field paths, a predicate.
+// A handler runs when the digest of the values at its fields differs from
+// the digest committed at its last success: level-triggered, once per
+// distinct value. Status is data: a change of status.containerStatuses
+// fires its handlers like any other change. Only [DefaultIgnore], paths
+// declared with [Options].Ignore or [Bus.Ignore], and paths the Store and
+// the StatusSink declare as their own writes ([PathWriter]) are ignored, so
+// the library's writes never trigger anyone. Consequences: a restart does
+// not re-run handled values (the digests are stored), a change made while
+// the program was down is handled on resume, and a failed handler runs
+// again.
+//
+// # Handlers and results
+//
+// A [HandlerFunc] returns a [Status] and an error. A nil error commits the
+// digest and puts the Status in the handler's slot (the zero Status clears
+// it). An error is retried with [Backoff], or after the delay [RetryAfter]
+// asks for, or not until the value changes for [Permanent]; the slot shows
+// the returned Status if there is one, else an Error status with the
+// message. A panic is recovered, logged with its stack, and treated as an
+// error ([PanicError]). [Bus.Collect] registers collectors evaluated at
+// every commit, like ops' collect-status; they own slots too.
+//
 // # Status and slots
 //
 // A [Status] is a [Level] and a message. Levels are ordered as Juju orders
@@ -39,10 +65,39 @@
 // handler owns one slot in [Slots]; [Summarize] folds them into the overall
 // status: the highest level wins and its message joins the messages of every
 // slot at that level in slot-name order, so one handler going active never
-// hides another handler's blocked.
+// hides another handler's blocked. Slots persist in the Store; a
+// [StatusSink] publishes them when they change.
+//
+// # Concurrency
+//
+// States of one object are dispatched in order, one at a time; objects run
+// in parallel on a bounded pool of workers ([Options].Workers). A backlog
+// past [Options].MaxBacklog is coalesced to the latest state, which sets
+// [Event].Coalesced and counts in [Stats] and the [Observer]. [Bus.Run]
+// drains on shutdown and saves states it could not handle in their
+// records, so the next run handles them. [Bus.Dispatch] handles one state
+// synchronously, for one-shot programs such as Juju hooks.
+//
+// # Writing an adapter
+//
+// An adapter is a source, a [Store] and a [StatusSink]. The source calls
+// [Bus.Observe] (or [Bus.ObserveUpdate] when it knows the previous state,
+// or [Bus.ObserveDelete]); it passes objects it will not modify, and the
+// bus keeps a reference, not a copy. The Store and the sink implement
+// [PathWriter] to declare what they write into objects. [Bus.Subscriptions]
+// tells which fields handlers read, so a source can fetch only those.
+//
+// # Writing a Store
+//
+// A [Store] loads, saves and deletes one opaque record per key; the bus
+// encodes records as versioned JSON and reports a record it cannot read
+// (errors.Is(err, [ErrCorruptRecord])) instead of overwriting it. Run the
+// conformance suite in package opbustest against every implementation.
 //
 // # Errors
 //
 // Errors start with "opbus:" and name the bad input. Callers branch with
-// errors.As on [*PathError] and [*ValueError].
+// errors.As on [*PathError], [*ValueError], [*RecordError] and
+// [*PanicError], and with errors.Is on [ErrPermanent], [ErrCorruptRecord]
+// and [ErrClosed].
 package opbus

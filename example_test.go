@@ -1,6 +1,7 @@
 package opbus_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -76,4 +77,78 @@ func ExampleSummarize() {
 	// Output:
 	// blocked: config item 'kind' must be set; waiting for istio-pilot relation
 	// blocked: waiting for istio-pilot relation
+}
+
+// ExampleBus shows the main loop: register handlers, run the bus, observe
+// states. A status-only change fires the handler subscribed to it.
+func ExampleBus() {
+	ctx := context.Background()
+	bus, err := opbus.New(&opbus.Options{ListKeys: map[string]string{"containerStatuses": "name"}})
+	if err != nil {
+		panic(err)
+	}
+	err = bus.Handle("crash-watch", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		fmt.Println(ev.Type, ev.Key, "changed:")
+		fmt.Println(ev.Changes)
+		return opbus.Blocked("container app terminated"), nil
+	}, opbus.On{Types: []opbus.EventType{opbus.Update}, Kinds: []string{"Pod"}, Fields: []string{"status.containerStatuses"}})
+	if err != nil {
+		panic(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- bus.Run(runCtx) }()
+
+	key := opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}
+	pod := func(state string) map[string]any {
+		return map[string]any{"status": map[string]any{"containerStatuses": []any{
+			map[string]any{"name": "app", "state": map[string]any{state: map[string]any{}}}}}}
+	}
+	_ = bus.Observe(ctx, key, pod("running"))
+	_ = bus.Observe(ctx, key, pod("terminated"))
+	_ = bus.Wait(ctx)
+	st, _, _ := bus.Status(ctx, key)
+	fmt.Println("overall:", st)
+	stop()
+	fmt.Println(<-done)
+	// Output:
+	// update Pod default/web changed:
+	// remove status.containerStatuses[name=app].state.running (was {})
+	// add status.containerStatuses[name=app].state.terminated = {}
+	// overall: blocked: container app terminated
+	// <nil>
+}
+
+// ExampleBus_Dispatch shows one-shot use, as a Juju hook process does: each
+// handler keeps its own slot, and fixing one problem hides no other.
+func ExampleBus_Dispatch() {
+	ctx := context.Background()
+	store := opbus.NewMemoryStore() // a FileStore or Juju's state in real use
+	key := opbus.Key{Kind: "unit", Name: "gateway/0"}
+	for _, doc := range []map[string]any{
+		{"kind": "", "relation": false},
+		{"kind": "ingress", "relation": false},
+	} {
+		bus, _ := opbus.New(&opbus.Options{Store: store}) // a new process each time
+		_ = bus.Handle("config", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			if ev.New["kind"] == "" {
+				return opbus.Blocked("set kind"), nil
+			}
+			return opbus.Active(""), nil
+		}, opbus.On{Fields: []string{"kind"}})
+		_ = bus.Handle("relation", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			if ev.New["relation"] == false {
+				return opbus.Blocked("add the relation"), nil
+			}
+			return opbus.Active(""), nil
+		}, opbus.On{Fields: []string{"relation"}})
+		if err := bus.Dispatch(ctx, key, doc); err != nil {
+			panic(err)
+		}
+		st, _, _ := bus.Status(ctx, key)
+		fmt.Println(st)
+	}
+	// Output:
+	// blocked: set kind; add the relation
+	// blocked: add the relation
 }

@@ -1,44 +1,219 @@
-// Quickstart runs opbus on its embedded default: no cluster and no Juju
-// controller. It diffs two versions of a Pod whose container died and prints
-// the changes and a summary of status slots.
+// Quickstart runs opbus on its embedded default — an in-memory store and a
+// scripted source instead of a cluster or a Juju controller — and shows the
+// two cases opbus exists for:
+//
+//  1. A Pod whose container dies fires the handler subscribed to
+//     status.containerStatuses (a status-only change, which kopf's update
+//     handlers never see), while the library's own bookkeeping write fires
+//     nothing.
+//  2. Handler A and handler B both report Blocked; A recovers; the object
+//     stays Blocked with B's message (in ops, A's Active would erase B's
+//     Blocked), and a new Bus on the same file store — a new process, as
+//     every Juju hook is — still sees it.
 package main
 
 import (
+	"context"
 	"fmt"
 	"log"
+	"os"
+	"strings"
+	"sync"
 
 	"github.com/opbus/opbus"
 )
 
 func main() {
-	cmp, err := opbus.NewComparer(&opbus.CompareOptions{
-		Ignore:   []string{"metadata.resourceVersion", "metadata.managedFields"},
-		ListKeys: map[string]string{"containers": "name", "containerStatuses": "name"},
-	})
-	if err != nil {
+	ctx := context.Background()
+	if err := podCrash(ctx); err != nil {
 		log.Fatal(err)
 	}
-	before := pod("Running", map[string]any{"running": map[string]any{"startedAt": "2026-11-30T10:00:00Z"}}, true, "100")
-	after := pod("Running", map[string]any{"terminated": map[string]any{"exitCode": 1, "reason": "Error"}}, false, "101")
-
-	fmt.Println("changes between two versions of Pod default/web:")
-	for _, c := range cmp.Compare(before, after) {
-		fmt.Println("  ", c)
+	fmt.Println()
+	if err := scopedSlots(ctx); err != nil {
+		log.Fatal(err)
 	}
-
-	slots := opbus.Slots{}
-	slots.Set("crash-watch", opbus.Blocked("container app terminated: exit 1 (Error)"))
-	slots.Set("config", opbus.Active(""))
-	fmt.Println("overall status:", slots.Summary())
 }
 
-func pod(phase string, state map[string]any, ready bool, rv string) map[string]any {
+// fired collects handler runs so that each step can print what fired.
+type fired struct {
+	mu   sync.Mutex
+	runs []string
+}
+
+func (f *fired) add(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runs = append(f.runs, s)
+}
+
+func (f *fired) take() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := strings.Join(f.runs, "\n          ")
+	f.runs = nil
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
+
+func podCrash(ctx context.Context) error {
+	fmt.Println("== 1. a container dies: a status-only change")
+	bus, err := opbus.New(&opbus.Options{
+		Store:    opbus.NewMemoryStore(),
+		Ignore:   []string{`metadata.annotations["opbus.dev/record"]`}, // what the library writes itself
+		ListKeys: map[string]string{"containerStatuses": "name"},
+	})
+	if err != nil {
+		return err
+	}
+	var f fired
+	err = bus.Handle("crash-watch", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		for _, c := range ev.Changes.Under(opbus.MustParsePath("status.containerStatuses")) {
+			f.add(fmt.Sprintf("crash-watch saw %s", c))
+		}
+		for _, cs := range ev.New["status"].(map[string]any)["containerStatuses"].([]any) {
+			cs := cs.(map[string]any)
+			if t, ok := cs["state"].(map[string]any)["terminated"].(map[string]any); ok {
+				return opbus.Blocked(fmt.Sprintf("container %s terminated: exit %v (%v)", cs["name"], t["exitCode"], t["reason"])), nil
+			}
+		}
+		return opbus.Active(""), nil
+	}, opbus.On{Types: []opbus.EventType{opbus.Update}, Kinds: []string{"Pod"}, Fields: []string{"status.containerStatuses"}})
+	if err != nil {
+		return err
+	}
+	err = bus.Handle("any-update", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		f.add(fmt.Sprintf("any-update saw %d changes", len(ev.Changes)))
+		return opbus.Status{}, nil
+	}, opbus.On{Types: []opbus.EventType{opbus.Update}, Kinds: []string{"Pod"}})
+	if err != nil {
+		return err
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- bus.Run(runCtx) }()
+
+	key := opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}
+	steps := []struct {
+		what string
+		obj  map[string]any
+	}{
+		{"the Pod is created, container running", pod("100", "", running)},
+		{"the library writes its bookkeeping annotation", pod("101", `{"v":1}`, running)},
+		{"the kubelet reports the container terminated", pod("102", `{"v":1}`, terminated)},
+	}
+	for _, s := range steps {
+		if err := bus.Observe(ctx, key, s.obj); err != nil {
+			return err
+		}
+		if err := bus.Wait(ctx); err != nil {
+			return err
+		}
+		st, _, err := bus.Status(ctx, key)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\n   fired: %s\n   overall: %s\n", s.what, f.take(), show(st))
+	}
+	stop()
+	return <-done
+}
+
+func scopedSlots(ctx context.Context) error {
+	fmt.Println("== 2. scoped status slots, persisted across processes")
+	dir, err := os.MkdirTemp("", "opbus-quickstart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	store, err := opbus.NewFileStore(dir)
+	if err != nil {
+		return err
+	}
+	key := opbus.Key{Kind: "unit", Name: "istio-gateway/0"}
+	// process starts a new Bus on the same store, as a new Juju hook
+	// process does, with handlers A (config) and B (relation).
+	process := func() (*opbus.Bus, error) {
+		bus, err := opbus.New(&opbus.Options{Store: store})
+		if err != nil {
+			return nil, err
+		}
+		err = bus.Handle("a-config", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			if ev.New["kind"] != "ingress" && ev.New["kind"] != "egress" {
+				return opbus.Blocked("config item 'kind' must be ingress or egress"), nil
+			}
+			return opbus.Active(""), nil
+		}, opbus.On{Fields: []string{"kind"}})
+		if err != nil {
+			return nil, err
+		}
+		err = bus.Handle("b-relation", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			if ev.New["pilot"] == nil {
+				return opbus.Blocked("waiting for istio-pilot relation"), nil
+			}
+			return opbus.Active(""), nil
+		}, opbus.On{Fields: []string{"pilot"}})
+		return bus, err
+	}
+	steps := []struct {
+		what string
+		obj  map[string]any
+	}{
+		{"process 1: bad config, no relation", map[string]any{"kind": "", "pilot": nil}},
+		{"process 2: config fixed (A recovers)", map[string]any{"kind": "ingress", "pilot": nil}},
+		{"process 3: the relation arrives", map[string]any{"kind": "ingress", "pilot": map[string]any{"service": "istiod"}}},
+	}
+	for _, s := range steps {
+		bus, err := process()
+		if err != nil {
+			return err
+		}
+		if err := bus.Dispatch(ctx, key, s.obj); err != nil {
+			return err
+		}
+		st, slots, err := bus.Status(ctx, key)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\n   slots: %s\n   overall: %s\n", s.what, showSlots(slots), show(st))
+	}
+	return nil
+}
+
+func show(s opbus.Status) string {
+	if s.IsZero() {
+		return "(no status)"
+	}
+	return s.String()
+}
+
+func showSlots(s opbus.Slots) string {
+	var parts []string
+	for _, name := range s.Names() {
+		parts = append(parts, name+"="+s[name].String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+var (
+	running    = map[string]any{"running": map[string]any{"startedAt": "2026-11-30T10:00:00Z"}}
+	terminated = map[string]any{"terminated": map[string]any{"exitCode": 137, "reason": "OOMKilled"}}
+)
+
+func pod(rv, record string, state map[string]any) map[string]any {
+	annotations := map[string]any{"team": "shop"}
+	if record != "" {
+		annotations["opbus.dev/record"] = record
+	}
 	return map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "web", "namespace": "default", "resourceVersion": rv},
+		"metadata": map[string]any{"name": "web", "namespace": "default", "resourceVersion": rv, "annotations": annotations},
 		"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "example/app:1"}}},
-		"status": map[string]any{"phase": phase, "containerStatuses": []any{
-			map[string]any{"name": "app", "ready": ready, "state": state},
+		"status": map[string]any{"phase": "Running", "containerStatuses": []any{
+			map[string]any{"name": "app", "ready": state["running"] != nil, "state": state},
 		}},
 	}
 }

@@ -1,0 +1,31 @@
+package main
+
+// Example_main checks the quickstart's whole output, which the README shows.
+func Example_main() {
+	main()
+	// Output:
+	// == 1. a container dies: a status-only change
+	// the Pod is created, container running
+	//    fired: nothing
+	//    overall: (no status)
+	// the library writes its bookkeeping annotation
+	//    fired: nothing
+	//    overall: (no status)
+	// the kubelet reports the container terminated
+	//    fired: crash-watch saw change [name=app].ready: true → false
+	//           crash-watch saw remove [name=app].state.running (was {"startedAt":"2026-11-30T10:00:00Z"})
+	//           crash-watch saw add [name=app].state.terminated = {"exitCode":137,"reason":"OOMKilled"}
+	//           any-update saw 3 changes
+	//    overall: blocked: container app terminated: exit 137 (OOMKilled)
+	//
+	// == 2. scoped status slots, persisted across processes
+	// process 1: bad config, no relation
+	//    slots: a-config=blocked: config item 'kind' must be ingress or egress, b-relation=blocked: waiting for istio-pilot relation
+	//    overall: blocked: config item 'kind' must be ingress or egress; waiting for istio-pilot relation
+	// process 2: config fixed (A recovers)
+	//    slots: a-config=active, b-relation=blocked: waiting for istio-pilot relation
+	//    overall: blocked: waiting for istio-pilot relation
+	// process 3: the relation arrives
+	//    slots: a-config=active, b-relation=active
+	//    overall: active
+}
