@@ -87,7 +87,7 @@ func (e *encoder) field(obj any, f Path) error {
 	}
 	var ms []match
 	Resolve(obj, f, func(at Path, val any) {
-		ms = append(ms, match{slices.Clone(at), val})
+		ms = append(ms, match{e.cmp.keyed(obj, at), val})
 	})
 	slices.SortFunc(ms, func(a, b match) int { return ComparePaths(a.at, b.at) })
 	e.buf = binary.AppendUvarint(append(e.buf, 'M'), uint64(len(ms)))
@@ -213,4 +213,24 @@ func (e *encoder) list(l []any, mask uint64, listKey string) error {
 	e.idx = e.idx[:base]
 	e.buf = append(e.buf, 'e')
 	return nil
+}
+
+// keyed returns a copy of the concrete path p in root with the indexes of
+// keyed lists replaced by [field=value] segments, so that a match does not
+// depend on the position of an element whose list's order is no change.
+func (c *Comparer) keyed(root any, p Path) Path {
+	out := slices.Clone(p)
+	mask, field, v := c.all, "", root
+	for i, s := range p {
+		if s.Kind == SegIndex && field != "" {
+			if l, ok := v.([]any); ok && s.Index < len(l) {
+				if k, ok := elementKey(l[s.Index], field); ok {
+					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
+				}
+			}
+		}
+		mask, _, field = c.step(mask, i, out[i])
+		v, _ = step(v, s)
+	}
+	return out
 }
