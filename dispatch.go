@@ -120,7 +120,10 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o observation, async bo
 	if !ks.deleting {
 		b.runCollectors(ctx, d)
 	}
-	if len(d.errs) == 0 && d.rec.pending != nil {
+	if d.rec.pending != nil && !o.retry {
+		// A state saved at the last shutdown is superseded by any state
+		// dispatched since: this one, or the retries it schedules. If this
+		// run stops with work left, Run saves the latest state again.
 		d.rec.pending = nil
 		d.dirty = true
 	}
@@ -230,6 +233,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 		stored := d.rec.digests[h.idx]
 		if stored == cur {
 			ks.setClean(h.idx, true)
+			d.recovered(h)
 			continue
 		}
 		ks.setClean(h.idx, false)
@@ -262,6 +266,24 @@ func touches(d Diff, fields []Path) bool {
 		}
 	}
 	return false
+}
+
+// recovered ends the failure of h when its value is back to the one it
+// last handled successfully: nothing is left to do, so its slot shows
+// again what that success returned, and no retry is due.
+func (d *dispatch) recovered(h *handler) {
+	_, retrying := d.rec.retries[h.id]
+	_, failed := d.rec.failed[h.id]
+	_, saved := d.rec.good[h.id]
+	if !retrying && !failed && !saved {
+		return
+	}
+	d.putSlot(h.id, d.rec.good[h.id])
+	delete(d.rec.good, h.id)
+	delete(d.rec.retries, h.id)
+	delete(d.rec.failed, h.id)
+	delete(d.ks.behind, h.idx)
+	d.dirty = true
 }
 
 // unusable reports an object whose subscribed value cannot be digested
@@ -346,6 +368,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 		d.rec.digests[h.idx] = cur
 		delete(d.rec.retries, h.id)
 		delete(d.rec.failed, h.id)
+		delete(d.rec.good, h.id)
 		delete(d.ks.behind, h.idx)
 		d.ks.setClean(h.idx, typ != Delete)
 		d.putSlot(h.id, st)
@@ -360,6 +383,12 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	}
 	if st.IsZero() {
 		st = Error(err.Error())
+	}
+	if _, saved := d.rec.good[h.id]; !saved && !d.rec.digests[h.idx].isZero() {
+		if d.rec.good == nil {
+			d.rec.good = Slots{}
+		}
+		d.rec.good[h.id], _ = d.rec.slots.Get(h.id) // zero if it had none
 	}
 	d.putSlot(h.id, st)
 	if d.ks.behind == nil {

@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -46,6 +47,40 @@ func FuzzParsePath(f *testing.F) {
 		}
 		if !q.Equal(p) {
 			t.Fatalf("round trip of %q: %#v became %#v", s, p, q)
+		}
+	})
+}
+
+// FuzzDecodeRecord checks that stored bytes, however corrupt, decode to a
+// record or to a RecordError — never a panic — and that whatever decodes
+// encodes back to something that decodes to the same record.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add([]byte(`{"v":1}`))
+	f.Add([]byte(`{"v":1,"digests":{"h":"AAAAAAAAAAAAAAAAAAAAAA"},"slots":{"h":{"level":"blocked","message":"m"}},"retries":{"h":2},"values":{"fsm/pod":"running"}}`))
+	f.Add([]byte(`{"v":1,"pending":{"deleted":true,"object":{"a":[1,{"b":null}]}},"failed":{"x":"AAAAAAAAAAAAAAAAAAAAAA"}}`))
+	f.Add([]byte(`{"v":2}`))
+	f.Add([]byte(`null`))
+	index := map[string]int{"h": 0}
+	ids := []string{"h"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := decodeRecord(podKey, data, index)
+		if err != nil {
+			if !errors.Is(err, ErrCorruptRecord) {
+				t.Fatalf("error %v is not ErrCorruptRecord", err)
+			}
+			return
+		}
+		again, err := r.encode(ids)
+		if err != nil {
+			t.Fatalf("a decoded record does not encode: %v", err)
+		}
+		r2, err := decodeRecord(podKey, again, index)
+		if err != nil {
+			t.Fatalf("re-encoded record %s does not decode: %v", again, err)
+		}
+		third, _ := r2.encode(ids)
+		if string(third) != string(again) {
+			t.Fatalf("encoding is not stable:\n%s\n%s", again, third)
 		}
 	})
 }

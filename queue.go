@@ -278,11 +278,22 @@ func (b *Bus) resumePending(ctx context.Context) {
 		if err != nil || rec.pending == nil {
 			continue // a corrupt record is reported when its key is observed
 		}
-		b.log.Info("opbus: resuming a state left pending by an earlier run", "key", key.String())
 		o := observation{new: rec.pending.Object, deleted: rec.pending.Deleted}
-		if err := b.enqueue(ctx, key, o); err != nil {
-			return
+		b.mu.Lock()
+		_, observed := b.keys[key]
+		if !observed {
+			// Queued under the same lock as the check: a state observed
+			// from now on is newer and queues behind it.
+			ks := b.keyState(key)
+			ks.queue = append(ks.queue, o)
+			b.queued++
+			b.schedule(ks)
 		}
+		b.mu.Unlock()
+		if observed {
+			continue // the source has given a newer state already
+		}
+		b.log.Info("opbus: resuming a state left pending by an earlier run", "key", key.String())
 	}
 }
 

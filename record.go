@@ -39,6 +39,7 @@ type record struct {
 	others  map[string]string // digests of handlers this bus does not have, kept as found
 	failed  map[string]digest // handler ID → digest of a value it failed on permanently
 	retries map[string]int    // handler ID → failed attempts at the current value
+	good    Slots             // handler ID → its slot at its last success, while it is failing
 	slots   Slots
 	values  map[string]string // named values set by handlers and state machines
 	pending *pendingState     // an observed state not handled when the bus stopped
@@ -49,6 +50,27 @@ type pendingState struct {
 	Object  map[string]any `json:"object,omitempty"`
 }
 
+// UnmarshalJSON decodes the object as encoding/json does by default
+// (numbers as float64), as a source built on encoding/json would give it,
+// not with the json.Number the rest of the record is read with.
+func (p *pendingState) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Deleted bool            `json:"deleted"`
+		Object  json.RawMessage `json:"object"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return err
+	}
+	p.Deleted = w.Deleted
+	p.Object = nil
+	if len(w.Object) > 0 {
+		return json.Unmarshal(w.Object, &p.Object)
+	}
+	return nil
+}
+
 // wireRecord is the JSON form of a record; maps encode in key order.
 type wireRecord struct {
 	Version int               `json:"v"`
@@ -56,6 +78,7 @@ type wireRecord struct {
 	Failed  map[string]string `json:"failed,omitempty"`
 	Retries map[string]int    `json:"retries,omitempty"`
 	Slots   Slots             `json:"slots,omitempty"`
+	Good    Slots             `json:"good,omitempty"`
 	Values  map[string]string `json:"values,omitempty"`
 	Pending *pendingState     `json:"pending,omitempty"`
 }
@@ -66,7 +89,7 @@ func newRecord(handlers int) *record {
 
 // encode writes the record; ids names the handlers by index.
 func (r *record) encode(ids []string) ([]byte, error) {
-	w := wireRecord{Version: RecordVersion, Retries: r.retries, Slots: r.slots, Values: r.values, Pending: r.pending}
+	w := wireRecord{Version: RecordVersion, Retries: r.retries, Slots: r.slots, Good: r.good, Values: r.values, Pending: r.pending}
 	w.Digests = maps.Clone(r.others)
 	for i, d := range r.digests {
 		if d.isZero() {
@@ -86,6 +109,9 @@ func (r *record) encode(ids []string) ([]byte, error) {
 	}
 	if len(w.Slots) == 0 {
 		w.Slots = nil
+	}
+	if len(w.Good) == 0 {
+		w.Good = nil
 	}
 	return json.Marshal(w)
 }
@@ -121,7 +147,7 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	if w.Version != RecordVersion {
 		return fail("unknown version %d: this build reads version %d", w.Version, RecordVersion)
 	}
-	r := &record{retries: w.Retries, slots: w.Slots, values: w.Values, pending: w.Pending}
+	r := &record{retries: w.Retries, slots: w.Slots, good: w.Good, values: w.Values, pending: w.Pending}
 	all, err := decodeDigests(w.Digests)
 	if err != nil {
 		return fail("digests: %v", err)

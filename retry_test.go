@@ -191,3 +191,35 @@ func TestBackoffDelay(t *testing.T) {
 		t.Errorf("default first delay %v, want 1s ±20%%", d)
 	}
 }
+
+// TestFailureEndsWhenValueReturns: a handler that failed on a new value,
+// whose value then returns to the one it last handled, has nothing left to
+// do: it does not run, and its slot shows its last success again.
+func TestFailureEndsWhenValueReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus(t, &Options{Backoff: Backoff{Initial: time.Minute}})
+		var runs []any
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			runs = append(runs, ev.New["v"])
+			if ev.New["v"] == "two" {
+				return Status{}, errors.New("cannot do two")
+			}
+			return Active("did " + ev.New["v"].(string)), nil
+		}, On{Fields: []string{"v"}}))
+		stop := run(t, b)
+		for _, v := range []string{"one", "two", "one"} {
+			must(t, b.Observe(t.Context(), podKey, map[string]any{"v": v}))
+			synctest.Wait()
+		}
+		_, slots, _ := b.Status(t.Context(), podKey)
+		if slots["h"] != Active("did one") {
+			t.Errorf("slot = %v, want the status of the last success", slots["h"])
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if len(runs) != 2 {
+			t.Errorf("runs = %v, want [one two]: no retry once the value is back", runs)
+		}
+		must(t, stop())
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package opbus
+
+const raceEnabled = false
