@@ -62,6 +62,7 @@ type PathError struct {
 	Err    error  // what was expected
 }
 
+// Error formats the error on one line.
 func (e *PathError) Error() string {
 	return fmt.Sprintf("opbus: field path %s: at offset %d: %v", e.Path, e.Offset, e.Err)
 }

@@ -26,6 +26,7 @@ type RecordError struct {
 	Err error
 }
 
+// Error formats the error on one line.
 func (e *RecordError) Error() string {
 	return fmt.Sprintf("opbus: stored record of %v: %v", e.Key, e.Err)
 }

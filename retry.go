@@ -62,6 +62,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error formats the error on one line.
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Backoff spaces out the retries of a failing handler: the n-th retry waits

@@ -221,6 +221,7 @@ type ValueError struct {
 	Reason string
 }
 
+// Error formats the error on one line.
 func (e *ValueError) Error() string {
 	where := e.Path.String()
 	if where == "" {
