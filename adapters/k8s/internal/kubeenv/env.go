@@ -1,0 +1,142 @@
+package kubeenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// OperatorUser is a user without groups. On a server that kubeenv started it
+// authenticates with its own token; it may do nothing until a test binds a
+// role to it.
+const OperatorUser = "opbus-operator"
+
+// Env is a Kubernetes API server that tests use: one that kubeenv started,
+// or an existing cluster. Its methods are safe for concurrent use.
+type Env struct {
+	admin  *rest.Config
+	tokens map[string]string // user name → bearer token; local servers only
+	local  *localServer      // nil for an existing cluster
+
+	coreOnce sync.Once
+	core     corev1client.CoreV1Interface
+	coreErr  error
+}
+
+// Start returns an API server for the test, chosen as the package
+// documentation describes. It skips the test when there is none, or fails it
+// when the environment variable CI is "true". A server that Start launches is
+// the test's own and stops when the test ends; tests that can share one
+// should use [Shared].
+func Start(t testing.TB) *Env {
+	t.Helper()
+	src, err := lookupSource(os.Getenv)
+	if errors.Is(err, errNoServer) {
+		skipOrFail(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if src.kubeconfig != "" {
+		e, err := connect(t.Context(), src.kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("kubeenv: using the cluster at %s from %s=%s", e.admin.Host, KubeconfigVar, src.kubeconfig)
+		return e
+	}
+	e, err := launch(t.Context(), src.bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.local.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("kubeenv: kube-apiserver ready at %s in %v", e.admin.Host, time.Since(begin).Round(time.Millisecond))
+	return e
+}
+
+// connect returns an Env for the existing cluster of the kubeconfig at path,
+// after checking that the cluster answers.
+func connect(ctx context.Context, path string) (*Env, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeenv: %s=%s: %w", KubeconfigVar, path, err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeenv: %s=%s: %w", KubeconfigVar, path, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+		return nil, fmt.Errorf("kubeenv: %s=%s: cluster at %s: %w", KubeconfigVar, path, cfg.Host, err)
+	}
+	return &Env{admin: cfg}, nil
+}
+
+// AdminConfig returns a new client configuration with every permission: a
+// member of system:masters on a server that kubeenv started, the
+// kubeconfig's user on an existing cluster. The caller may modify it.
+func (e *Env) AdminConfig() *rest.Config {
+	return rest.CopyConfig(e.admin)
+}
+
+// UserConfig returns a new client configuration that acts as the named user,
+// for example [OperatorUser]. The user has no groups besides
+// system:authenticated, so it may do only what roles bound to it allow. On a
+// server that kubeenv started, [OperatorUser] authenticates with its own
+// token; any other user, and every user on an existing cluster, is
+// impersonated with the admin's credentials. The caller may modify the
+// configuration.
+func (e *Env) UserConfig(user string) *rest.Config {
+	if token, ok := e.tokens[user]; ok {
+		cfg := rest.AnonymousClientConfig(e.admin)
+		cfg.BearerToken = token
+		return cfg
+	}
+	cfg := rest.CopyConfig(e.admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return cfg
+}
+
+// RestartAPIServer stops kube-apiserver and starts it again on the same port
+// with the same etcd, so that clients see a server that went away and came
+// back with all its data. It returns when the server is ready again. Other
+// tests using the same Env see the outage too, so a test that restarts
+// usually calls [Start] for its own server. RestartAPIServer skips the test
+// on an existing cluster, which kubeenv cannot restart.
+func (e *Env) RestartAPIServer(t testing.TB) {
+	t.Helper()
+	if e.local == nil {
+		t.Skipf("kubeenv: cannot restart the API server of an existing cluster (%s is set); "+
+			"set only %s to run this test", KubeconfigVar, BinVar)
+	}
+	begin := time.Now()
+	stopped, err := e.local.restartAPIServer(t.Context(), e.admin.BearerToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubeenv: kube-apiserver restarted in %v (stopped in %v)",
+		time.Since(begin).Round(time.Millisecond), stopped.Round(time.Millisecond))
+}
+
+// coreClient returns the admin's client for the core API group.
+func (e *Env) coreClient() (corev1client.CoreV1Interface, error) {
+	e.coreOnce.Do(func() {
+		e.core, e.coreErr = corev1client.NewForConfig(e.AdminConfig())
+	})
+	return e.core, e.coreErr
+}
