@@ -275,7 +275,7 @@ func (b *Bus) claim(id, what string) error {
 		return fmt.Errorf("opbus: %s %q: the bus has started; register before Run, Observe or Dispatch", what, id)
 	}
 	if owner, dup := b.owners[id]; dup {
-		return fmt.Errorf("opbus: %s %q: duplicate ID: a %s already has that slot", what, id, owner)
+		return fmt.Errorf("opbus: %s %q: duplicate ID: the slot %q is taken by a %s", what, id, id, owner)
 	}
 	b.owners[id] = what
 	return nil
@@ -392,6 +392,31 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 		return Status{}, nil, err
 	}
 	return rec.slots.Summary(), rec.slots.Clone(), nil
+}
+
+// Value returns a named value persisted with key's record (see
+// [Event.SetValue]), and whether it is set, from memory or, for an object
+// this bus has not dispatched, from the store.
+func (b *Bus) Value(ctx context.Context, key Key, name string) (string, bool, error) {
+	b.mu.Lock()
+	ks, ok := b.keys[key]
+	if ok && ks.shown {
+		v, set := ks.values[name]
+		b.mu.Unlock()
+		return v, set, nil
+	}
+	index := b.index
+	b.mu.Unlock()
+	data, err := b.store.Load(ctx, key)
+	if err != nil || data == nil {
+		return "", false, err
+	}
+	rec, err := decodeRecord(key, data, index)
+	if err != nil {
+		return "", false, err
+	}
+	v, set := rec.values[name]
+	return v, set, nil
 }
 
 // Stats returns the bus's counters.

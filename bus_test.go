@@ -267,3 +267,52 @@ func TestSubscriptions(t *testing.T) {
 		t.Fatalf("Subscriptions() = %+v", subs)
 	}
 }
+
+func TestValuesPersist(t *testing.T) {
+	ctx := t.Context()
+	store := NewMemoryStore()
+	b := newBus(t, &Options{Store: store})
+	must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+		ev.SetValue("phase", fmt.Sprint(ev.New["n"]))
+		return Status{}, nil
+	}, On{}))
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"n": 1}))
+	if v, ok, err := b.Value(ctx, podKey, "phase"); v != "1" || !ok || err != nil {
+		t.Fatalf("Value = %q, %v, %v", v, ok, err)
+	}
+	b2 := newBus(t, &Options{Store: store})
+	if v, ok, err := b2.Value(ctx, podKey, "phase"); v != "1" || !ok || err != nil {
+		t.Fatalf("from the store: Value = %q, %v, %v", v, ok, err)
+	}
+	if _, ok, _ := b2.Value(ctx, podKey, "other"); ok {
+		t.Error("an unset value reads as set")
+	}
+}
+
+// TestCreateOnlyHandlerCostsNothingOnUpdate: a handler for Create alone
+// neither runs nor rewrites the record when the object changes.
+func TestCreateOnlyHandlerCostsNothingOnUpdate(t *testing.T) {
+	ctx := t.Context()
+	store := &countingStore{}
+	b := newBus(t, &Options{Store: store})
+	var h recorder
+	must(t, b.Handle("created", h.handle, On{Types: []EventType{Create}}))
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"n": 1}))
+	saves := store.saves
+	for n := 2; n < 5; n++ {
+		must(t, b.Dispatch(ctx, podKey, map[string]any{"n": n}))
+	}
+	if h.count() != 1 || store.saves != saves {
+		t.Fatalf("runs %d (want 1), saves after create %d (want 0)", h.count(), store.saves-saves)
+	}
+}
+
+type countingStore struct {
+	MemoryStore
+	saves int
+}
+
+func (s *countingStore) Save(ctx context.Context, key Key, data []byte) error {
+	s.saves++
+	return s.MemoryStore.Save(ctx, key, data)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -219,6 +220,9 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 		}
 		if !h.wants(Create) && !h.wants(Update) {
 			continue
+		}
+		if !h.wants(Update) && !d.rec.digests[h.idx].isZero() {
+			continue // created already; its value is no concern of a create-only handler
 		}
 		// A clean handler's value cannot have changed unless the diff
 		// touches its fields: skip the digest.
@@ -491,6 +495,9 @@ func (b *Bus) commit(ctx context.Context, d *dispatch) {
 	b.mu.Lock()
 	before := ks.published.Summary()
 	changed := !ks.shown || !ks.published.Equal(d.rec.slots)
+	if !maps.Equal(ks.values, d.rec.values) {
+		ks.values = maps.Clone(d.rec.values)
+	}
 	if changed {
 		ks.published = nil
 		if len(d.rec.slots) > 0 {

@@ -27,7 +27,8 @@ type keyState struct {
 	busy       bool
 	retryTimer *time.Timer
 	retryDue   bool
-	published  Slots // the slots as of the last commit (nil: none), for Status
+	published  Slots             // the slots as of the last commit (nil: none), for Status
+	values     map[string]string // the values as of the last commit, for Value
 
 	// owned by the dispatching goroutine
 	rec      *record

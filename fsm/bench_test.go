@@ -1,0 +1,148 @@
+package fsm
+
+import (
+	"context"
+	"testing"
+
+	lfsm "github.com/looplab/fsm"
+	"github.com/qmuntal/stateless"
+
+	"github.com/opbus/opbus"
+)
+
+// Each benchmark makes one transition per iteration, alternating "go"
+// (a → b) and "back" (b → a), so that every iteration changes state.
+// Compare them as ratios within one run:
+//
+//	go test -run '^$' -bench . -benchmem -count 6 ./fsm/
+
+var toggle = [2]string{"go", "back"}
+
+func benchSpec(guard Guard) Spec {
+	return Spec{
+		Name:    "bench",
+		Initial: "a",
+		States:  []State{{Name: "a", Status: opbus.Waiting("at a")}, {Name: "b", Status: opbus.Active("at b")}},
+		Triggers: []Trigger{
+			{Name: "go", Src: []string{"a"}, Dst: "b", Guard: guard},
+			{Name: "back", Src: []string{"b"}, Dst: "a", Guard: guard},
+		},
+	}
+}
+
+var benchEvents = lfsm.Events{
+	{Name: "go", Src: []string{"a"}, Dst: "b"},
+	{Name: "back", Src: []string{"b"}, Dst: "a"},
+}
+
+// memRecord keeps one object's values and slots in memory, as the record
+// of a dispatch does, without the bus.
+type memRecord struct {
+	values map[string]string
+	slots  opbus.Slots
+}
+
+func (r *memRecord) Value(name string) (string, bool) {
+	v, ok := r.values[name]
+	return v, ok
+}
+
+func (r *memRecord) SetValue(name, value string) { r.values[name] = value }
+
+func (r *memRecord) SetSlot(id string, s opbus.Status) error {
+	r.slots.Set(id, s)
+	return nil
+}
+
+var benchKey = opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}
+
+func BenchmarkTransition(b *testing.B) {
+	ctx := context.Background()
+	allow := func(context.Context, *opbus.Event, Transition) error { return nil }
+
+	// opbus: Machine.Fire's work for one object (restore from the record,
+	// looplab's transition, record the state, set the slot), on an
+	// in-memory record instead of a dispatch.
+	opbusFire := func(guard Guard) func(b *testing.B) {
+		return func(b *testing.B) {
+			m, err := New(benchSpec(guard))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ev := &opbus.Event{Key: benchKey}
+			rec := &memRecord{values: map[string]string{}, slots: opbus.Slots{}}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if _, err := m.fire(ctx, ev, rec, toggle[i&1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("impl=opbus", opbusFire(nil))
+	b.Run("impl=opbus/guarded", opbusFire(allow))
+
+	// opbus through the bus: a synchronous Dispatch of a changed object
+	// whose handler fires, record saved to the memory store included.
+	b.Run("impl=opbus/dispatch", func(b *testing.B) {
+		bus, err := opbus.New(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := New(benchSpec(nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Register(bus); err != nil {
+			b.Fatal(err)
+		}
+		objs := [2]map[string]any{{"spec": map[string]any{"n": 0}}, {"spec": map[string]any{"n": 1}}}
+		err = bus.Handle("toggle", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			state, err := m.State(ev)
+			if err != nil {
+				return opbus.Status{}, err
+			}
+			event := "go"
+			if state == "b" {
+				event = "back"
+			}
+			_, err = m.Fire(ctx, ev, event)
+			return opbus.Status{}, err
+		}, opbus.On{Fields: []string{"spec.n"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := bus.Dispatch(ctx, benchKey, objs[i&1]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	looplab := func(callbacks lfsm.Callbacks) func(b *testing.B) {
+		return func(b *testing.B) {
+			f := lfsm.NewFSM("a", benchEvents, callbacks)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if err := f.Event(ctx, toggle[i&1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("impl=looplab", looplab(nil))
+	b.Run("impl=looplab/guarded", looplab(lfsm.Callbacks{"before_event": func(context.Context, *lfsm.Event) {}}))
+
+	b.Run("impl=stateless", func(b *testing.B) {
+		sm := stateless.NewStateMachine("a")
+		sm.Configure("a").Permit("go", "b")
+		sm.Configure("b").Permit("back", "a")
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := sm.FireCtx(ctx, toggle[i&1]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,231 @@
+package fsm
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	lfsm "github.com/looplab/fsm"
+
+	"github.com/opbus/opbus"
+)
+
+// MaxChain bounds the transitions one call to [Machine.Fire] makes, chained
+// ones included, so that Enter actions that keep returning events end in
+// an error instead of looping.
+const MaxChain = 64
+
+// Result reports what a call to [Machine.Fire] did.
+type Result struct {
+	// From is the state before the call; To is the state after it, chained
+	// events included.
+	From, To string
+
+	first Transition   // the first step, if Event is set
+	more  []Transition // chained steps after it
+}
+
+// Changed reports whether the state after the call differs from the state
+// before it.
+func (r Result) Changed() bool { return r.From != r.To }
+
+// Steps returns the transitions made and recorded, in order: the fired
+// event's, then chained ones. A self-transition is a step whose From equals
+// its To. It returns nil if none was made.
+func (r Result) Steps() []Transition {
+	if r.first.Event == "" {
+		return nil
+	}
+	return append([]Transition{r.first}, r.more...)
+}
+
+func (r *Result) add(t Transition) {
+	if r.first.Event == "" {
+		r.first = t
+	} else {
+		r.more = append(r.more, t)
+	}
+}
+
+// steps returns how many transitions r holds.
+func (r *Result) steps() int {
+	if r.first.Event == "" {
+		return 0
+	}
+	return 1 + len(r.more)
+}
+
+// recorder keeps an object's state: the event being dispatched (which
+// commits to the object's record), or a map in benchmarks.
+type recorder interface {
+	valuer
+	SetValue(name, value string)
+	SetSlot(id string, s opbus.Status) error
+}
+
+// instance is the looplab machine of one object. It is used by one Fire at
+// a time (busy); its state is overwritten from the record at each Fire, so
+// the record, not the instance, is the truth.
+type instance struct {
+	f    *lfsm.FSM
+	cur  *stateInfo // f's current state, read without its lock
+	busy atomic.Bool
+	ev   *opbus.Event // the event being fired for, given to guards; nil without guards
+}
+
+func (m *Machine) newInstance() *instance {
+	in := &instance{cur: m.states[m.spec.Initial]}
+	in.f = m.newFSM(in)
+	return in
+}
+
+// newFSM builds the looplab machine of in. Guards run in looplab's
+// before-event callback, so that a refusal is looplab's cancellation and
+// leaves its state alone. The callback key is generated here, never
+// written by users: one catch-all key rather than "before_<event>" per
+// event, since looplab reads keys by prefix and an event named "event"
+// would turn a per-event key into the catch-all.
+func (m *Machine) newFSM(in *instance) *lfsm.FSM {
+	var callbacks lfsm.Callbacks
+	if m.guarded {
+		callbacks = lfsm.Callbacks{"before_event": func(ctx context.Context, e *lfsm.Event) { m.guard(ctx, in, e) }}
+	}
+	return lfsm.NewFSM(m.spec.Initial, m.events, callbacks)
+}
+
+func (m *Machine) guard(ctx context.Context, in *instance, e *lfsm.Event) {
+	out := in.cur.edge(e.Event)
+	if out == nil || out.trig.Guard == nil {
+		return
+	}
+	if err := out.trig.Guard(ctx, in.ev, Transition{Event: e.Event, From: e.Src, To: e.Dst}); err != nil {
+		e.Cancel(err)
+	}
+}
+
+// setState puts looplab's machine in st.
+func (in *instance) setState(st *stateInfo) {
+	if in.cur != st {
+		in.f.SetState(st.Name)
+		in.cur = st
+	}
+}
+
+func (in *instance) release() {
+	if in.ev != nil {
+		in.ev = nil
+	}
+	in.busy.Store(false)
+}
+
+// Fire fires event for the object of ev, from inside a handler that is
+// handling ev. The machine's state for the object is read from its record
+// (the initial state if none is recorded); on a change the new state is
+// written to the record and the machine's slot is set to the new state's
+// Status, both committed with the dispatch. Then the new state's Enter
+// action, if any, runs, and the event it returns is fired in turn.
+//
+// A self-transition is a result (a step with From equal to To), not an
+// error; Enter does not run for it. Errors leave the state as it was
+// before the failing step and name the machine, the object, the event and
+// the state: an event the state does not allow ([ErrNotAllowed], listing
+// the allowed events), one the machine does not declare
+// ([ErrUnknownEvent]), a guard's refusal ([ErrRefused], wrapping the
+// guard's reason), an unknown stored state ([ErrUnknownState]), a call
+// made during a transition of the same object ([ErrInTransition]), a
+// chain longer than [MaxChain], an Enter action's error, or ctx ending
+// before the transition. Transitions made before the failing step stand
+// and are listed in the Result.
+func (m *Machine) Fire(ctx context.Context, ev *opbus.Event, event string) (Result, error) {
+	if ev == nil {
+		return Result{}, fmt.Errorf("fsm: machine %q: Fire(%q) with a nil event", m.spec.Name, event)
+	}
+	return m.fire(ctx, ev, ev, event)
+}
+
+func (m *Machine) fire(ctx context.Context, ev *opbus.Event, rec recorder, event string) (Result, error) {
+	in := m.instance(ev.Key)
+	if !in.busy.CompareAndSwap(false, true) {
+		return Result{}, m.errorf(ErrInTransition, nil, ev.Key, "Fire(%q) during a transition of the object (from a guard or an Enter action, or from another goroutine): chain events by returning them from State.Enter", event)
+	}
+	defer in.release()
+	from, stored := in.cur.Name, true
+	if v, ok := rec.Value(m.value); !ok || v != from {
+		// The record is the truth: restore from it, checking what it holds.
+		var err error
+		if from, stored, err = m.current(ev.Key, rec); err != nil {
+			return Result{}, err
+		}
+		in.setState(m.states[from])
+	}
+	if m.guarded {
+		in.ev = ev
+	}
+	res := Result{From: from, To: from}
+	for event != "" {
+		if res.steps() == MaxChain {
+			return res, fmt.Errorf("fsm: machine %q on %v: Fire made %d transitions and Enter of %q still returned %q: Enter actions loop", m.spec.Name, ev.Key, MaxChain, res.To, event)
+		}
+		t, st, err := m.step(ctx, in, ev.Key, event)
+		if err != nil {
+			return res, err
+		}
+		if t.From == t.To {
+			res.add(t)
+			break
+		}
+		if err := rec.SetSlot(m.spec.Name, st.Status); err != nil {
+			in.setState(m.states[t.From])
+			return res, fmt.Errorf("fsm: machine %q on %v: recording state %q: %w", m.spec.Name, ev.Key, t.To, err)
+		}
+		rec.SetValue(m.value, t.To)
+		res.add(t)
+		res.To, stored = t.To, true
+		if st.Enter == nil {
+			break
+		}
+		if event, err = st.Enter(ctx, ev, t); err != nil {
+			return res, fmt.Errorf("fsm: machine %q on %v: entering %q by %q: %w", m.spec.Name, ev.Key, t.To, t.Event, err)
+		}
+	}
+	if !stored {
+		if err := rec.SetSlot(m.spec.Name, m.states[from].Status); err != nil {
+			return res, fmt.Errorf("fsm: machine %q on %v: recording state %q: %w", m.spec.Name, ev.Key, from, err)
+		}
+		rec.SetValue(m.value, from)
+	}
+	return res, nil
+}
+
+// step makes one transition with looplab and translates its errors. It
+// returns the transition and the state it leads to.
+func (m *Machine) step(ctx context.Context, in *instance, key opbus.Key, event string) (Transition, *stateInfo, error) {
+	from := in.cur.Name
+	err := in.f.Event(ctx, event)
+	switch e := err.(type) {
+	case nil:
+		dst := in.cur.edge(event).dst
+		in.cur = dst
+		return Transition{Event: event, From: from, To: dst.Name}, dst, nil
+	case lfsm.NoTransitionError:
+		if e.Err == nil {
+			return Transition{Event: event, From: from, To: from}, nil, nil
+		}
+	case lfsm.InvalidEventError:
+		return Transition{}, nil, m.errorf(ErrNotAllowed, nil, key, "event %q not allowed in state %q (allowed: %s)", event, from, list(m.states[from].allowed))
+	case lfsm.UnknownEventError:
+		return Transition{}, nil, m.errorf(ErrUnknownEvent, nil, key, "unknown event %q (declared: %s)", event, m.declEvs)
+	case lfsm.CanceledError:
+		return Transition{}, nil, m.errorf(ErrRefused, e.Err, key, "event %q refused by its guard in state %q: %v", event, from, e.Err)
+	}
+	// Anything else (ctx ended during the guard, so looplab abandoned the
+	// transition) can leave looplab's machine marked as in transition for
+	// good: replace it.
+	in.f = m.newFSM(in)
+	in.cur = m.states[m.spec.Initial]
+	in.setState(m.states[from])
+	if ctx.Err() != nil {
+		return Transition{}, nil, fmt.Errorf("fsm: machine %q on %v: event %q in state %q: %w", m.spec.Name, key, event, from, ctx.Err())
+	}
+	return Transition{}, nil, fmt.Errorf("fsm: machine %q on %v: event %q in state %q: %v", m.spec.Name, key, event, from, err)
+}
