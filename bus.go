@@ -218,7 +218,7 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	for _, f := range on.Fields {
 		p, err := ParsePath(f)
 		if err != nil {
-			return fmt.Errorf("opbus: handler %q: %w", id, err)
+			return within(err, "opbus: handler %q", id)
 		}
 		b.mu.Lock()
 		cmp := b.cmp

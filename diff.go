@@ -115,7 +115,7 @@ func NewComparer(opts *CompareOptions) (*Comparer, error) {
 	for _, s := range opts.Ignore {
 		p, err := ParsePath(s)
 		if err != nil {
-			return nil, fmt.Errorf("opbus: ignored path: %w", err)
+			return nil, within(err, "opbus: ignored path")
 		}
 		c.patterns = append(c.patterns, pattern{path: p, ignore: true})
 	}
@@ -126,7 +126,7 @@ func NewComparer(opts *CompareOptions) (*Comparer, error) {
 		}
 		p, err := ParsePath(s)
 		if err != nil {
-			return nil, fmt.Errorf("opbus: list key path: %w", err)
+			return nil, within(err, "opbus: list key path")
 		}
 		if len(p) == 1 && p[0].Kind == SegKey {
 			if c.anyDepth == nil {

@@ -25,7 +25,7 @@ func (k Key) String() string {
 // validate reports a key that cannot name an object.
 func (k Key) validate() error {
 	if k.Kind == "" || k.Name == "" {
-		return fmt.Errorf("opbus: key %+v: an object needs a kind and a name", k)
+		return fmt.Errorf("opbus: object key kind=%q namespace=%q name=%q: an object needs a kind and a name", k.Kind, k.Namespace, k.Name)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"strings"
 )
 
 // number is a JSON number in a form that compares by value: integers that fit
@@ -236,3 +237,18 @@ func clonePath(p Path) Path {
 	}
 	return append(Path(nil), p...)
 }
+
+// within wraps err in the context of what was being done, without
+// repeating the "opbus: " prefix of err's own message; errors.As and
+// errors.Is see err.
+func within(err error, format string, args ...any) error {
+	return &contextError{msg: fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(err.Error(), "opbus: "), err: err}
+}
+
+type contextError struct {
+	msg string
+	err error
+}
+
+func (e *contextError) Error() string { return e.msg }
+func (e *contextError) Unwrap() error { return e.err }

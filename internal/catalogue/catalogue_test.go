@@ -1,0 +1,183 @@
+package catalogue
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/fsm"
+)
+
+// entry is one bad input: what a user wrote, and the error they see.
+type entry struct {
+	area  string
+	input string
+	err   func() error
+	want  string
+}
+
+func handler(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{}, nil }
+
+func busWith(t *testing.T) *opbus.Bus {
+	b, err := opbus.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Handle("config", handler, opbus.On{}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func entries(t *testing.T) []entry {
+	ctx := context.Background()
+	env := func(vars map[string]string) func(string) string {
+		return func(k string) string { return vars[k] }
+	}
+	storeWith := func(data string) opbus.Store {
+		s := opbus.NewMemoryStore()
+		_ = s.Save(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, []byte(data))
+		return s
+	}
+	dispatchOn := func(s opbus.Store) error {
+		b, _ := opbus.New(&opbus.Options{Store: s})
+		_ = b.Handle("h", handler, opbus.On{})
+		return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{})
+	}
+	pod := fsm.Spec{Name: "pod", Initial: "pending",
+		States:   []fsm.State{{Name: "pending"}, {Name: "running"}},
+		Triggers: []fsm.Trigger{{Name: "start", Src: []string{"pending"}, Dst: "running"}}}
+	return []entry{
+		{"field path", "spec..containers", func() error { _, err := opbus.ParsePath("spec..containers"); return err },
+			"opbus: field path spec..containers: at offset 5: empty key between dots: expected a key"},
+		{"field path", "status.", func() error { _, err := opbus.ParsePath("status."); return err },
+			"opbus: field path status.: at offset 7: trailing dot: expected a key after '.'"},
+		{"field path", "spec.containers[", func() error { _, err := opbus.ParsePath("spec.containers["); return err },
+			"opbus: field path spec.containers[: at offset 15: unclosed '[': expected an index, '*', a quoted key or field=value"},
+		{"field path", "spec.containers[-1]", func() error { _, err := opbus.ParsePath("spec.containers[-1]"); return err },
+			"opbus: field path spec.containers[-1]: at offset 16: bad index -1: expected a non-negative decimal number"},
+		{"field path", `metadata.annotations."a/b"`, func() error { _, err := opbus.ParsePath(`metadata.annotations."a/b"`); return err },
+			`opbus: field path metadata.annotations."a/b": at offset 21: quoted key outside brackets: write ["key"]`},
+		{"field path", "(empty)", func() error { _, err := opbus.ParsePath(""); return err },
+			"opbus: field path : at offset 0: empty path: expected a key such as status.phase"},
+		{"handler", `Handle("config", …) twice`, func() error { return busWith(t).Handle("config", handler, opbus.On{}) },
+			`opbus: handler "config": duplicate ID: the slot "config" is taken by a handler`},
+		{"handler", `On{Fields: ["status..phase"]}`, func() error {
+			return busWith(t).Handle("h", handler, opbus.On{Fields: []string{"status..phase"}})
+		}, `opbus: handler "h": field path status..phase: at offset 7: empty key between dots: expected a key`},
+		{"handler", `On{Fields: ["metadata.resourceVersion"]}`, func() error {
+			return busWith(t).Handle("h", handler, opbus.On{Fields: []string{"metadata.resourceVersion"}})
+		}, `opbus: handler "h": field metadata.resourceVersion is ignored by the bus (per-write noise or the library's own writes), so it would never fire`},
+		{"handler", `On{Types: [Delete], Fields: ["spec"]}`, func() error {
+			return busWith(t).Handle("h", handler, opbus.On{Types: []opbus.EventType{opbus.Delete}, Fields: []string{"spec"}})
+		}, `opbus: handler "h": fields [spec] can never change on Delete: a delete handler sees the last state whole`},
+		{"handler", `On{Kinds: [""]}`, func() error { return busWith(t).Handle("h", handler, opbus.On{Kinds: []string{""}}) },
+			`opbus: handler "h": empty kind in Kinds: it would match nothing`},
+		{"object", "an object without a name", func() error {
+			return busWith(t).Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default"}, map[string]any{})
+		}, `opbus: object key kind="Pod" namespace="default" name="": an object needs a kind and a name`},
+		{"value", `{"x": NaN}`, func() error { return opbus.Validate(map[string]any{"x": math.NaN()}) },
+			"opbus: value at x: not a finite number: JSON has no NaN or infinity"},
+		{"value", `{"ch": make(chan int)}`, func() error { return opbus.Validate(map[string]any{"ch": make(chan int)}) },
+			"opbus: value at ch: unsupported type chan int: expected map[string]any, []any, string, bool, nil or a number"},
+		{"status", `level "Blocked"`, func() error { _, err := opbus.ParseLevel("Blocked"); return err },
+			`opbus: unknown status level "Blocked": expected one of unknown, active, waiting, maintenance, blocked, error`},
+		{"stored record", "not JSON", func() error { return dispatchOn(storeWith("{oops")) },
+			"opbus: stored record of Pod default/web: not a record: invalid character 'o' looking for beginning of object key string"},
+		{"stored record", `{"v":9}`, func() error { return dispatchOn(storeWith(`{"v":9}`)) },
+			"opbus: stored record of Pod default/web: unknown version 9: this build reads version 1"},
+		{"stored record", `a digest that is not one`, func() error { return dispatchOn(storeWith(`{"v":1,"digests":{"h":"xyz"}}`)) },
+			`opbus: stored record of Pod default/web: digests: "h": "xyz" is not a digest (16 bytes in unpadded URL-safe base64)`},
+		{"state machine", "a trigger to an undeclared state", func() error {
+			s := pod
+			s.Triggers = append(s.Triggers[:1:1], fsm.Trigger{Name: "crash", Src: []string{"running"}, Dst: "faild"})
+			_, err := fsm.New(s)
+			return err
+		}, `fsm: machine "pod": trigger "crash": destination "faild" is not a declared state`},
+		{"juju environment", "a hook with no JUJU_UNIT_NAME", func() error {
+			_, err := juju.ParseEnv(env(map[string]string{"JUJU_DISPATCH_PATH": "hooks/install"}), "dispatch")
+			return err
+		}, `juju: missing hook environment: hook "install" needs JUJU_UNIT_NAME`},
+		{"juju environment", "a relation hook with no JUJU_RELATION_ID", func() error {
+			_, err := juju.ParseEnv(env(map[string]string{"JUJU_DISPATCH_PATH": "hooks/db-relation-changed", "JUJU_UNIT_NAME": "app/0",
+				"JUJU_RELATION": "db", "JUJU_REMOTE_APP": "pg", "JUJU_REMOTE_UNIT": "pg/0"}), "dispatch")
+			return err
+		}, `juju: missing hook environment: hook "db-relation-changed" needs JUJU_RELATION_ID`},
+		{"juju relation id", "db-3", func() error { _, err := juju.ParseRelationID("db-3"); return err }, `juju: invalid relation id "db-3" (want endpoint:number)`},
+		{"juju hook tool", "status-set not on PATH", func() error {
+			return juju.Tools{Runner: juju.ExecRunner{Env: []string{"PATH=/nonexistent/opbus-bin"}}}.StatusSet(ctx, "active", "")
+		}, `juju: hook tool not found: "status-set" in PATH "/nonexistent/opbus-bin"`},
+		{"juju status", `status-set "blocked!"`, func() error {
+			return juju.Tools{Runner: juju.ExecRunner{Env: []string{"PATH=" + t.TempDir()}}}.StatusSet(ctx, "blocked!", "")
+		}, `juju: invalid status level "blocked!" (want maintenance, blocked, waiting or active)`},
+		{"juju state", "a state value over 64 KiB", func() error {
+			return juju.Tools{Runner: juju.ExecRunner{Env: []string{"PATH=" + t.TempDir()}}}.StateSet(ctx, map[string]string{"k": strings.Repeat("x", 64<<10+1)})
+		}, `juju: state-set: value of key "k" is 65537 bytes, more than 65536`},
+	}
+}
+
+const docPath = "../../docs/bad-input.md"
+const begin, end = "<!-- root module: generated by internal/catalogue -->", "<!-- end of root module -->"
+
+func TestCatalogue(t *testing.T) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n| where | bad input | the error |\n|---|---|---|\n", begin)
+	for _, e := range entries(t) {
+		err := e.err()
+		if err == nil {
+			t.Errorf("%s %q: no error", e.area, e.input)
+			continue
+		}
+		if got := err.Error(); got != e.want {
+			t.Errorf("%s %q:\n got: %s\nwant: %s", e.area, e.input, got, e.want)
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | `%s` |\n", e.area, escape(e.input), escape(err.Error()))
+	}
+	b.WriteString(end)
+	section := b.String()
+	doc, err := os.ReadFile(docPath)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	current := string(doc)
+	i, j := strings.Index(current, begin), strings.Index(current, end)
+	if os.Getenv("OPBUS_WRITE_CATALOGUE") == "1" {
+		if i < 0 || j < 0 {
+			current = docHeader + section + "\n"
+		} else {
+			current = current[:i] + section + current[j+len(end):]
+		}
+		if err := os.MkdirAll(filepath.Dir(docPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(docPath, []byte(current), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if i < 0 || j < 0 || current[i:j+len(end)] != section {
+		t.Errorf("docs/bad-input.md is out of date: run OPBUS_WRITE_CATALOGUE=1 go test ./internal/catalogue/")
+	}
+}
+
+func escape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "`", "'")
+}
+
+const docHeader = `# Bad input catalogue
+
+Every bad input opbus is given is reported as an error that names the input
+and what was expected, and nothing is lost: a bad field path fails at
+registration, a stored record that cannot be read is reported and never
+overwritten. The tables are generated from the table tests that assert each
+message (internal/catalogue for the root module, the Kubernetes adapter's
+catalogue test for its module), so they cannot drift from the code.
+
+`
