@@ -173,6 +173,14 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 	}
 	ks.rec = rec
 	ks.saved = true
+	b.mu.Lock()
+	if !ks.shown {
+		// What the last run published: the baseline for "status changed".
+		// shown stays false so that this run still hands its first commit
+		// to the sink.
+		ks.published = rec.slots.Clone()
+	}
+	b.mu.Unlock()
 	return nil
 }
 

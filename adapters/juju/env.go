@@ -1,13 +1,3 @@
-// Package juju connects opbus to Juju: a charm is one Go program that Juju
-// runs through its dispatch script, once per hook or action.
-//
-// [ParseEnv] reads the hook environment Juju sets (which hook or action
-// runs, for which unit, relation, workload, storage or secret) and checks
-// that the variables that kind of hook needs are present. [Tools] calls
-// Juju's hook tools (status-set, state-get, relation-get, …) through a
-// [Runner]; [ExecRunner] runs them as processes without a shell.
-// The jujutest package holds an in-memory Juju model and fake hook tools
-// for tests.
 package juju
 
 import (
@@ -247,13 +237,16 @@ func (e *Env) parseDispatch(dispatch, argv0 string) error {
 	if dir == "actions" {
 		e.Kind = KindAction
 	} else {
-		e.Kind = classify(name)
+		e.Kind = HookKind(name)
 	}
 	return nil
 }
 
-// classify returns the kind of the hook called name.
-func classify(name string) Kind {
+// HookKind returns the kind of the hook called name ("db-relation-joined"
+// has kind [KindRelationJoined]), or KindUnknown for a name this package
+// does not know. Action names have no kind of their own: an action is
+// [KindAction] by being dispatched as actions/<name>.
+func HookKind(name string) Kind {
 	if k := Kind(name); slices.Contains(unitKinds, k) {
 		return k
 	}
@@ -328,4 +321,53 @@ func unitApp(unit string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("invalid unit name %q (want application/number)", unit)
+}
+
+// Vars returns the hook environment Juju would set for e: the inverse of
+// [ParseEnv], for harnesses that run a charm as Juju does. Empty fields are
+// left out. JUJU_DISPATCH_PATH is DispatchPath or, when that is empty,
+// hooks/<Name> (actions/<Name> for an action); JUJU_RELATION is the
+// endpoint of a relation hook.
+func (e *Env) Vars() map[string]string {
+	v := map[string]string{}
+	set := func(name, value string) {
+		if value != "" {
+			v[name] = value
+		}
+	}
+	dispatch := e.DispatchPath
+	if dispatch == "" && e.Name != "" {
+		dispatch = "hooks/" + e.Name
+		if e.Kind == KindAction {
+			dispatch = "actions/" + e.Name
+		}
+	}
+	set("JUJU_DISPATCH_PATH", dispatch)
+	set("JUJU_UNIT_NAME", e.Unit)
+	set("JUJU_MODEL_NAME", e.ModelName)
+	set("JUJU_MODEL_UUID", e.ModelUUID)
+	set("JUJU_CHARM_DIR", e.CharmDir)
+	set("JUJU_VERSION", e.Version)
+	if e.Relation != nil {
+		set("JUJU_RELATION_ID", e.Relation.String())
+		set("JUJU_RELATION", e.Relation.Endpoint)
+	}
+	set("JUJU_REMOTE_UNIT", e.RemoteUnit)
+	set("JUJU_REMOTE_APP", e.RemoteApp)
+	set("JUJU_DEPARTING_UNIT", e.DepartingUnit)
+	set("JUJU_ACTION_NAME", e.ActionName)
+	set("JUJU_ACTION_UUID", e.ActionUUID)
+	set("JUJU_WORKLOAD_NAME", e.Workload)
+	set("JUJU_NOTICE_ID", e.NoticeID)
+	set("JUJU_NOTICE_TYPE", e.NoticeType)
+	set("JUJU_NOTICE_KEY", e.NoticeKey)
+	set("JUJU_PEBBLE_CHECK_NAME", e.CheckName)
+	set("JUJU_STORAGE_ID", e.StorageID)
+	set("JUJU_STORAGE_LOCATION", e.StorageLocation)
+	set("JUJU_SECRET_ID", e.SecretID)
+	set("JUJU_SECRET_LABEL", e.SecretLabel)
+	if e.SecretRevision > 0 {
+		v["JUJU_SECRET_REVISION"] = strconv.Itoa(e.SecretRevision)
+	}
+	return v
 }

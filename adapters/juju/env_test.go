@@ -102,6 +102,15 @@ func TestParseEnv(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}
+			// Vars is the inverse of ParseEnv.
+			vars := got.Vars()
+			again, err := ParseEnv(func(k string) string { return vars[k] }, "dispatch")
+			if err != nil {
+				t.Fatalf("ParseEnv(Vars()): %v", err)
+			}
+			if !reflect.DeepEqual(again, tt.want) {
+				t.Errorf("ParseEnv(Vars()):\ngot  %+v\nwant %+v", again, tt.want)
+			}
 		})
 	}
 }
@@ -225,8 +234,8 @@ func TestKindPredicatesAndEndpoint(t *testing.T) {
 			t.Errorf("%s: predicates wrong", k)
 		}
 		if k != KindAction {
-			if got := classify(tt.name); got != k {
-				t.Errorf("classify(%q) = %q, want %q", tt.name, got, k)
+			if got := HookKind(tt.name); got != k {
+				t.Errorf("HookKind(%q) = %q, want %q", tt.name, got, k)
 			}
 		}
 		e := &Env{Name: tt.name, Kind: k}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,9 +70,14 @@ func (e *ToolError) Error() string {
 // maxStderr bounds how much of a tool's standard error is kept.
 const maxStderr = 64 << 10
 
-// waitDelay bounds how long Run waits for a killed tool's output pipes to
-// close (a grandchild can hold them open).
-const waitDelay = 5 * time.Second
+// waitDelay bounds how long Run waits for a tool's output pipes to close
+// once it has exited or been killed (a grandchild can hold them open), and
+// slowTool is how long it waits for them before it also waits for the
+// process to exit. Variables for tests.
+var (
+	waitDelay = 5 * time.Second
+	slowTool  = time.Second
+)
 
 // ExecRunner is a [Runner] that starts each tool as a process with os/exec,
 // passing arguments as a list (never through a shell). Its zero value looks
@@ -90,23 +96,84 @@ type ExecRunner struct {
 var _ Runner = ExecRunner{}
 
 // Run implements [Runner].
+//
+// It waits for the tool to close its output before it waits for the tool
+// to exit: reading parks the goroutine in the runtime's network poller,
+// whereas waiting for the exit keeps a thread in a system call, which the
+// runtime polls for as long as the tool runs (a millisecond of CPU or more
+// per call on a busy machine). A tool whose output is still open after a
+// second is waited for as exec.Cmd does, and a process it leaves holding
+// its output open is given [waitDelay] after the tool exits.
 func (r ExecRunner) Run(ctx context.Context, name string, args []string, stdin []byte) ([]byte, error) {
 	path, err := r.lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, path, args...)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("juju: %s: %w", name, err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("juju: running %s: %w", name, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("juju: running %s: %w", name, err)
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Args[0] = name
 	cmd.Env = r.Env
-	cmd.WaitDelay = waitDelay
+	cmd.Stdout, cmd.Stderr = outW, errW
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
+	err = cmd.Start()
+	outW.Close() // the tool holds the write ends now
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("juju: running %s: %w", name, err)
+	}
+
+	stopKill := context.AfterFunc(ctx, func() { cmd.Process.Kill() })
+	defer stopKill()
 	var stdout bytes.Buffer
 	stderr := &boundedBuffer{max: maxStderr}
-	cmd.Stdout = &stdout
-	cmd.Stderr = stderr
-	err = cmd.Run()
+	read := make(chan struct{}, 2)
+	go func() { stdout.ReadFrom(outR); read <- struct{}{} }()
+	go func() { stderr.ReadFrom(errR); read <- struct{}{} }()
+	slow := time.NewTimer(slowTool)
+	defer slow.Stop()
+	pending := 2
+	for waiting := true; waiting && pending > 0; {
+		select {
+		case <-read:
+			pending--
+		case <-ctx.Done(): // the tool is being killed
+			waiting = false
+		case <-slow.C:
+			waiting = false
+		}
+	}
+	err = cmd.Wait()
+	if pending > 0 {
+		drained := time.NewTimer(waitDelay)
+		for ; pending > 0; pending-- {
+			select {
+			case <-read:
+			case <-drained.C:
+				outR.Close() // ends the reads
+				errR.Close()
+				<-read
+			}
+		}
+		drained.Stop()
+	}
+	outR.Close()
+	errR.Close()
 	if err == nil {
 		return stdout.Bytes(), nil
 	}
@@ -179,6 +246,24 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	}
 	b.buf.Write(p)
 	return n, nil
+}
+
+// ReadFrom writes what r yields until EOF or an error, which it returns
+// (EOF as nil).
+func (b *boundedBuffer) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	buf := make([]byte, 8<<10)
+	for {
+		m, err := r.Read(buf)
+		b.Write(buf[:m])
+		n += int64(m)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // String returns what was kept, noting how much was dropped.

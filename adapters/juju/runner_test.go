@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,6 +33,20 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	case "opbus-block":
 		time.Sleep(time.Hour)
+		os.Exit(0)
+	case "opbus-orphan":
+		// Leave a process holding standard output open, and exit.
+		exe, _ := os.Executable()
+		linger := exec.Command(exe)
+		linger.Args[0] = "opbus-linger"
+		linger.Stdout = os.Stdout
+		if err := linger.Start(); err != nil {
+			os.Exit(3)
+		}
+		fmt.Print("done")
+		os.Exit(0)
+	case "opbus-linger":
+		time.Sleep(3 * time.Second)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -66,7 +81,7 @@ func helperDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"opbus-echo", "opbus-fail", "opbus-block"} {
+	for _, name := range []string{"opbus-echo", "opbus-fail", "opbus-block", "opbus-orphan", "opbus-linger"} {
 		if err := os.Symlink(exe, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -242,6 +257,20 @@ func TestExecRunnerCancel(t *testing.T) {
 	cancelNow()
 	if _, err := r.Run(cancelled, "opbus-echo", nil, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("already cancelled: got %v, want context.Canceled", err)
+	}
+}
+
+func TestExecRunnerOutputHeldOpen(t *testing.T) {
+	defer func(s, w time.Duration) { slowTool, waitDelay = s, w }(slowTool, waitDelay)
+	slowTool, waitDelay = 50*time.Millisecond, 200*time.Millisecond
+	r := helperRunner(t)
+	start := time.Now()
+	out, err := r.Run(context.Background(), "opbus-orphan", nil, nil)
+	if err != nil || string(out) != "done" {
+		t.Errorf("got %q, %v; want the tool's output", out, err)
+	}
+	if d := time.Since(start); d < slowTool+waitDelay || d > 2*time.Second {
+		t.Errorf("Run took %v with a grandchild holding the output open, want about %v", d, slowTool+waitDelay)
 	}
 }
 

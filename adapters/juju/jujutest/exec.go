@@ -40,9 +40,9 @@ func IsTool(name string) bool { _, ok := tools[name]; return ok }
 
 // Exec runs one hook tool against the model, as Juju would run it for this
 // unit, and returns what the tool prints and its exit code. It records the
-// call in m.Calls, applies status-set, juju-log, application-version-set and
-// the action tools at once, and stages state-set, state-delete and
-// relation-set in m.Staged.
+// call in m.Calls, fails it if m.Failures names the tool, applies
+// status-set, juju-log, application-version-set and the action tools at
+// once, and stages state-set, state-delete and relation-set in m.Staged.
 //
 // Invalid use fails as Juju fails: exit code 2 for bad arguments (an
 // unknown status word, a malformed or unknown relation id, an unknown
@@ -62,6 +62,10 @@ func (m *Model) Exec(name string, args []string, stdin []byte) (stdout, stderr [
 	if !ok {
 		last.Exit = 127
 		return nil, fmt.Appendf(nil, "ERROR unknown hook tool %q\n", name), 127
+	}
+	if msg, found := m.Failures[name]; found {
+		last.Exit = 1
+		return nil, []byte("ERROR " + msg + "\n"), 1
 	}
 	r := fn(m, &call{args: args, stdin: stdin})
 	if r == nil {

@@ -2,8 +2,10 @@
 // unit can see and change through Juju's hook tools, and fakes of those
 // tools that read and change it.
 //
-// A test builds a [Model], then either runs the charm in process with a
-// [Runner] as the tools' [juju.Runner], or runs the charm as a real process
+// A test builds a [Model], then runs the charm's handlers against it with
+// [Context.Run], which returns the model as the hook left it (state in,
+// state out, as ops-scenario does). Lower down, it can run a charm in
+// process with a [Runner] as the tools' [juju.Runner], or as a real process
 // with PATH set to [InstallTools]'s directory and OPBUS_JUJU_MODEL naming a
 // file written by [WriteModel]. Afterwards, as Juju does, it applies the
 // hook's staged writes when the hook succeeded ([Model.Commit],
@@ -56,6 +58,11 @@ type Model struct {
 
 	// Calls are the hook tool calls made, in order, failed ones included.
 	Calls []Call `json:"calls,omitempty"`
+
+	// Failures makes tools fail, for tests of failure handling: a call of
+	// a tool named here does nothing and exits 1, printing "ERROR" and the
+	// message on standard error.
+	Failures map[string]string `json:"failures,omitempty"`
 
 	// Staged holds the writes Juju applies only when the hook exits 0
 	// (state-set, state-delete, relation-set); nil when there are none.

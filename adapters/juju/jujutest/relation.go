@@ -109,7 +109,9 @@ func (m *Model) readData(r *Relation, member string, app bool) (map[string]strin
 	}
 	switch member {
 	case m.app():
-		if !m.Leader {
+		// The local application's data is the leader's to read, except
+		// in a peer relation, where it is shared by every unit.
+		if !m.Leader && r.RemoteApp != m.app() {
 			return nil, fail("permission denied")
 		}
 		return m.appData(r), nil

@@ -1,0 +1,161 @@
+// Package juju connects opbus to Juju: a charm is one Go program that Juju
+// runs, through the charm's dispatch script, once for every hook and
+// action. Each run builds one document of what the unit sees, dispatches it
+// to the charm's handlers, stores their digests and status slots in the
+// unit's state, and sets the unit's status.
+//
+// # Running a charm
+//
+// A charm's main calls [Main] (or [Run]) with a function that registers its
+// handlers on a new [opbus.Bus]:
+//
+//	func main() { juju.Main(setup, nil) }
+//
+//	func setup(b *opbus.Bus) error {
+//		return errors.Join(
+//			b.Handle("leadership", leadership, opbus.On{Fields: []string{"leader"}}),
+//			b.Handle("config", config, opbus.On{Fields: []string{"config.kind"}}),
+//		)
+//	}
+//
+// Every hook is a new process, so every run makes a new bus; what must
+// survive from one hook to the next (which values each handler last
+// handled, its status slot, values set with [opbus.Event.SetValue]) lives in
+// the unit's state in the controller. examples/charm is a complete charm,
+// with its dispatch script and how to build and pack it.
+//
+// # The document
+//
+// The document is a JSON-like object; handlers subscribe to its fields
+// with paths, as Kubernetes handlers subscribe to status.containerStatuses:
+//
+//	hook.name               the hook's name ("install", "db-relation-changed") or the action's
+//	hook.kind               its Kind ("relation-changed", "action"; "" for a hook this package does not know)
+//	hook.event              a random string, new on every run: see OnHook
+//	hook.endpoint           the endpoint, storage or container of a relation, storage or workload hook
+//	hook.relation-id        the relation of a relation hook (a number)
+//	hook.remote-unit, hook.remote-app, hook.departing-unit
+//	hook.workload, hook.notice-id, hook.notice-type, hook.notice-key, hook.check
+//	hook.storage-id, hook.storage-location
+//	hook.secret-id, hook.secret-label, hook.secret-revision
+//	unit, app               the unit ("web/0") and its application ("web")
+//	model.name, model.uuid  the model
+//	leader                  whether the unit leads its application (is-leader)
+//	config                  the application's configuration (config-get)
+//	relations.<endpoint>    a list of the endpoint's relations, by id, each
+//	                        {"id": 3, "app": "pg", "units": {"pg/0": {…}}, "app-data": {…}}:
+//	                        the remote application, each remote unit's data by
+//	                        unit name, and the remote application's data
+//	action.name, action.uuid, action.params   during an action
+//
+// Hook fields a hook does not carry are absent. [Document] is the typed
+// form, for handlers that decode the event with [DocumentOf].
+//
+// During <endpoint>-relation-broken the broken relation is absent from
+// relations.<endpoint>, whether or not relation-ids still lists it (older
+// Juju lists it, newer Juju does not), as ops treats it.
+//
+// # What is read
+//
+// The adapter reads only what some handler subscribes to: leader (also
+// read when there are application handlers), config, action.params and each
+// relation endpoint named in relations.<endpoint> cost hook tool calls and
+// are left out of the document when no handler subscribes to them. A
+// handler that subscribes to relations, relations[*] or the whole document
+// reads every endpoint the charm declares: [Options.Endpoints], or the
+// requires, provides and peers of metadata.yaml (or charmcraft.yaml) in the
+// charm directory ([ReadEndpoints]).
+//
+// So a handler must subscribe to every field it reads, which is right in
+// any case: it runs again only when a field it subscribes to changes. Run
+// checks subscriptions before anything runs: a path outside the document
+// (cofig.kind), a hook field that does not exist, or an endpoint the charm
+// does not declare is an error, as is a Kind other than [ObjectUnit] and
+// [ObjectApplication].
+//
+// # Hooks and actions
+//
+// A handler runs when the digest of its fields differs from the one
+// committed at its last success: handlers of config and relations are
+// level-triggered and do not run on every hook. To run on hooks, subscribe
+// to hook.event, which is new on every run: [OnHook] and [OnAction] return
+// such filters, restricted to named hooks or actions with When. A handler
+// of the whole document runs on every hook for the same reason. opbus's
+// Resume event type means "every hook" here, since every hook is a new bus;
+// use OnHook instead.
+//
+// # Units and applications
+//
+// The document is dispatched under the key {Kind: "unit", Name: <unit>}
+// and, on the leader, when some handler lists Kinds:
+// []string{[ObjectApplication]}, also under {Kind: "application", Name:
+// <app>}: the slots of the application's handlers make the application's
+// status. Since a handler without Kinds handles every key, a charm with
+// application handlers must give every handler Kinds; Run reports one that
+// has none. Collectors registered with [opbus.Bus.Collect] see both keys
+// too and return the zero Status for the one they do not judge. Each unit
+// keeps its own records, so a new leader starts the application's handlers
+// afresh.
+//
+// # State
+//
+// The bus's records are kept in the unit's state as one JSON string under
+// one key ([DefaultStateKey], or [Options.StateKey]): a JSON object mapping
+// each key to its record. A run makes exactly one state-get, and at most
+// one state-set, at its end and only when a record changed. Juju limits
+// state values to 64 KiB ([MaxStateValue]): a larger value fails the hook
+// with an error naming its size and the limit, so what handlers persist
+// with SetValue must stay small. A stored value that cannot be read fails
+// every hook without running a handler and is never overwritten, until it
+// is repaired or removed with the state-delete hook tool.
+//
+// # Status
+//
+// At the end of a successful run, the overall status of the unit's slots
+// (the highest level, with the messages of every slot at that level in
+// slot-name order) is set with status-set, once, only when it differs from
+// what status-get returns; on the leader, the same for the application.
+// The zero status (no handler has an opinion) sets nothing, and
+// [opbus.LevelUnknown] is never sent: return opbus.Active("") to say that
+// all is well.
+//
+// # Failures
+//
+// Juju applies a hook's state-set and relation-set only when the hook exits
+// 0; otherwise it discards them, shows the unit in error and retries the
+// hook. So when a handler returns an error (or panics), Run logs which
+// handler failed with juju-log at ERROR, makes neither state-set nor
+// status-set, and returns an error: the process must exit non-zero
+// ([Main] does). The retry runs the failed handler again, since its digest
+// was not committed, and every other handler whose value it had handled in
+// the failed run. A slot at error level with no error (a collector's, or a
+// handler's that returned opbus.Error and a nil error) fails the hook too,
+// since status-set cannot show it. A failing hook tool fails the hook the
+// same way. Blocked, Waiting and Maintenance are results, not failures.
+//
+// Because nothing of a failed run is stored, [opbus.Event.Attempt] is
+// always 1 and [opbus.Permanent] has no effect: Juju decides on retries.
+//
+// # Logs
+//
+// [LogHandler] is a [slog.Handler] that writes with juju-log at the
+// record's level (and to standard error without Juju). Handlers log with
+// the Logger of [FromContext]. Never log config values or relation data at
+// Info or above: secrets live there. Run logs each status it sets at Info,
+// and every failure at Error.
+//
+// # Hook tools
+//
+// [Tools] calls Juju's hook tools (status-set, relation-set, action-set, …)
+// through a [Runner]; [ExecRunner] runs them as processes without a shell.
+// A handler finds the Tools of the running hook, its [Env] and its logger
+// with [FromContext]. [ParseEnv] reads the hook environment Juju sets.
+//
+// # Testing
+//
+// The jujutest package holds an in-memory Juju model with fakes of the
+// hook tools: jujutest.Context runs a charm's handlers in process against
+// a model and returns the model the hook leaves (state in, state out), and
+// jujutest.InstallTools builds the fakes as a program, so that a charm can
+// also be tested as a process, the way Juju runs it.
+package juju

@@ -1,0 +1,175 @@
+package jujutest
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/juju"
+)
+
+// Context runs a charm in process against a [Model] the way Juju runs it
+// for one hook, state in and state out, as ops-scenario does: each run
+// calls [juju.Run] with a new bus (as a new process would), the model's
+// tools as its hook tools and the model's state as its store, and returns
+// the model as the hook left it.
+type Context struct {
+	// Setup registers the charm's handlers, as given to [juju.Run].
+	Setup func(*opbus.Bus) error
+	// CharmDir is the charm directory (JUJU_CHARM_DIR): the charm's
+	// endpoints are read from its metadata.yaml, and the charm may write
+	// files there. Empty means none; set Options.Endpoints then if a
+	// handler subscribes to every endpoint.
+	CharmDir string
+	// ModelName and ModelUUID are JUJU_MODEL_NAME and JUJU_MODEL_UUID;
+	// empty means "test" and a fixed UUID.
+	ModelName, ModelUUID string
+	// Options are given to juju.Run (nil means none) with Getenv, Program
+	// and Runner replaced by the context's.
+	Options *juju.Options
+}
+
+// Run runs hook against a copy of st and returns the copy as the hook
+// left it. hook is a hook name ("install", "db-relation-changed") or
+// "actions/<name>" for an action. The hook's context comes from st: a
+// relation hook's relation is the only one on its endpoint, whose remote
+// application it names; relation-joined names the last remote unit in
+// name order, relation-changed the first one (none when it has none), and
+// an action runs st.Action (made when nil). Use [Context.RunEnv] for any
+// other context, such as relation-departed or a relation-broken whose
+// relation is gone from the model.
+//
+// ctx is passed to juju.Run. The returned error is juju.Run's.
+func (c *Context) Run(ctx context.Context, hook string, st *Model) (*Model, error) {
+	if st == nil {
+		return nil, errors.New("jujutest: Context.Run: nil model")
+	}
+	e, err := hookEnv(hook, st)
+	if err != nil {
+		return nil, err
+	}
+	return c.RunEnv(ctx, e, st)
+}
+
+// RunEnv is [Context.Run] with the hook's context given in full: e's Name
+// (and Kind, for an action) and the variables of its kind. Its Unit, model
+// names, CharmDir and Version default to st's and the context's.
+//
+// The returned model is a copy of st after the hook: its Calls are those
+// of this run only; its status, status history, logs, workload version and
+// action results are what the hook did; its state and relation data
+// include the hook's writes only if it succeeded (it returned nil), as
+// Juju applies them only when the hook exits 0.
+func (c *Context) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, error) {
+	if st == nil {
+		return nil, errors.New("jujutest: Context.RunEnv: nil model")
+	}
+	if c.Setup == nil {
+		return nil, errors.New("jujutest: Context has no Setup function")
+	}
+	out, err := st.clone()
+	if err != nil {
+		return nil, err
+	}
+	out.Calls = nil
+	if e.Kind == juju.KindUnknown && e.DispatchPath == "" {
+		e.Kind = juju.HookKind(e.Name)
+	}
+	if e.Kind == juju.KindAction {
+		if e.ActionName == "" {
+			e.ActionName = e.Name
+		}
+		switch {
+		case out.Action == nil:
+			out.Action = &Action{Name: e.Name}
+		case out.Action.Name != e.Name:
+			return nil, fmt.Errorf("jujutest: running action %q, but the model's action is %q", e.Name, out.Action.Name)
+		}
+	}
+	if e.Unit = cmp.Or(e.Unit, st.Unit); e.Unit == "" {
+		return nil, errors.New("jujutest: the model has no Unit")
+	}
+	e.ModelName = cmp.Or(e.ModelName, c.ModelName, "test")
+	e.ModelUUID = cmp.Or(e.ModelUUID, c.ModelUUID, "7a3b5c1d-0e2f-4a6b-8c9d-1e2f3a4b5c6d")
+	e.CharmDir = cmp.Or(e.CharmDir, c.CharmDir)
+	e.Version = cmp.Or(e.Version, "3.6.4")
+	vars := e.Vars()
+
+	var opts juju.Options
+	if c.Options != nil {
+		opts = *c.Options
+	}
+	opts.Getenv = func(k string) string { return vars[k] }
+	opts.Program = "dispatch"
+	opts.Runner = NewRunner(out)
+	err = juju.Run(ctx, c.Setup, &opts)
+	if err != nil {
+		out.Discard()
+		if errors.Is(err, juju.ErrMissingEnv) {
+			err = fmt.Errorf("%w (give the hook's context with Context.RunEnv)", err)
+		}
+		return out, err
+	}
+	out.Commit()
+	return out, nil
+}
+
+// hookEnv derives the context of hook from st.
+func hookEnv(hook string, st *Model) (juju.Env, error) {
+	if name, ok := strings.CutPrefix(hook, "actions/"); ok {
+		return juju.Env{Name: name, Kind: juju.KindAction}, nil
+	}
+	name := strings.TrimPrefix(hook, "hooks/")
+	e := juju.Env{Name: name, Kind: juju.HookKind(name)}
+	switch {
+	case e.Kind.IsRelation():
+		ep := e.Endpoint()
+		var rels []*Relation
+		for i := range st.Relations {
+			if st.Relations[i].Endpoint == ep {
+				rels = append(rels, &st.Relations[i])
+			}
+		}
+		if len(rels) != 1 {
+			return e, fmt.Errorf("jujutest: hook %q: the model has %d relations on endpoint %q, so which one is meant is unclear; use Context.RunEnv", name, len(rels), ep)
+		}
+		r := rels[0]
+		e.Relation = &juju.RelationID{Endpoint: ep, ID: r.ID}
+		e.RemoteApp = r.RemoteApp
+		units := slices.Sorted(slices.Values(r.RemoteUnits))
+		switch e.Kind {
+		case juju.KindRelationJoined:
+			if len(units) == 0 {
+				return e, fmt.Errorf("jujutest: hook %q: relation %d has no remote unit to join", name, r.ID)
+			}
+			e.RemoteUnit = units[len(units)-1]
+		case juju.KindRelationChanged:
+			if len(units) > 0 {
+				e.RemoteUnit = units[0]
+			}
+		case juju.KindRelationDeparted:
+			return e, fmt.Errorf("jujutest: hook %q: the departing unit is not in the model; use Context.RunEnv", name)
+		}
+	case e.Kind == juju.KindPebbleReady:
+		e.Workload = e.Endpoint()
+	}
+	return e, nil
+}
+
+// clone returns a deep copy of m.
+func (m *Model) clone() (*Model, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("jujutest: copying the model: %w", err)
+	}
+	c := new(Model)
+	if err := json.Unmarshal(data, c); err != nil {
+		return nil, fmt.Errorf("jujutest: copying the model: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,309 @@
+package juju
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/opbus/opbus"
+)
+
+// Options configures [Run]. Nil options, and every zero field, mean what a
+// charm run by Juju needs.
+type Options struct {
+	// Getenv reads the hook environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Program is the program name, which names the hook when
+	// JUJU_DISPATCH_PATH is not set; empty means os.Args[0].
+	Program string
+	// Runner runs the hook tools; nil means ExecRunner{}.
+	Runner Runner
+	// StateKey is the key of the unit's state that holds the bus's
+	// records; empty means [DefaultStateKey]. At most [MaxStateKey] bytes.
+	StateKey string
+	// Endpoints lists the charm's relation endpoints. Nil means those in
+	// metadata.yaml or charmcraft.yaml in the charm directory
+	// ([ReadEndpoints]). They are read when a handler subscribes to every
+	// endpoint, and checked against the endpoints handlers name.
+	Endpoints []string
+	// Bus configures the bus. Run sets its Store (the unit's state) and
+	// Logger (juju-log).
+	Bus *opbus.Options
+	// LogLevel is the lowest level logged with juju-log; nil means Info.
+	// The bus's own logs are sent from Warn up unless LogLevel is Debug or
+	// lower: every hook is a new Bus, whose Info logs would repeat on every
+	// hook what Juju's status history already shows.
+	LogLevel slog.Leveler
+	// Stderr receives the log lines juju-log fails to take; nil means
+	// os.Stderr, which Juju also records.
+	Stderr io.Writer
+}
+
+// Hook is what a handler can use of the running hook besides its event:
+// the hook environment, the hook tools (relation-set,
+// application-version-set, action-set, …) and the logger. Relation and
+// state writes made through Tools are applied by Juju only if the hook
+// succeeds.
+type Hook struct {
+	// Env is the hook environment.
+	Env *Env
+	// Tools runs the hook tools.
+	Tools Tools
+	// Logger writes with juju-log at the level [Options.LogLevel] allows.
+	Logger *slog.Logger
+}
+
+type hookKey struct{}
+
+// FromContext returns the Hook of the dispatch a handler's ctx belongs to,
+// or nil outside [Run].
+func FromContext(ctx context.Context) *Hook {
+	h, _ := ctx.Value(hookKey{}).(*Hook)
+	return h
+}
+
+// Run runs one hook or action of a charm: all a charm's main calls (see
+// [Main]). It reads the hook environment, makes a new [opbus.Bus] whose
+// store is the unit's state, lets setup register the handlers, builds the
+// document of what the unit sees, dispatches it, stores the bus's records
+// and publishes the status. It returns an error when the hook must fail,
+// and the process must then exit non-zero so that Juju discards the hook's
+// state-set and relation-set and retries it. The package documentation
+// describes each step.
+//
+// ctx is passed to the handlers and the hook tools; cancelling it stops
+// the tool running and fails the hook.
+func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if setup == nil {
+		return errors.New("juju: Run: nil setup function")
+	}
+	getenv, program := opts.Getenv, opts.Program
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if program == "" && len(os.Args) > 0 {
+		program = os.Args[0]
+	}
+	env, err := ParseEnv(getenv, program)
+	if err != nil {
+		return err
+	}
+	stateKey := opts.StateKey
+	if stateKey == "" {
+		stateKey = DefaultStateKey
+	}
+	if len(stateKey) > MaxStateKey {
+		return fmt.Errorf("juju: Options.StateKey is %d bytes, more than Juju's limit of %d", len(stateKey), MaxStateKey)
+	}
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	level := opts.LogLevel
+	if level == nil {
+		level = slog.LevelInfo
+	}
+	busLevel := level
+	if level.Level() > slog.LevelDebug {
+		busLevel = max(level.Level(), slog.LevelWarn)
+	}
+	tools := Tools{Runner: opts.Runner}
+	r := &run{
+		env:   env,
+		tools: tools,
+		log:   slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: level})),
+		store: &stateStore{tools: tools, key: stateKey},
+	}
+	var bo opbus.Options
+	if opts.Bus != nil {
+		bo = *opts.Bus
+	}
+	bo.Store = r.store
+	bo.Logger = slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: busLevel}))
+	if err := r.setup(setup, &bo, opts.Endpoints); err != nil {
+		r.log.ErrorContext(ctx, "juju: the charm's handlers cannot run", "hook", env.Name, "err", err)
+		return err
+	}
+	if err := r.run(ctx); err != nil {
+		r.logFailure(ctx, err)
+		return err
+	}
+	return nil
+}
+
+// setup makes the bus, registers the handlers and plans what to read.
+func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints []string) error {
+	var err error
+	if r.bus, err = opbus.New(bo); err != nil {
+		return fmt.Errorf("juju: %w", err)
+	}
+	if err := setup(r.bus); err != nil {
+		return fmt.Errorf("juju: setting up the handlers: %w", err)
+	}
+	known, knownErr := endpoints, error(nil)
+	switch {
+	case known != nil:
+	case r.env.CharmDir == "":
+		knownErr = errors.New("JUJU_CHARM_DIR is not set")
+	default:
+		known, knownErr = ReadEndpoints(r.env.CharmDir)
+	}
+	r.plan, err = newPlan(r.bus.Subscriptions(), known, knownErr)
+	return err
+}
+
+// logFailure logs why the hook fails with juju-log at ERROR: one line per
+// failed handler, or the error.
+func (r *run) logFailure(ctx context.Context, err error) {
+	errs := []error{err}
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		errs = joined.Unwrap()
+	}
+	for _, e := range errs {
+		r.log.ErrorContext(ctx, "juju: the hook fails: Juju discards its state-set and relation-set and retries it", "hook", r.env.Name, "err", e)
+	}
+}
+
+// Main runs [Run] with the process's environment and returns if the hook
+// succeeded. Otherwise it prints the error on standard error and exits
+// with status 1, which tells Juju the hook failed. SIGTERM and interrupt
+// cancel the hook's context. A charm's main is
+//
+//	func main() { juju.Main(setup, nil) }
+func Main(setup func(*opbus.Bus) error, opts *Options) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := Run(ctx, setup, opts)
+	stop()
+	if err != nil {
+		w := io.Writer(os.Stderr)
+		if opts != nil && opts.Stderr != nil {
+			w = opts.Stderr
+		}
+		fmt.Fprintln(w, err)
+		os.Exit(1)
+	}
+}
+
+// run is one dispatch of a hook.
+type run struct {
+	env   *Env
+	tools Tools
+	log   *slog.Logger
+	store *stateStore
+	bus   *opbus.Bus
+	plan  *plan
+}
+
+func (r *run) run(ctx context.Context) error {
+	e := r.env
+	doc, leader, err := (&reader{tools: r.tools, env: e, plan: r.plan}).document(ctx)
+	if err != nil {
+		return fmt.Errorf("juju: %s: reading what the unit sees: %w", e.Name, err)
+	}
+	r.log.DebugContext(ctx, "juju: dispatching", "hook", e.Name, "event", doc["hook"].(map[string]any)["event"], "endpoints", r.plan.endpoints)
+	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log})
+
+	keys := []opbus.Key{{Kind: ObjectUnit, Name: e.Unit}}
+	if leader && r.plan.app {
+		keys = append(keys, opbus.Key{Kind: ObjectApplication, Name: e.App})
+	}
+	var errs []error
+	for _, k := range keys {
+		if err := r.bus.Dispatch(hctx, k, doc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("juju: %s failed: %w", e.Name, err)
+	}
+	// A slot at error level without a handler error (a collector's, or a
+	// handler returning opbus.Error with a nil error) cannot be shown with
+	// status-set: it fails the hook too.
+	for _, k := range keys {
+		overall, slots, err := r.bus.Status(ctx, k)
+		if err != nil {
+			return err
+		}
+		if overall.Level == opbus.LevelError {
+			return fmt.Errorf("juju: %s failed: %v has slots at error level, which status-set cannot show: %s", e.Name, k, errorSlots(slots))
+		}
+	}
+	if _, err := r.store.flush(ctx); err != nil {
+		return fmt.Errorf("juju: %s: storing the records: %w", e.Name, err)
+	}
+	for _, k := range keys {
+		if err := r.publish(ctx, k); err != nil {
+			return fmt.Errorf("juju: %s: setting the %s status: %w", e.Name, k.Kind, err)
+		}
+	}
+	return nil
+}
+
+// errorSlots names the slots at error level and their messages.
+func errorSlots(slots opbus.Slots) string {
+	s := ""
+	for _, name := range slots.Names() {
+		if st := slots[name]; st.Level == opbus.LevelError {
+			if s != "" {
+				s += "; "
+			}
+			s += name + ": " + st.Message
+		}
+	}
+	return s
+}
+
+// publish sets the status of key's unit or application with status-set,
+// only when it differs from what status-get returns. A zero or unknown
+// overall status sets nothing.
+func (r *run) publish(ctx context.Context, key opbus.Key) error {
+	overall, _, err := r.bus.Status(ctx, key)
+	if err != nil {
+		return err
+	}
+	if overall.Level == opbus.LevelUnknown {
+		return nil
+	}
+	level, msg := overall.Level.String(), TruncateMessage(overall.Message, MaxStatusMessage)
+	app := key.Kind == ObjectApplication
+	var cur StatusInfo
+	if app {
+		info, err := r.tools.StatusGetApp(ctx)
+		if err != nil {
+			return err
+		}
+		cur = info.StatusInfo
+	} else if cur, err = r.tools.StatusGet(ctx); err != nil {
+		return err
+	}
+	if cur.Status == level && cur.Message == msg {
+		return nil
+	}
+	if app {
+		err = r.tools.StatusSetApp(ctx, level, msg)
+	} else {
+		err = r.tools.StatusSet(ctx, level, msg)
+	}
+	if err != nil {
+		return err
+	}
+	r.log.InfoContext(ctx, "juju: status changed", "of", key.String(), "status", overall.String(), "was", statusString(cur))
+	return nil
+}
+
+// statusString formats a status read with status-get.
+func statusString(s StatusInfo) string {
+	if s.Message == "" {
+		return s.Status
+	}
+	return s.Status + ": " + s.Message
+}
