@@ -1,0 +1,172 @@
+package k8s
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/opbus/opbus"
+)
+
+// maxMessage bounds a condition's message, as metav1.Condition's schema
+// does.
+const maxMessage = 32768
+
+// ConditionType returns the type of the condition written for the status
+// slot named id: id itself when it is a valid condition type (a qualified
+// name such as "crash-watch" or "example.com/crash-watch", at most 316
+// bytes) other than [ConditionReady]; otherwise id with every character a
+// condition type cannot hold replaced by '-', trimmed, shortened and
+// followed by '-' and 8 hexadecimal digits of its SHA-256, so that two
+// slots never share a condition ("my slot" → "my-slot-14b6f228").
+func ConditionType(id string) string {
+	if id != ConditionReady && len(id) <= 316 && len(validation.IsQualifiedName(id)) == 0 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	suffix := hex.EncodeToString(sum[:4])
+	var b strings.Builder
+	for _, c := range []byte(id) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	name := strings.TrimFunc(b.String(), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	})
+	if len(name) > 50 {
+		name = strings.TrimRight(name[:50], "-_.")
+	}
+	if name == "" {
+		return "slot-" + suffix
+	}
+	return name + "-" + suffix
+}
+
+// reason returns the condition reason for a level: its word in CamelCase,
+// such as "Blocked".
+func reason(l opbus.Level) string {
+	w := l.String()
+	return strings.ToUpper(w[:1]) + w[1:]
+}
+
+// conditionStatus is True for active, Unknown for unknown and False for
+// every level that needs attention.
+func conditionStatus(l opbus.Level) metav1.ConditionStatus {
+	switch l {
+	case opbus.LevelActive:
+		return metav1.ConditionTrue
+	case opbus.LevelUnknown:
+		return metav1.ConditionUnknown
+	}
+	return metav1.ConditionFalse
+}
+
+func condition(typ string, s opbus.Status, gen int64) metav1.Condition {
+	msg := s.Message
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage]
+		for !utf8.ValidString(msg) {
+			msg = msg[:len(msg)-1]
+		}
+	}
+	return metav1.Condition{
+		Type:               typ,
+		Status:             conditionStatus(s.Level),
+		Reason:             reason(s.Level),
+		Message:            msg,
+		ObservedGeneration: gen,
+	}
+}
+
+// wantConditions returns the conditions for an overall status and its
+// slots: the summary Ready first, then one per slot in slot-name order.
+// Slots whose condition type is not in ours are left out: their writes
+// would not be ignored by the bus.
+func wantConditions(overall opbus.Status, slots opbus.Slots, gen int64, ours map[string]bool) []metav1.Condition {
+	out := []metav1.Condition{condition(ConditionReady, overall, gen)}
+	for _, id := range slots.Names() {
+		t := ConditionType(id)
+		if !ours[t] {
+			continue
+		}
+		out = append(out, condition(t, slots[id], gen))
+	}
+	return out
+}
+
+// mergeConditions applies want to the list existing (status.conditions as
+// found) by the rules of meta.SetStatusCondition: lastTransitionTime
+// changes only when a condition's status does. Conditions of a type in
+// ours that want does not hold are removed; conditions of other types are
+// kept exactly as they are, in their places. It returns the new list and
+// whether it differs from existing.
+func mergeConditions(existing []any, want []metav1.Condition, ours map[string]bool) ([]any, bool) {
+	var mine []metav1.Condition
+	for _, e := range existing {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		t, _ := m["type"].(string)
+		if !ours[t] {
+			continue
+		}
+		var c metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err != nil {
+			continue // unreadable: written afresh
+		}
+		mine = append(mine, c)
+	}
+	if mine == nil {
+		mine = []metav1.Condition{}
+	}
+	wanted := map[string]bool{}
+	for _, c := range want {
+		wanted[c.Type] = true
+		meta.SetStatusCondition(&mine, c)
+	}
+	for _, c := range slices.Clone(mine) {
+		if !wanted[c.Type] {
+			meta.RemoveStatusCondition(&mine, c.Type)
+		}
+	}
+
+	out := make([]any, 0, len(existing)+len(want))
+	placed := map[string]bool{}
+	put := func(t string) {
+		if placed[t] {
+			return
+		}
+		if c := meta.FindStatusCondition(mine, t); c != nil {
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+			if err == nil {
+				out = append(out, u)
+			}
+		}
+		placed[t] = true
+	}
+	for _, e := range existing {
+		m, ok := e.(map[string]any)
+		t, _ := m["type"].(string)
+		if !ok || !ours[t] {
+			out = append(out, e)
+			continue
+		}
+		put(t)
+	}
+	for _, c := range want {
+		put(c.Type)
+	}
+	return out, !opbus.Equal(existing, out)
+}

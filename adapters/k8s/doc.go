@@ -1,0 +1,134 @@
+// Package k8s runs an [opbus.Bus] on Kubernetes objects: it watches any
+// resource, built-in or custom, through client-go's dynamic informers,
+// feeds each observed state to the bus, and writes back what the bus keeps
+// — its bookkeeping record, the handlers' statuses, a finalizer — in ways
+// that never trigger a handler.
+//
+//	src, err := k8s.New(&k8s.Options{
+//		Config:    cfg,
+//		Resources: []k8s.Resource{{GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}},
+//		Logger:    logger,
+//	})
+//	bus, err := opbus.New(src.BusOptions(nil))
+//	err = bus.Handle("crash-watch", crashWatch, opbus.On{Kinds: []string{"Pod"}, Fields: []string{"status.containerStatuses"}})
+//	err = src.Run(ctx, bus)
+//
+// # Watching
+//
+// Each [Resource] names a GroupVersionResource, the namespaces to watch
+// (all by default) and optional label and field selectors. An added object
+// goes to [opbus.Bus.Observe]; an update goes to [opbus.Bus.ObserveUpdate]
+// with the informer's old and new objects, so the bus diffs them without
+// keeping a copy of its own; a deletion, including the informer's
+// DeletedFinalStateUnknown, goes to [opbus.Bus.ObserveDelete]. The
+// informers' caches drop metadata.managedFields, which every diff ignores.
+//
+// Status is data: a change of status.containerStatuses written by the
+// kubelet fires the handlers subscribed to it like any other change. The
+// bus ignores only the per-write noise in [Ignore] and the paths the
+// adapter writes itself; [ListKeys] makes diffs address list elements by
+// name (status.containerStatuses[name=app].state).
+//
+// # Keys
+//
+// An object's [opbus.Key] holds its namespace, its name and its kind as
+// [KindOf] writes it: "Pod" for the core group, "Deployment.apps" or
+// "Widget.example.com" for any other, so that kinds of the same name in
+// different groups never share keys, records or handlers. Use the same
+// strings in [opbus.On].Kinds.
+//
+// # The record
+//
+// The bus's record of an object — the digests of the values its handlers
+// last handled, its status slots, its named values — is JSON in one
+// annotation, [AnnotationRecord], written with a JSON merge patch of that
+// annotation alone. It holds digests, not copies of the object: a few
+// hundred bytes. The store reads records from the informer cache, never
+// from the API server, and refuses, with an error naming the object and
+// the sizes, a write that would take the object's annotations past the API
+// server's limit of 256 KiB ([ErrTooLarge]).
+//
+// Before the bus first sees an object, the adapter claims it: it writes an
+// empty [AnnotationRecord] (and [Finalizer], and a first Ready condition,
+// where those apply). A handler's value is digested as the bus sees it; if
+// the adapter's first record write later made metadata.annotations appear
+// on an object that had none, that alone would change the digest of a
+// whole-object handler and run it again. Claiming first costs one write
+// per new object and keeps every later write of the adapter invisible.
+//
+// # Statuses
+//
+// Where statuses go is a [StatusMode] per resource. For a custom resource
+// with a status subresource ([StatusConditions], the default there), the
+// adapter writes standard metav1.Conditions in status.conditions: one per
+// slot, of type [ConditionType](slot), with status True when the slot is
+// active and False otherwise, reason the level in CamelCase ("Blocked")
+// and the slot's message; and a summary of type [ConditionReady], True
+// when the overall level is active, with reason the overall level and
+// message the overall message. Every condition carries the
+// metadata.generation of the state the handlers saw as observedGeneration;
+// lastTransitionTime changes only when a condition's status does (the
+// rules of meta.SetStatusCondition). Conditions of slots that are gone are
+// removed; other writers' conditions are kept as they are. The status is
+// patched only when a condition changed, under the object's resource
+// version; a conflict is retried after reading the object again.
+//
+// For Kubernetes' own kinds, whose status belongs to a controller or the
+// kubelet ([StatusAnnotation], the default there), the overall status goes
+// to [AnnotationStatus] as JSON, and each change of it emits a core/v1
+// Event on the object: reason the level in CamelCase, type Warning for
+// blocked and error, Normal otherwise.
+//
+// The bus ignores everything the adapter writes: the two annotations
+// (declared by the Store and the Sink, see [opbus.PathWriter]), and,
+// declared by [Source.Run] once handlers are registered,
+// status.conditions[type=T] for Ready and each slot's type, and
+// metadata.finalizers when a finalizer is in use. Since the bus ignores
+// paths on every kind it sees, one Source either writes conditions for
+// all its resources or for none of them; otherwise the Ready condition of
+// a Pod would be hidden along with the adapter's own.
+//
+// # Deletion
+//
+// A [Resource] with Finalizer set, of a kind some handler handles deletes
+// of, has [Finalizer] added when the adapter claims each object. When the
+// object is deleted, the API server only marks it (deletionTimestamp) and
+// the adapter gives the marked state to the bus as a deletion; once every
+// delete handler has succeeded the record and the finalizer are removed,
+// and the object goes. So a deletion made while the operator was down is
+// handled when it starts again. Without a finalizer, a delete handler runs
+// when the informer reports the object gone — if the operator was running
+// then.
+//
+// # Leader election
+//
+// With [Options].LeaderElection, [Source.Run] campaigns for a
+// coordination.k8s.io Lease and watches and dispatches only while it holds
+// it. On a clean stop it drains the bus first and then releases the Lease,
+// so another replica takes over within its retry period, and never while
+// the old leader still works; a leader that cannot renew in time stops and
+// Run returns [ErrLeadershipLost]. The records live on the objects, so the
+// new leader does not run again what the old one handled.
+//
+// # Logs
+//
+// The adapter logs through [Options].Logger, and hands it to the client-go
+// code it runs through the context. [RouteKlog] sends what client-go logs
+// through klog's global logger to the same place.
+//
+// # Permissions
+//
+// For each resource the operator needs list, watch and patch; get too
+// for resources with a finalizer or conditions (after a conflict it reads
+// the object again); patch on the status subresource for conditions;
+// create on events for the annotation mode; get, create and update on the
+// Lease for leader election. examples/podwatch ships an rbac.yaml with
+// exactly what it needs.
+//
+// # Testing
+//
+// The tests run against a real kube-apiserver and etcd (see
+// internal/kubeenv): set OPBUS_KUBE_BIN to a directory holding both
+// programs, or OPBUS_TEST_KUBECONFIG to the kubeconfig of an existing
+// cluster. Without either they skip, unless CI=true.
+package k8s

@@ -1,0 +1,117 @@
+package k8s_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/k8s"
+)
+
+// An operator that reports crashed containers. It needs a cluster, so it
+// has no output to check: it reads $KUBECONFIG, or the in-cluster
+// configuration, and runs until interrupted. examples/podwatch is the
+// complete program, with its RBAC.
+func Example() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	k8s.RouteKlog(logger)
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		logger.Error("no cluster", "err", err)
+		return
+	}
+	src, err := k8s.New(&k8s.Options{
+		Config:    cfg,
+		Resources: []k8s.Resource{{GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}},
+		Logger:    logger,
+	})
+	if err != nil {
+		logger.Error("k8s.New", "err", err)
+		return
+	}
+	bus, err := opbus.New(src.BusOptions(nil))
+	if err != nil {
+		logger.Error("opbus.New", "err", err)
+		return
+	}
+	err = bus.Handle("crash-watch", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		for _, c := range ev.Changes {
+			logger.Info("container status changed", "pod", ev.Key.String(), "change", c.String())
+		}
+		return opbus.Active(""), nil
+	}, opbus.On{Kinds: []string{"Pod"}, Fields: []string{"status.containerStatuses"}})
+	if err != nil {
+		logger.Error("Handle", "err", err)
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := src.Run(ctx, bus); err != nil {
+		logger.Error("Run", "err", err)
+	}
+}
+
+// BusOptions completes the bus's options for the Source: its store and
+// status sink, the usual list keys and the per-write noise to ignore. New
+// does not contact the API server, so this runs anywhere.
+func ExampleSource_BusOptions() {
+	src, err := k8s.New(&k8s.Options{
+		Config: &rest.Config{Host: "https://127.0.0.1:6443"},
+		Resources: []k8s.Resource{{
+			GVR:        schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"},
+			Namespaces: []string{"team-a"},
+			Finalizer:  true,
+		}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	opts := src.BusOptions(&opbus.Options{Workers: 8})
+	fmt.Println("workers:", opts.Workers)
+	fmt.Println("containerStatuses keyed by:", opts.ListKeys["containerStatuses"])
+	fmt.Println("ignored:", opts.Ignore)
+
+	bus, err := opbus.New(opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	noop := func(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{}, nil }
+	err = bus.Handle("bookkeeping", noop, opbus.On{Fields: []string{`metadata.annotations["opbus.dev/record"]`}})
+	fmt.Println(err)
+	// Output:
+	// workers: 8
+	// containerStatuses keyed by: name
+	// ignored: [metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]]
+	// opbus: handler "bookkeeping": field metadata.annotations["opbus.dev/record"] is ignored by the bus (per-write noise or the library's own writes), so it would never fire
+}
+
+func ExampleKindOf() {
+	fmt.Println(k8s.KindOf(schema.GroupKind{Kind: "Pod"}))
+	fmt.Println(k8s.KindOf(schema.GroupKind{Group: "apps", Kind: "Deployment"}))
+	fmt.Println(k8s.KindOf(schema.GroupKind{Group: "example.com", Kind: "Widget"}))
+	// Output:
+	// Pod
+	// Deployment.apps
+	// Widget.example.com
+}
+
+func ExampleConditionType() {
+	fmt.Println(k8s.ConditionType("crash-watch"))
+	fmt.Println(k8s.ConditionType("example.com/crash-watch"))
+	fmt.Println(k8s.ConditionType("my slot"))
+	fmt.Println(k8s.ConditionType("Ready"))
+	// Output:
+	// crash-watch
+	// example.com/crash-watch
+	// my-slot-14b6f228
+	// Ready-5fa7aac5
+}

@@ -1,0 +1,181 @@
+package k8s
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// Options configures a [Source]. Every zero field means its default; Config
+// and Resources are required.
+type Options struct {
+	// Config says how to reach the API server, with whose credentials.
+	// The Source uses a copy; if it sets no rate limit (QPS, Burst and
+	// RateLimiter all zero), the copy gets [DefaultQPS] and [DefaultBurst].
+	Config *rest.Config
+	// Resources lists what to watch, at most one version of each kind.
+	Resources []Resource
+	// Logger receives the adapter's logs, and those of the client-go
+	// informers and leader election it runs; nil discards them. client-go
+	// code that logs through klog's global logger is routed with
+	// [RouteKlog].
+	Logger *slog.Logger
+	// LeaderElection, if set, makes Run watch and dispatch only while this
+	// process holds a Lease, so that several replicas can run and only one
+	// handles. Nil means no election: Run always handles.
+	LeaderElection *LeaderElection
+	// Slots lists the IDs of status slots registered with [opbus.Bus.Collect]
+	// or [opbus.Bus.Slot]. Run learns the slots of handlers from the bus,
+	// but not these; a slot not declared has no condition written for it
+	// (it still counts in the Ready condition's summary).
+	Slots []string
+	// Name names the operator: the field manager of its writes, the
+	// component of the Events it emits and the start of its default
+	// leader election identity. "" means "opbus".
+	Name string
+}
+
+// Resource is one kind of object to watch, by group, version and resource
+// (the plural name in URLs): {Version: "v1", Resource: "pods"}, {Group:
+// "apps", Version: "v1", Resource: "deployments"}, or a custom resource.
+type Resource struct {
+	GVR schema.GroupVersionResource
+	// Namespaces lists the namespaces to watch; empty means all of them.
+	// It must be empty for a cluster-scoped resource.
+	Namespaces []string
+	// LabelSelector and FieldSelector restrict the objects watched, in
+	// the syntax of kubectl's --selector and --field-selector. An object
+	// that stops matching leaves the watch: to the bus it is deleted.
+	LabelSelector string
+	FieldSelector string
+	// Finalizer adds [Finalizer] to each object before its first handler
+	// runs, and removes it once every delete handler has succeeded, so that
+	// a deletion made while the operator was down is still handled. It
+	// takes effect only if a handler of the bus subscribes to Delete for
+	// this kind; a finalizer nobody removes would block deletions forever.
+	// The bus then ignores metadata.finalizers, since a change of one
+	// element of a list of strings cannot be told apart from another.
+	Finalizer bool
+	// Status says where statuses are written. The zero value, StatusAuto,
+	// picks conditions for custom resources with a status subresource and
+	// the annotation otherwise.
+	Status StatusMode
+}
+
+// StatusMode says where a [Source] writes the statuses of a resource's
+// objects.
+type StatusMode int
+
+const (
+	// StatusAuto picks StatusConditions for a resource with a status
+	// subresource whose group is not Kubernetes' own (its name has no dot,
+	// or ends in .k8s.io: the status of a Pod belongs to the kubelet, that
+	// of a Deployment to its controller), and StatusAnnotation otherwise.
+	StatusAuto StatusMode = iota
+	// StatusConditions writes one metav1.Condition per slot, and a summary
+	// [ConditionReady], in status.conditions through the status
+	// subresource. See [ConditionType] for the condition types.
+	StatusConditions
+	// StatusAnnotation writes the overall status to [StatusAnnotation] and
+	// emits a Kubernetes Event at each change of it.
+	StatusAnnotation
+	// StatusNone writes no status.
+	StatusNone
+)
+
+var statusModeWords = [...]string{"auto", "conditions", "annotation", "none"}
+
+// String returns the mode's lower-case name.
+func (m StatusMode) String() string {
+	if m >= 0 && int(m) < len(statusModeWords) {
+		return statusModeWords[m]
+	}
+	return fmt.Sprintf("StatusMode(%d)", int(m))
+}
+
+// LeaderElection configures leader election with a coordination.k8s.io
+// Lease. The durations are client-go's: a leader renews its lease every
+// RetryPeriod and gives up leading if it could not renew it within
+// RenewDeadline; others take the lease over LeaseDuration after its last
+// renewal, or at once when the leader releases it on a clean stop.
+type LeaderElection struct {
+	// Namespace and Name name the Lease; both are required.
+	Namespace, Name string
+	// Identity names this replica in the Lease; "" means the Name of
+	// [Options], the host name and a random suffix.
+	Identity string
+	// LeaseDuration defaults to 15s, RenewDeadline to 10s, RetryPeriod to
+	// 2s. LeaseDuration must exceed RenewDeadline, which must exceed
+	// 1.2 × RetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// withDefaults returns a copy with every zero duration set.
+func (le LeaderElection) withDefaults() LeaderElection {
+	if le.LeaseDuration == 0 {
+		le.LeaseDuration = 15 * time.Second
+	}
+	if le.RenewDeadline == 0 {
+		le.RenewDeadline = 10 * time.Second
+	}
+	if le.RetryPeriod == 0 {
+		le.RetryPeriod = 2 * time.Second
+	}
+	return le
+}
+
+// validate checks the options that can be checked without the API server.
+func (o *Options) validate() error {
+	if o.Config == nil {
+		return errors.New("k8s: Options.Config is nil: a Source needs a client configuration, such as the one rest.InClusterConfig returns")
+	}
+	if len(o.Resources) == 0 {
+		return errors.New("k8s: Options.Resources is empty: nothing to watch")
+	}
+	seen := map[schema.GroupResource]bool{}
+	for _, r := range o.Resources {
+		if r.GVR.Version == "" || r.GVR.Resource == "" {
+			return fmt.Errorf("k8s: resource %q: a GVR needs a version and a resource, such as {Version: \"v1\", Resource: \"pods\"}", r.GVR.String())
+		}
+		if seen[r.GVR.GroupResource()] {
+			return fmt.Errorf("k8s: resource %s is listed twice: watch each resource once, in one version", r.GVR.GroupResource())
+		}
+		seen[r.GVR.GroupResource()] = true
+		if _, err := labels.Parse(r.LabelSelector); err != nil {
+			return fmt.Errorf("k8s: resource %s: label selector %q: %w", r.GVR.GroupResource(), r.LabelSelector, err)
+		}
+		if _, err := fields.ParseSelector(r.FieldSelector); err != nil {
+			return fmt.Errorf("k8s: resource %s: field selector %q: %w", r.GVR.GroupResource(), r.FieldSelector, err)
+		}
+		if r.Status < StatusAuto || r.Status > StatusNone {
+			return fmt.Errorf("k8s: resource %s: unknown %v", r.GVR.GroupResource(), r.Status)
+		}
+		nss := map[string]bool{}
+		for _, ns := range r.Namespaces {
+			if ns == "" {
+				return fmt.Errorf("k8s: resource %s: empty namespace in Namespaces (leave Namespaces empty to watch all)", r.GVR.GroupResource())
+			}
+			if nss[ns] {
+				return fmt.Errorf("k8s: resource %s: namespace %q is listed twice", r.GVR.GroupResource(), ns)
+			}
+			nss[ns] = true
+		}
+	}
+	if le := o.LeaderElection; le != nil {
+		if le.Namespace == "" || le.Name == "" {
+			return fmt.Errorf("k8s: LeaderElection needs the Namespace and Name of its Lease (got %q/%q)", le.Namespace, le.Name)
+		}
+		d := le.withDefaults()
+		if d.LeaseDuration <= d.RenewDeadline || float64(d.RenewDeadline) <= 1.2*float64(d.RetryPeriod) || d.RetryPeriod <= 0 {
+			return fmt.Errorf("k8s: LeaderElection durations: lease %v, renew deadline %v, retry period %v: want lease > renew deadline > 1.2 × retry period > 0",
+				d.LeaseDuration, d.RenewDeadline, d.RetryPeriod)
+		}
+	}
+	return nil
+}

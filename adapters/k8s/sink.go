@@ -1,0 +1,237 @@
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/opbus/opbus"
+)
+
+// sink is the [opbus.StatusSink] of a [Source]. It writes statuses as the
+// [Resource]'s [StatusMode] says, and removes [Finalizer] once an object's
+// delete handlers have succeeded.
+type sink struct {
+	s *Source
+
+	mu    sync.Mutex
+	shown map[opbus.Key]opbus.Status // overall status in AnnotationStatus, as last written
+}
+
+var (
+	_ opbus.StatusSink = (*sink)(nil)
+	_ opbus.DeleteSink = (*sink)(nil)
+	_ opbus.PathWriter = (*sink)(nil)
+)
+
+// WrittenPaths implements [opbus.PathWriter]. The conditions and the
+// finalizer depend on the handlers registered, so [Source.Run] declares
+// them with [opbus.Bus.Ignore].
+func (sk *sink) WrittenPaths() []string {
+	return []string{annotationPath(AnnotationStatus)}
+}
+
+// PutStatus implements [opbus.StatusSink].
+func (sk *sink) PutStatus(ctx context.Context, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
+	r, err := sk.s.resourceFor(key)
+	if err != nil {
+		return err
+	}
+	if obj == nil {
+		u, ok := r.cached(key)
+		if !ok {
+			return nil // gone: nothing to write on
+		}
+		obj = u.Object
+	}
+	switch r.mode {
+	case StatusConditions:
+		return sk.putConditions(ctx, r, key, obj, overall, slots)
+	case StatusAnnotation:
+		return sk.putAnnotation(ctx, r, key, obj, overall)
+	}
+	return nil
+}
+
+// putConditions writes the conditions of the slots and Ready through the
+// status subresource, with the object's resource version as a
+// precondition: on a conflict it reads the object again and re-applies.
+// It writes nothing when the conditions are already as wanted.
+func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
+	if r.pruned.Load() {
+		return fmt.Errorf("k8s: %v: the API server drops status.conditions of %s: give the CRD's status schema a conditions list (or x-kubernetes-preserve-unknown-fields), or set Status: StatusAnnotation",
+			key, r.gvr.GroupResource())
+	}
+	want := wantConditions(overall, slots, generation(obj), sk.s.ours)
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var cur map[string]any
+		if u, ok := r.cached(key); ok && first {
+			cur = u.Object
+		} else {
+			u, err := r.api(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur = u.Object
+		}
+		first = false
+		existing, _ := conditions(cur)
+		merged, changed := mergeConditions(existing, want, sk.s.ours)
+		if !changed {
+			return nil
+		}
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": resourceVersion(cur)},
+			"status":   map[string]any{"conditions": merged},
+		})
+		if err != nil {
+			return err
+		}
+		_, err = r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: sk.s.name}, "status")
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("k8s: writing the conditions of %v: %w", key, err)
+	}
+	return nil
+}
+
+// putAnnotation writes the overall status to AnnotationStatus and emits an
+// Event, when the overall status differs from the one last written.
+func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status) error {
+	sk.mu.Lock()
+	last, known := sk.shown[key]
+	sk.mu.Unlock()
+	if !known {
+		if u, ok := r.cached(key); ok {
+			last = parseStatus(u.Object)
+		} else {
+			last = parseStatus(obj)
+		}
+	}
+	if last == overall {
+		sk.setShown(key, overall)
+		return nil
+	}
+	var value any // nil removes the annotation
+	if !overall.IsZero() {
+		b, err := json.Marshal(overall)
+		if err != nil {
+			return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
+		}
+		if err := checkSize(key, obj, AnnotationStatus, len(b)); err != nil {
+			return err
+		}
+		value = string(b)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{AnnotationStatus: value},
+	}})
+	if err != nil {
+		return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
+	}
+	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: sk.s.name})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
+	}
+	sk.setShown(key, overall)
+	sk.s.emit(ctx, r, u, overall, last)
+	return nil
+}
+
+func (sk *sink) setShown(key opbus.Key, s opbus.Status) {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	if sk.shown == nil {
+		sk.shown = map[opbus.Key]opbus.Status{}
+	}
+	sk.shown[key] = s
+}
+
+// parseStatus reads AnnotationStatus; the zero Status when absent or
+// unreadable.
+func parseStatus(obj map[string]any) opbus.Status {
+	v, ok := annotation(obj, AnnotationStatus)
+	if !ok {
+		return opbus.Status{}
+	}
+	var s opbus.Status
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return opbus.Status{}
+	}
+	return s
+}
+
+// Deleted implements [opbus.DeleteSink]: the object's delete handlers have
+// all succeeded, so its finalizer goes.
+func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any) error {
+	sk.mu.Lock()
+	delete(sk.shown, key)
+	sk.mu.Unlock()
+	r, err := sk.s.resourceFor(key)
+	if err != nil {
+		return err
+	}
+	if u, ok := r.cached(key); ok && hasFinalizer(u.Object) || last != nil && hasFinalizer(last) {
+		return sk.s.removeFinalizer(ctx, r, key)
+	}
+	return nil
+}
+
+// removeFinalizer removes [Finalizer] from the object of key with a merge
+// patch of metadata.finalizers, under the object's resource version; on a
+// conflict it reads the object again. An object that is gone, or does not
+// carry the finalizer, needs nothing.
+func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key) error {
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var cur *unstructured.Unstructured
+		if u, ok := r.cached(key); ok && first {
+			cur = u
+		} else {
+			u, err := r.api(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur = u
+		}
+		first = false
+		if !hasFinalizer(cur.Object) {
+			return nil
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": cur.GetResourceVersion(),
+			"finalizers":      withFinalizer(cur.Object, false),
+		}})
+		if err != nil {
+			return err
+		}
+		_, err = r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: s.name})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("k8s: removing finalizer %s from %v: %w", Finalizer, key, err)
+	}
+	s.log.Debug("k8s: finalizer removed", "key", key.String())
+	return nil
+}

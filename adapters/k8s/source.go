@@ -1,0 +1,300 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/opbus/opbus"
+)
+
+// Source watches Kubernetes objects for a [opbus.Bus] and writes back what
+// the bus keeps: each object's record in [AnnotationRecord], its statuses
+// as conditions or as [AnnotationStatus] and Events, and its [Finalizer].
+//
+// Create it with [New], build the bus with [Source.BusOptions], register
+// handlers, then call [Source.Run]. A Source runs once.
+type Source struct {
+	opts   Options
+	name   string
+	log    *slog.Logger
+	dyn    dynamic.Interface
+	disc   discovery.DiscoveryInterface
+	events corev1client.EventsGetter
+	leases coordinationv1client.LeasesGetter
+	store  *store
+	sink   *sink
+
+	mu    sync.Mutex
+	ran   bool
+	kinds map[string]*resource // by key kind; set once by Run
+
+	ours map[string]bool // condition types the sink writes; set by Run before the bus starts
+}
+
+// DefaultQPS and DefaultBurst are the client-side rate limits of a Source
+// whose [Options].Config sets none. client-go's own defaults (5 requests a
+// second, bursts of 10) would hold back an operator that writes a record
+// for each change it handles.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
+// New returns a Source for opts. It checks the options and builds clients
+// but does not contact the API server; [Source.Run] does.
+func New(opts *Options) (*Source, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	s := &Source{opts: *opts, name: opts.Name, log: opts.Logger}
+	s.opts.Resources = slices.Clone(opts.Resources)
+	if s.name == "" {
+		s.name = "opbus"
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cfg := rest.CopyConfig(opts.Config)
+	if cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	}
+	var err error
+	if s.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("k8s: %w", err)
+	}
+	if s.disc, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("k8s: %w", err)
+	}
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: %w", err)
+	}
+	s.events = core
+	if s.leases, err = coordinationv1client.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("k8s: %w", err)
+	}
+	s.store = &store{s: s}
+	s.sink = &sink{s: s}
+	return s, nil
+}
+
+// Store returns the Source's [opbus.Store], which keeps each record in
+// [AnnotationRecord] on its object. It works while Run runs: it reads
+// records from the informers' caches, not from the API server.
+func (s *Source) Store() opbus.Store { return s.store }
+
+// Sink returns the Source's [opbus.StatusSink], which writes statuses as
+// each [Resource]'s [StatusMode] says. It is also an [opbus.DeleteSink]
+// that removes [Finalizer].
+func (s *Source) Sink() opbus.StatusSink { return s.sink }
+
+// BusOptions returns a copy of o (nil means the zero Options) completed for
+// this Source: its Store and Sink, [ListKeys] added to o.ListKeys (o's own
+// win), [Ignore] added to o.Ignore, and the Source's Logger if o has none.
+// Pass the result to [opbus.New].
+func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
+	out := &opbus.Options{}
+	if o != nil {
+		*out = *o
+	}
+	out.Store, out.Sink = s.store, s.sink
+	keys := maps.Clone(ListKeys)
+	maps.Copy(keys, out.ListKeys)
+	out.ListKeys = keys
+	ignore := slices.Clone(out.Ignore)
+	for _, p := range Ignore {
+		if !slices.Contains(ignore, p) && !slices.Contains(opbus.DefaultIgnore, p) {
+			ignore = append(ignore, p)
+		}
+	}
+	out.Ignore = ignore
+	if out.Logger == nil {
+		out.Logger = s.opts.Logger
+	}
+	return out
+}
+
+// Run watches the resources and runs bus until ctx ends, then returns
+// after the bus has drained (see [opbus.Bus.Run]). Before the bus starts,
+// Run asks the API server about each resource, and declares to the bus the
+// paths it writes that depend on the handlers registered (the conditions
+// of their slots, the finalizers); handlers must be registered before.
+//
+// With [Options].LeaderElection, Run watches and dispatches only while it
+// holds the Lease. When ctx ends it stops, then releases the Lease, so
+// that another replica takes over at once. If it loses the Lease (it could
+// not renew it in time), it stops and returns an error matching
+// [ErrLeadershipLost]: a bus runs once, so the program should exit and
+// start again, as Kubernetes restarts a container that exits.
+//
+// Run returns nil after a clean stop. A Source runs once.
+func (s *Source) Run(ctx context.Context, bus *opbus.Bus) error {
+	if bus == nil {
+		return errors.New("k8s: Run: nil bus")
+	}
+	s.mu.Lock()
+	if s.ran {
+		s.mu.Unlock()
+		return errors.New("k8s: Run called twice: a Source and its bus run once")
+	}
+	s.ran = true
+	s.mu.Unlock()
+
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(s.log.Handler()))
+	if err := s.prepare(ctx, bus); err != nil {
+		return err
+	}
+	if s.opts.LeaderElection != nil {
+		return s.elect(ctx, bus)
+	}
+	return s.lead(ctx, bus)
+}
+
+// prepare discovers the resources, works out what the sink writes, declares
+// it to the bus and builds (but does not start) the informers.
+func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
+	begin := time.Now()
+	var rs []*resource
+	kinds := map[string]*resource{}
+	for _, cfg := range s.opts.Resources {
+		r, err := discover(s.disc, s.dyn, cfg)
+		if err != nil {
+			return err
+		}
+		if other, dup := kinds[r.keyKind]; dup {
+			return fmt.Errorf("k8s: resources %s and %s both hold kind %s: watch one version of each kind", other.gvr, r.gvr, r.keyKind)
+		}
+		kinds[r.keyKind] = r
+		rs = append(rs, r)
+	}
+	if err := checkModes(rs); err != nil {
+		return err
+	}
+
+	subs := bus.Subscriptions()
+	var ignore []string
+	for _, r := range rs {
+		if !r.cfg.Finalizer {
+			continue
+		}
+		for _, sub := range subs {
+			if slices.Contains(sub.Types, opbus.Delete) && (len(sub.Kinds) == 0 || slices.Contains(sub.Kinds, r.keyKind)) {
+				r.finalizer = true
+			}
+		}
+		if !r.finalizer {
+			s.log.Warn("k8s: Finalizer is set but no handler handles deletes of this kind: no finalizer is added",
+				"resource", r.gvr.String(), "kind", r.keyKind)
+		} else if !slices.Contains(ignore, finalizersPath) {
+			ignore = append(ignore, finalizersPath)
+		}
+	}
+	s.ours = map[string]bool{}
+	if rs[0].mode == StatusConditions {
+		slots := []string{"opbus"} // the bus's own, for records it cannot read
+		for _, sub := range subs {
+			slots = append(slots, sub.ID)
+		}
+		slots = append(slots, s.opts.Slots...)
+		s.ours[ConditionReady] = true
+		ignore = append(ignore, conditionPath(ConditionReady))
+		for _, id := range slots {
+			t := ConditionType(id)
+			if !s.ours[t] {
+				s.ours[t] = true
+				ignore = append(ignore, conditionPath(t))
+			}
+		}
+	}
+	if err := checkSubscriptions(subs, ignore); err != nil {
+		return err
+	}
+	if len(ignore) > 0 {
+		if err := bus.Ignore(ignore...); err != nil {
+			return fmt.Errorf("k8s: declaring the paths the adapter writes: %w", err)
+		}
+	}
+	for _, r := range rs {
+		r.buildInformers(s.dyn)
+	}
+	s.mu.Lock()
+	s.kinds = kinds
+	s.mu.Unlock()
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = fmt.Sprintf("%s (%s, status: %v, finalizer: %v)", r.gvr, r.keyKind, r.mode, r.finalizer)
+	}
+	s.log.Debug("k8s: resources discovered", "resources", strings.Join(names, "; "), "took", time.Since(begin))
+	return nil
+}
+
+// checkModes refuses a mix of resources that write conditions and
+// resources that do not. The bus ignores the condition types the adapter
+// writes on every kind it sees, so on the others it would hide conditions
+// that belong to someone else, such as a Pod's Ready.
+func checkModes(rs []*resource) error {
+	var with, without []string
+	for _, r := range rs {
+		if r.mode == StatusConditions {
+			with = append(with, r.gvr.GroupResource().String())
+		} else {
+			without = append(without, r.gvr.GroupResource().String())
+		}
+	}
+	if len(with) > 0 && len(without) > 0 {
+		return fmt.Errorf("k8s: resources %s write status conditions and %s do not: a bus ignores the condition types it writes (Ready, one per slot) on every kind, "+
+			"which would hide those conditions of %s; watch them with separate Sources and buses, or give them all the same Status mode",
+			strings.Join(with, ", "), strings.Join(without, ", "), strings.Join(without, ", "))
+	}
+	return nil
+}
+
+// checkSubscriptions refuses a handler subscribed to a path the adapter
+// writes and therefore ignores: it would never fire.
+func checkSubscriptions(subs []opbus.Subscription, ignore []string) error {
+	for _, p := range ignore {
+		ip := opbus.MustParsePath(p)
+		for _, sub := range subs {
+			for _, f := range sub.Fields {
+				if !f.IsPattern() && ip.Covers(f) {
+					return fmt.Errorf("k8s: handler %q subscribes to %s, which the adapter writes itself and the bus therefore ignores: it would never fire", sub.ID, f)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// resourceFor returns the resource of key's kind.
+func (s *Source) resourceFor(key opbus.Key) (*resource, error) {
+	s.mu.Lock()
+	kinds := s.kinds
+	s.mu.Unlock()
+	if kinds == nil {
+		return nil, fmt.Errorf("k8s: %v: the Source is not running", key)
+	}
+	r, ok := kinds[key.Kind]
+	if !ok {
+		return nil, fmt.Errorf("k8s: %v: no watched resource holds kind %q (kinds: %s)", key, key.Kind, strings.Join(slices.Sorted(maps.Keys(kinds)), ", "))
+	}
+	return r, nil
+}

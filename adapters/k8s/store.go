@@ -1,0 +1,217 @@
+package k8s
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+
+	"github.com/opbus/opbus"
+)
+
+// MaxAnnotationBytes is the API server's limit on the total size of an
+// object's annotations, keys and values together: 256 KiB.
+const MaxAnnotationBytes = 256 << 10
+
+// ErrTooLarge marks a write that the adapter refused because the object's
+// annotations would exceed [MaxAnnotationBytes].
+var ErrTooLarge = errors.New("annotations too large")
+
+// store is the [opbus.Store] of a [Source]: each record lives in
+// [AnnotationRecord] on its object.
+//
+// Load reads the informer's cache, never the API server. The cache lags
+// behind the adapter's own writes by a few milliseconds, so the store
+// remembers each record it wrote, with the resource version the write
+// returned, until the cache holds that version or a later one.
+//
+// Records are digests and statuses, not copies of objects: when the bus
+// saves a state it could not handle before stopping (its "pending" work),
+// Save drops it, because the informer lists every object again when the
+// operator starts, and the object in the cluster is newer than any copy.
+type store struct {
+	s *Source
+
+	mu     sync.Mutex
+	recent map[opbus.Key]written
+}
+
+// written is a record the store wrote and the cache may not show yet.
+type written struct {
+	rv   string // resource version returned by the write
+	data []byte // nil: the record was deleted
+}
+
+var (
+	_ opbus.Store      = (*store)(nil)
+	_ opbus.PathWriter = (*store)(nil)
+)
+
+// WrittenPaths implements [opbus.PathWriter].
+func (st *store) WrittenPaths() []string {
+	return []string{annotationPath(AnnotationRecord)}
+}
+
+// Load implements [opbus.Store]. An object the cache does not hold has no
+// record.
+func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := st.s.resourceFor(key)
+	if err != nil {
+		return nil, err
+	}
+	u, cached := r.cached(key)
+	st.mu.Lock()
+	w, ok := st.recent[key]
+	if ok && (!cached || olderThan(u.GetResourceVersion(), w.rv)) {
+		st.mu.Unlock()
+		return w.data, nil
+	}
+	delete(st.recent, key)
+	st.mu.Unlock()
+	if !cached {
+		return nil, nil
+	}
+	v, _ := annotation(u.Object, AnnotationRecord)
+	if v == "" {
+		return nil, nil
+	}
+	return []byte(v), nil
+}
+
+// Save implements [opbus.Store] with a JSON merge patch of the record
+// annotation alone. It refuses a record that would take the object's
+// annotations past [MaxAnnotationBytes], with an error naming the object
+// and the sizes (errors.Is(err, [ErrTooLarge])).
+func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
+	r, err := st.s.resourceFor(key)
+	if err != nil {
+		return err
+	}
+	data, err = dropPending(data)
+	if err != nil {
+		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
+	}
+	if u, ok := r.cached(key); ok {
+		if err := checkSize(key, u.Object, AnnotationRecord, len(data)); err != nil {
+			return err
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{AnnotationRecord: string(data)},
+	}})
+	if err != nil {
+		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
+	}
+	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: st.s.name})
+	if err != nil {
+		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
+	}
+	st.remember(key, u.GetResourceVersion(), slices.Clone(data))
+	return nil
+}
+
+// Delete implements [opbus.Store]: it removes the record annotation. An
+// object that is gone has no record to delete.
+func (st *store) Delete(ctx context.Context, key opbus.Key) error {
+	r, err := st.s.resourceFor(key)
+	if err != nil {
+		return err
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + AnnotationRecord + `":null}}}`)
+	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: st.s.name})
+	if apierrors.IsNotFound(err) {
+		st.forget(key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("k8s: deleting record of %v: %w", key, err)
+	}
+	st.remember(key, u.GetResourceVersion(), nil)
+	return nil
+}
+
+func (st *store) remember(key opbus.Key, rv string, data []byte) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.recent == nil {
+		st.recent = map[opbus.Key]written{}
+	}
+	st.recent[key] = written{rv: rv, data: data}
+}
+
+// settle drops what the store remembers of key once the cache holds
+// resource version rv or a later one. The source calls it on every event.
+func (st *store) settle(key opbus.Key, rv string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if w, ok := st.recent[key]; ok && !olderThan(rv, w.rv) {
+		delete(st.recent, key)
+	}
+}
+
+// forget drops what the store remembers of key: the object is gone.
+func (st *store) forget(key opbus.Key) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.recent, key)
+}
+
+// olderThan reports whether resource version a is older than b. Resource
+// versions are decimal numbers on every API server this adapter knows;
+// when they are not, only the version written itself proves that the cache
+// caught up.
+func olderThan(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	if err != nil {
+		return a != b
+	}
+	return c < 0
+}
+
+// dropPending removes the "pending" member of a record; see [store].
+func dropPending(data []byte) ([]byte, error) {
+	if !bytes.Contains(data, []byte(`"pending"`)) {
+		return data, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return data, nil // not ours to judge: saved as it is
+	}
+	if _, ok := m["pending"]; !ok {
+		return data, nil
+	}
+	delete(m, "pending")
+	return json.Marshal(m)
+}
+
+// checkSize refuses a write of size bytes to annotation name of obj when
+// the annotations would then total more than MaxAnnotationBytes.
+func checkSize(key opbus.Key, obj map[string]any, name string, size int) error {
+	others := 0
+	for k, v := range annotations(obj) {
+		if k == name {
+			continue
+		}
+		s, _ := v.(string)
+		others += len(k) + len(s)
+	}
+	total := others + len(name) + size
+	if total <= MaxAnnotationBytes {
+		return nil
+	}
+	return fmt.Errorf("k8s: %v: writing annotation %s of %d bytes would take the object's annotations to %d bytes (%d in others), past the API server's limit of 256 KiB (%d bytes): %w",
+		key, name, size, total, others, MaxAnnotationBytes, ErrTooLarge)
+}

@@ -1,0 +1,235 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/opbus/opbus"
+)
+
+// claimWorkers is how many objects are claimed at once.
+const claimWorkers = 2
+
+// watch feeds a bus from the informers of one run of a Source.
+//
+// An object reaches the bus only once it is claimed: it carries
+// [AnnotationRecord] (empty at first), [Finalizer] if its resource wants
+// one, and status.conditions if the adapter writes conditions there. The
+// adapter writes what is missing before the bus sees the object, so that
+// none of its later writes makes a map or list appear that was absent
+// when a handler's value was digested: a value whose digest changed only
+// because of the adapter's own bookkeeping would run handlers again.
+type watch struct {
+	s      *Source
+	bus    *opbus.Bus
+	ctx    context.Context // the run's; ends when the bus stops taking work
+	claims workqueue.TypedRateLimitingInterface[claim]
+
+	mu       sync.Mutex
+	deleting map[string]bool // UIDs whose deletion the bus was given
+}
+
+// claim is an object to claim or release.
+type claim struct {
+	r   *resource
+	key opbus.Key
+}
+
+// lead runs the informers and the bus until ctx ends.
+func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	begin := time.Now()
+	w := &watch{
+		s: s, bus: bus, ctx: ctx,
+		claims: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[claim](),
+			workqueue.TypedRateLimitingQueueConfig[claim]{Name: "opbus-claims"}),
+		deleting: map[string]bool{},
+	}
+	s.mu.Lock()
+	kinds := s.kinds
+	s.mu.Unlock()
+
+	// Informers and claims stop after the bus has drained, which may
+	// still read the caches and write.
+	ictx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	var synced []cache.InformerSynced
+	var infs []cache.SharedIndexInformer
+	for _, r := range kinds {
+		for ns, inf := range r.informers {
+			if _, err := inf.AddEventHandler(w.handlers(r)); err != nil {
+				return err
+			}
+			_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+				if !errors.Is(err, context.Canceled) {
+					s.log.Warn("k8s: watch failed; retrying", "resource", r.gvr.String(), "namespace", ns, "err", err)
+				}
+			})
+			synced = append(synced, inf.HasSynced)
+			infs = append(infs, inf)
+		}
+	}
+
+	busDone := make(chan error, 1)
+	go func() { busDone <- bus.Run(ctx) }()
+	var wg sync.WaitGroup
+	for _, inf := range infs {
+		wg.Go(func() { inf.RunWithContext(ictx) })
+	}
+	for range claimWorkers {
+		wg.Go(func() { w.claimLoop(ictx) })
+	}
+	if cache.WaitForCacheSync(ctx.Done(), synced...) {
+		s.log.Info("k8s: watching", "resources", len(kinds), "informers", len(infs), "took", time.Since(begin))
+	}
+	err := <-busDone
+	w.claims.ShutDown()
+	stop()
+	wg.Wait()
+	return err
+}
+
+func (w *watch) handlers(r *resource) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				w.changed(r, nil, u)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, _ := oldObj.(*unstructured.Unstructured)
+			u, ok := newObj.(*unstructured.Unstructured)
+			if ok {
+				w.changed(r, old, u)
+			}
+		},
+		DeleteFunc: func(obj any) { w.deleted(r, obj) },
+	}
+}
+
+// changed handles a new state of an object: an added one (old is nil) or
+// an updated one.
+func (w *watch) changed(r *resource, old, u *unstructured.Unstructured) {
+	key := r.key(u)
+	w.s.store.settle(key, u.GetResourceVersion())
+	obj := u.Object
+	if isDeleting(obj) {
+		id := uid(obj)
+		if w.isDeleting(id) {
+			return // the bus has its deletion
+		}
+		if r.finalizer {
+			if hasFinalizer(obj) && hasRecord(obj) {
+				// Our finalizer holds it: the delete handlers run now.
+				w.markDeleting(id)
+				w.observe(w.bus.ObserveDelete(w.ctx, key, obj), key)
+				return
+			}
+			if hasFinalizer(obj) {
+				w.claims.Add(claim{r, key}) // handled before the record went: release it
+			}
+			if !hasRecord(obj) {
+				return
+			}
+			// Our finalizer is missing: ordinary states until it is gone.
+		} else if hasFinalizer(obj) {
+			w.claims.Add(claim{r, key}) // left by an earlier configuration
+		}
+	} else if !w.claimed(r, obj) {
+		w.claims.Add(claim{r, key})
+		return
+	}
+	if old == nil || !w.claimed(r, old.Object) {
+		w.observe(w.bus.Observe(w.ctx, key, obj), key)
+		return
+	}
+	w.observe(w.bus.ObserveUpdate(w.ctx, key, old.Object, obj), key)
+}
+
+// deleted handles an object that is gone. An object that no longer
+// carries AnnotationRecord is not given to the bus: the adapter either
+// never claimed it, or handled its deletion when it began (under the
+// finalizer) and removed the record then.
+func (w *watch) deleted(r *resource, obj any) {
+	var u *unstructured.Unstructured
+	var key opbus.Key
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		u, key = o, r.key(o)
+	case cache.DeletedFinalStateUnknown:
+		if uo, ok := o.Obj.(*unstructured.Unstructured); ok {
+			u, key = uo, r.key(uo)
+		} else {
+			ns, name, err := cache.SplitMetaNamespaceKey(o.Key)
+			if err != nil {
+				return
+			}
+			key = opbus.Key{Kind: r.keyKind, Namespace: ns, Name: name}
+		}
+	default:
+		return
+	}
+	w.s.store.forget(key)
+	if u == nil {
+		w.observe(w.bus.ObserveDelete(w.ctx, key, nil), key)
+		return
+	}
+	if w.unmarkDeleting(uid(u.Object)) || !hasRecord(u.Object) {
+		return
+	}
+	w.observe(w.bus.ObserveDelete(w.ctx, key, u.Object), key)
+}
+
+// observe logs a state the bus did not take.
+func (w *watch) observe(err error, key opbus.Key) {
+	if err != nil && w.ctx.Err() == nil {
+		w.s.log.Warn("k8s: the bus did not take a state", "key", key.String(), "err", err)
+	}
+}
+
+// claimed reports whether obj carries what the adapter writes before the
+// bus sees an object.
+func (w *watch) claimed(r *resource, obj map[string]any) bool {
+	if !hasRecord(obj) || r.finalizer != hasFinalizer(obj) {
+		return false
+	}
+	if r.mode == StatusConditions && !r.pruned.Load() {
+		if _, ok := conditions(obj); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *watch) markDeleting(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deleting[id] {
+		return false
+	}
+	w.deleting[id] = true
+	return true
+}
+
+func (w *watch) isDeleting(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.deleting[id]
+}
+
+func (w *watch) unmarkDeleting(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	was := w.deleting[id]
+	delete(w.deleting, id)
+	return was
+}
