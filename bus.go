@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -434,6 +435,15 @@ func (b *Bus) Stats() Stats {
 		Coalesced:  b.stats.coalesced.Load(),
 		Queued:     q,
 	}
+}
+
+// SlotIDs returns the IDs of every status slot registered so far (of
+// handlers, collectors and [Bus.Slot]), sorted: what a StatusSink may be
+// asked to publish.
+func (b *Bus) SlotIDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Sorted(maps.Keys(b.owners))
 }
 
 // Subscription describes a registered handler, for adapters that read only

@@ -261,6 +261,11 @@ func TestSubscriptions(t *testing.T) {
 	ok := func(context.Context, *Event) (Status, error) { return Status{}, nil }
 	must(t, b.Handle("x", ok, On{Kinds: []string{"unit"}, Fields: []string{"relations.istio-pilot", "config.kind"}}))
 	must(t, b.Handle("y", ok, On{Types: []EventType{Delete, Resume}}))
+	must(t, b.Collect("c", func(context.Context, Key, map[string]any) Status { return Status{} }))
+	must(t, b.Slot("machine"))
+	if got := fmt.Sprint(b.SlotIDs()); got != "[c machine x y]" {
+		t.Errorf("SlotIDs() = %s", got)
+	}
 	subs := b.Subscriptions()
 	if len(subs) != 2 || subs[0].ID != "x" || len(subs[0].Fields) != 2 || subs[0].Fields[1].String() != "config.kind" ||
 		fmt.Sprint(subs[0].Types) != "[create update]" || fmt.Sprint(subs[1].Types) != "[delete resume]" || subs[1].Fields != nil {

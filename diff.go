@@ -97,6 +97,7 @@ type Comparer struct {
 	patterns []pattern
 	anyDepth map[string]string // list keys by the key holding the list
 	all      uint64            // mask with a bit for every pattern
+	ignores  uint64            // mask with a bit for every ignore pattern
 }
 
 type pattern struct {
@@ -144,6 +145,11 @@ func NewComparer(opts *CompareOptions) (*Comparer, error) {
 		c.all = ^uint64(0)
 	} else {
 		c.all = 1<<n - 1
+	}
+	for i, p := range c.patterns {
+		if p.ignore {
+			c.ignores |= 1 << i
+		}
 	}
 	return c, nil
 }
@@ -219,7 +225,24 @@ func (w *walker) reset() {
 	w.span = w.span[:0]
 }
 
-func (w *walker) emit(op Op, old, new any) {
+// emit records a change at the current path; mask is the pattern state
+// there. Ignored content is left out of the values, and a container whose
+// content is all ignored counts as absent, so a map that appears only to
+// hold the library's own annotation is no change.
+func (w *walker) emit(op Op, old, new any, mask uint64, listKey string) {
+	if mask&w.c.ignores != 0 {
+		var inOld, inNew bool
+		old, inOld = w.c.strip(old, mask, len(w.path), listKey)
+		new, inNew = w.c.strip(new, mask, len(w.path), listKey)
+		switch {
+		case op == OpAdd && !inNew, op == OpRemove && !inOld, op == OpChange && !inOld && !inNew:
+			return
+		case op == OpChange && !inOld:
+			op, old = OpAdd, nil
+		case op == OpChange && !inNew:
+			op, new = OpRemove, nil
+		}
+	}
 	p := make(Path, len(w.path))
 	copy(p, w.path)
 	w.out = append(w.out, Change{Op: op, Path: p, Old: old, New: new})
@@ -290,7 +313,7 @@ func (w *walker) diffKeyed(a, b any, mask uint64, listKey string) {
 			return
 		}
 	}
-	w.emit(OpChange, a, b)
+	w.emit(OpChange, a, b, mask, listKey)
 }
 
 func (w *walker) diffMap(a, b map[string]any, mask uint64) {
@@ -309,7 +332,7 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 		from := len(w.out)
 		w.path = append(w.path, MapKey(k))
 		if !inB {
-			w.emit(OpRemove, av, nil)
+			w.emit(OpRemove, av, nil, next, field)
 		} else {
 			w.diffKeyed(av, bv, next, field)
 		}
@@ -321,12 +344,13 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 			if _, inA := a[k]; inA {
 				continue
 			}
-			if _, ignored, _ := w.child(mask, MapKey(k)); ignored {
+			next, ignored, field := w.child(mask, MapKey(k))
+			if ignored {
 				continue
 			}
 			from := len(w.out)
 			w.path = append(w.path, MapKey(k))
-			w.emit(OpAdd, nil, bv)
+			w.emit(OpAdd, nil, bv, next, field)
 			w.path = w.path[:len(w.path)-1]
 			w.span = append(w.span, span{key: k, from: from, to: len(w.out)})
 		}
@@ -369,19 +393,21 @@ func (w *walker) diffList(a, b []any, mask uint64) {
 		w.path = w.path[:len(w.path)-1]
 	}
 	for i := n; i < len(b); i++ {
-		if _, ignored, _ := w.child(mask, ListIndex(i)); ignored {
+		next, ignored, field := w.child(mask, ListIndex(i))
+		if ignored {
 			continue
 		}
 		w.path = append(w.path, ListIndex(i))
-		w.emit(OpAdd, nil, b[i])
+		w.emit(OpAdd, nil, b[i], next, field)
 		w.path = w.path[:len(w.path)-1]
 	}
 	for i := n; i < len(a); i++ {
-		if _, ignored, _ := w.child(mask, ListIndex(i)); ignored {
+		next, ignored, field := w.child(mask, ListIndex(i))
+		if ignored {
 			continue
 		}
 		w.path = append(w.path, ListIndex(i))
-		w.emit(OpRemove, a[i], nil)
+		w.emit(OpRemove, a[i], nil, next, field)
 		w.path = w.path[:len(w.path)-1]
 	}
 }
@@ -452,9 +478,9 @@ func (w *walker) keyedElement(k, field string, a, b any, inA, inB bool, mask uin
 	case inA && inB:
 		w.diffKeyed(a, b, next, sub)
 	case inA:
-		w.emit(OpRemove, a, nil)
+		w.emit(OpRemove, a, nil, next, sub)
 	default:
-		w.emit(OpAdd, nil, b)
+		w.emit(OpAdd, nil, b, next, sub)
 	}
 	w.path = w.path[:len(w.path)-1]
 }
@@ -554,4 +580,103 @@ func keyIndex(l []any, field string) (map[string]int, bool) {
 		idx[k] = i
 	}
 	return idx, true
+}
+
+// strip returns v without the content that the ignore patterns alive in
+// mask (at depth) drop, and false for a container that had content, all of
+// it ignored: such a container counts as absent. listKey is the field that
+// names the elements of v if it is a keyed list. It copies only when mask
+// has a live ignore pattern.
+func (c *Comparer) strip(v any, mask uint64, depth int, listKey string) (any, bool) {
+	if mask&c.ignores == 0 {
+		return v, true
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			return x, true
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			next, ignored, field := c.step(mask, depth, MapKey(k))
+			if ignored {
+				continue
+			}
+			if se, ok := c.strip(e, next, depth+1, field); ok {
+				out[k] = se
+			}
+		}
+		return out, len(out) > 0
+	case []any:
+		if len(x) == 0 {
+			return x, true
+		}
+		out := make([]any, 0, len(x))
+		for i, e := range x {
+			next, ignored, field := c.step(mask, depth, elementSegment(e, i, listKey))
+			if ignored {
+				continue
+			}
+			if se, ok := c.strip(e, next, depth+1, field); ok {
+				out = append(out, se)
+			}
+		}
+		return out, len(out) > 0
+	}
+	return v, true
+}
+
+// elementSegment addresses element e at position i of a list whose
+// elements are named by listKey, if it has one.
+func elementSegment(e any, i int, listKey string) Segment {
+	if listKey != "" {
+		if k, ok := elementKey(e, listKey); ok {
+			return Segment{Kind: SegMatch, Key: listKey, Value: k}
+		}
+	}
+	return ListIndex(i)
+}
+
+// hollow reports, without allocating for string keys, whether v is a
+// container with content, all of it ignored (see strip).
+func (c *Comparer) hollow(v any, mask uint64, depth int, listKey string) bool {
+	if mask&c.ignores == 0 {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			return false
+		}
+		for k, e := range x {
+			next, ignored, field := c.step(mask, depth, MapKey(k))
+			if !ignored && !c.hollow(e, next, depth+1, field) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if len(x) == 0 {
+			return false
+		}
+		for i, e := range x {
+			next, ignored, field := c.step(mask, depth, elementSegment(e, i, listKey))
+			if !ignored && !c.hollow(e, next, depth+1, field) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Strip returns a copy of obj without the paths c ignores, or obj itself
+// when c ignores nothing in it.
+func (c *Comparer) Strip(obj map[string]any) map[string]any {
+	v, ok := c.strip(obj, c.all, 0, "")
+	if !ok {
+		return map[string]any{}
+	}
+	m, _ := v.(map[string]any)
+	return m
 }

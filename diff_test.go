@@ -274,3 +274,52 @@ func TestChangeString(t *testing.T) {
 		t.Error("Compare(nil, nil) should be nil")
 	}
 }
+
+// TestIgnoredContentAlone: a map or list that appears, disappears or
+// changes type holding nothing but ignored content is no change, and the
+// values of changes leave ignored content out.
+func TestIgnoredContentAlone(t *testing.T) {
+	c, err := NewComparer(&CompareOptions{
+		Ignore:   []string{`metadata.annotations["opbus.dev/record"]`, "status.conditions[type=Ready]"},
+		ListKeys: map[string]string{"conditions": "type"},
+	})
+	must(t, err)
+	base := obj(t, `{"metadata":{"name":"a"},"spec":{"x":1}}`)
+	tests := []struct {
+		name, new string
+		want      string
+	}{
+		{"annotations appear holding only the record", `{"metadata":{"name":"a","annotations":{"opbus.dev/record":"r"}},"spec":{"x":1}}`, ""},
+		{"conditions appear holding only Ready", `{"metadata":{"name":"a"},"spec":{"x":1},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, ""},
+		{"a real annotation with the record", `{"metadata":{"name":"a","annotations":{"opbus.dev/record":"r","team":"x"}},"spec":{"x":1}}`,
+			`add metadata.annotations = {"team":"x"}`},
+		{"an empty map is content", `{"metadata":{"name":"a","annotations":{}},"spec":{"x":1}}`, `add metadata.annotations = {}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := obj(t, tt.new)
+			if got := diffText(c.Compare(base, n)); got != tt.want {
+				t.Errorf("Compare = %q, want %q", got, tt.want)
+			}
+			if got := diffText(c.Compare(n, base)); (got == "") != (tt.want == "") {
+				t.Errorf("reverse Compare = %q", got)
+			}
+			d1, err := digestOf(c, base, nil)
+			must(t, err)
+			d2, err := digestOf(c, n, nil)
+			must(t, err)
+			if (d1 == d2) != (tt.want == "") {
+				t.Errorf("whole-object digests equal: %v, want %v", d1 == d2, tt.want == "")
+			}
+			f1, _ := digestOf(c, base, []Path{MustParsePath("metadata.annotations")})
+			f2, _ := digestOf(c, n, []Path{MustParsePath("metadata.annotations")})
+			if strings.Contains(tt.name, "annotations appear") && f1 != f2 {
+				t.Error("a field holding only ignored content digests unlike an absent one")
+			}
+		})
+	}
+	stripped := c.Strip(obj(t, `{"metadata":{"annotations":{"opbus.dev/record":"r"}},"a":1}`).(map[string]any))
+	if jsonText(stripped) != `{"a":1}` {
+		t.Errorf("Strip = %s", jsonText(stripped))
+	}
+}

@@ -73,7 +73,7 @@ func (e *encoder) field(obj any, f Path) error {
 	if !f.IsPattern() {
 		v, ok := Lookup(obj, f)
 		mask, ignored, field := e.cmp.at(f)
-		if !ok || ignored {
+		if !ok || ignored || e.cmp.hollow(v, mask, len(f), field) {
 			e.buf = append(e.buf, 'A') // absent
 			return nil
 		}
@@ -157,7 +157,7 @@ func (e *encoder) object(m map[string]any, mask uint64) error {
 		if mask != 0 || e.cmp.anyDepth != nil {
 			next, ignored, field = e.cmp.step(mask, depth, MapKey(k))
 		}
-		if ignored {
+		if ignored || e.cmp.hollow(m[k], next, depth+1, field) {
 			continue
 		}
 		e.buf = append(e.buf, 'k')
@@ -200,7 +200,7 @@ func (e *encoder) list(l []any, mask uint64, listKey string) error {
 		if mask != 0 || e.cmp.anyDepth != nil {
 			next, ignored, field = e.cmp.step(mask, depth, seg)
 		}
-		if ignored {
+		if ignored || e.cmp.hollow(l[i], next, depth+1, field) {
 			continue
 		}
 		e.path = append(e.path, seg)

@@ -351,7 +351,9 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, o observation) erro
 			return err // never overwrite what cannot be read
 		}
 	}
-	ks.rec.pending = &pendingState{Object: o.new, Deleted: o.deleted}
+	// The library's own writes (such as a record held in the object) are
+	// left out, so records do not nest.
+	ks.rec.pending = &pendingState{Object: b.cmp.Strip(o.new), Deleted: o.deleted}
 	data, err := ks.rec.encode(b.ids)
 	if err != nil {
 		return err

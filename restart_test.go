@@ -295,3 +295,23 @@ func (s *deleteSink) Deleted(ctx context.Context, key Key, last map[string]any) 
 	s.deleted++
 	return nil
 }
+
+// TestPendingRecordDoesNotNest: the state saved at shutdown leaves out the
+// library's own writes, so a record kept in the object never nests.
+func TestPendingRecordDoesNotNest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		b := newBus(t, &Options{Store: store, Ignore: []string{recordAnnotation}, Backoff: Backoff{Initial: time.Hour}})
+		must(t, b.Handle("h", func(context.Context, *Event) (Status, error) { return Status{}, errors.New("down") }, On{}))
+		stop := run(t, b)
+		obj := pod("1", "running")
+		obj["metadata"].(map[string]any)["annotations"].(map[string]any)["opbus.dev/record"] = `{"v":1,"big":"old record"}`
+		must(t, b.Observe(t.Context(), podKey, obj))
+		synctest.Wait()
+		must(t, stop())
+		data, _ := store.Load(t.Context(), podKey)
+		if !strings.Contains(string(data), `"pending"`) || strings.Contains(string(data), "old record") {
+			t.Fatalf("record %s: want a pending state without the old record", data)
+		}
+	})
+}
