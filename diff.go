@@ -324,6 +324,9 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 		bv, inB := b[k]
 		if inB {
 			shared++
+			if sameScalar(av, bv) {
+				continue // the common case, decided without a path step
+			}
 		}
 		next, ignored, field := w.child(mask, MapKey(k))
 		if ignored {
@@ -384,6 +387,9 @@ func (w *walker) sortSpans(start, spanStart int) {
 func (w *walker) diffList(a, b []any, mask uint64) {
 	n := min(len(a), len(b))
 	for i := 0; i < n; i++ {
+		if sameScalar(a[i], b[i]) {
+			continue
+		}
 		next, ignored, field := w.child(mask, ListIndex(i))
 		if ignored {
 			continue
@@ -679,4 +685,27 @@ func (c *Comparer) Strip(obj map[string]any) map[string]any {
 	}
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// sameScalar reports whether a and b are equal strings, bools, float64s,
+// int64s or nils: a cheap test that settles most map entries and list
+// elements before any path bookkeeping. False means "not settled here".
+func sameScalar(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case nil:
+		return b == nil
+	}
+	return false
 }
