@@ -144,22 +144,9 @@ func Equal(a, b any) bool {
 			}
 		}
 		return true
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case nil:
-		return b == nil
-	case float64:
-		if y, ok := b.(float64); ok {
-			return x == y
-		}
-	case int64:
-		if y, ok := b.(int64); ok {
-			return x == y
-		}
+	}
+	if sameScalar(a, b) {
+		return true
 	}
 	return scalarEqual(a, b)
 }
