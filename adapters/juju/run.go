@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/opbus/opbus"
@@ -207,7 +208,7 @@ func (r *run) run(ctx context.Context) error {
 	e := r.env
 	doc, leader, err := (&reader{tools: r.tools, env: e, plan: r.plan}).document(ctx)
 	if err != nil {
-		return fmt.Errorf("juju: %s: reading what the unit sees: %w", e.Name, err)
+		return within(err, "juju: %s: reading what the unit sees", e.Name)
 	}
 	r.log.DebugContext(ctx, "juju: dispatching", "hook", e.Name, "event", doc["hook"].(map[string]any)["event"], "endpoints", r.plan.endpoints)
 	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log})
@@ -238,11 +239,11 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}
 	if _, err := r.store.flush(ctx); err != nil {
-		return fmt.Errorf("juju: %s: storing the records: %w", e.Name, err)
+		return within(err, "juju: %s: storing the records", e.Name)
 	}
 	for _, k := range keys {
 		if err := r.publish(ctx, k); err != nil {
-			return fmt.Errorf("juju: %s: setting the %s status: %w", e.Name, k.Kind, err)
+			return within(err, "juju: %s: setting the %s status", e.Name, k.Kind)
 		}
 	}
 	return nil
@@ -307,3 +308,17 @@ func statusString(s StatusInfo) string {
 	}
 	return s.Status + ": " + s.Message
 }
+
+// within wraps err in what the run was doing, without repeating the
+// "juju: " prefix of err's own message; errors.Is and errors.As see err.
+func within(err error, format string, args ...any) error {
+	return &contextError{msg: fmt.Sprintf(format, args...) + ": " + strings.TrimPrefix(err.Error(), "juju: "), err: err}
+}
+
+type contextError struct {
+	msg string
+	err error
+}
+
+func (e *contextError) Error() string { return e.msg }
+func (e *contextError) Unwrap() error { return e.err }

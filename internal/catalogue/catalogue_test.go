@@ -11,6 +11,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/jujutest"
 	"github.com/opbus/opbus/fsm"
 )
 
@@ -100,6 +101,42 @@ func entries(t *testing.T) []entry {
 			_, err := fsm.New(s)
 			return err
 		}, `fsm: machine "pod": trigger "crash": destination "faild" is not a declared state`},
+		{"state machine", `Fire(ctx, ev, "explode")`, func() error {
+			m, err := fsm.New(pod)
+			if err != nil {
+				return err
+			}
+			b, _ := opbus.New(nil)
+			if err := m.Register(b); err != nil {
+				return err
+			}
+			_ = b.Handle("fire", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+				_, err := m.Fire(ctx, ev, "explode")
+				return opbus.Status{}, err
+			}, opbus.On{})
+			return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{"metadata": map[string]any{"uid": "1"}})
+		}, `opbus: handler "fire" on Pod default/web: fsm: machine "pod" on Pod default/web: unknown event "explode" (declared: start)`},
+		{"state machine", `a stored state "exploded"`, func() error {
+			m, err := fsm.New(pod)
+			if err != nil {
+				return err
+			}
+			b, _ := opbus.New(&opbus.Options{Store: storeWith(`{"v":1,"values":{"fsm/pod":"exploded"}}`)})
+			if err := m.Register(b); err != nil {
+				return err
+			}
+			return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{"metadata": map[string]any{"uid": "1"}})
+		}, `opbus: handler "pod/state" on Pod default/web: fsm: machine "pod" on Pod default/web: stored state "exploded" is not a declared state (declared: pending, running)`},
+		{"juju state", "a record over Juju's 64 KiB", func() error {
+			c := &jujutest.Context{Setup: func(b *opbus.Bus) error {
+				return b.Handle("big", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
+					ev.SetValue("blob", strings.Repeat("x", 70<<10))
+					return opbus.Active(""), nil
+				}, opbus.On{Kinds: []string{juju.ObjectUnit}, Fields: []string{"config"}})
+			}}
+			_, err := c.Run(ctx, "install", &jujutest.Model{Unit: "web/0"})
+			return err
+		}, `juju: install: storing the records: the records in state key "opbus" take 71801 bytes, more than Juju's limit of 65536 bytes for a state value: keep what handlers persist small`},
 		{"juju environment", "a hook with no JUJU_UNIT_NAME", func() error {
 			_, err := juju.ParseEnv(env(map[string]string{"JUJU_DISPATCH_PATH": "hooks/install"}), "dispatch")
 			return err
