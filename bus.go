@@ -224,10 +224,8 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 		b.mu.Lock()
 		cmp := b.cmp
 		b.mu.Unlock()
-		if !p.IsPattern() {
-			if _, ignored, _ := cmp.at(p); ignored {
-				return fmt.Errorf("opbus: handler %q: field %s is ignored by the bus (per-write noise or the library's own writes), so it would never fire", id, f)
-			}
+		if cmp.ignoresAll(p) {
+			return fmt.Errorf("opbus: handler %q: field %s is ignored by the bus (per-write noise or the library's own writes), so it would never fire", id, f)
 		}
 		h.fields = append(h.fields, p)
 	}

@@ -141,6 +141,7 @@ func TestRegistrationErrors(t *testing.T) {
 		{"d", On{Types: []EventType{EventType(9)}}, "unknown event type 9"},
 		{"e", On{Kinds: []string{""}}, "empty kind"},
 		{"f", On{Fields: []string{"metadata.resourceVersion"}}, "is ignored by the bus"},
+		{"g", On{Fields: []string{"metadata.managedFields[*].manager"}}, "is ignored by the bus"},
 		{"", On{}, "empty ID"},
 	}
 	for _, tt := range tests {

@@ -164,6 +164,17 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
+// ignoresAll reports whether every path the pattern p stands for is
+// ignored.
+func (c *Comparer) ignoresAll(p Path) bool {
+	for _, pt := range c.patterns {
+		if pt.ignore && pt.path.CoversAll(p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Ignored reports whether changes at the concrete path p are dropped.
 func (c *Comparer) Ignored(p Path) bool {
 	for _, pt := range c.patterns {

@@ -431,6 +431,22 @@ func (p Path) Covers(c Path) bool {
 	return true
 }
 
+// CoversAll reports whether every concrete path that the pattern q stands
+// for lies at or below a path that the pattern p stands for: a [SegAny] of
+// p covers anything, and any other segment of p covers only the same
+// segment in q. For a concrete q it is [Path.Covers].
+func (p Path) CoversAll(q Path) bool {
+	if len(q) < len(p) {
+		return false
+	}
+	for i, s := range p {
+		if s.Kind != SegAny && (q[i].Kind == SegAny || !s.matches(q[i])) {
+			return false
+		}
+	}
+	return true
+}
+
 // Overlaps reports whether the pattern p and the concrete path c are on one
 // line of descent: c lies at or below p, or c is an ancestor of what p
 // addresses (so a change at c may change the subtree at p).

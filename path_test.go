@@ -147,6 +147,21 @@ func TestPathMatching(t *testing.T) {
 	if !p("a.b.c").HasPrefix(p("a.b")) || p("a.b").HasPrefix(p("a.b.c")) || p("a[*]").HasPrefix(p("a[0]")) {
 		t.Error("HasPrefix: wrong answer")
 	}
+	for _, c := range []struct {
+		p, q string
+		want bool
+	}{
+		{"status.conditions[type=Ready]", "status.conditions[type=Ready].status", true},
+		{"status.conditions[type=Ready]", "status.conditions[*].status", false},
+		{"status.conditions[*]", "status.conditions[type=Ready]", true},
+		{"metadata.resourceVersion", "metadata.resourceVersion", true},
+		{"metadata", "metadata.labels[*]", true},
+		{"metadata.labels", "metadata", false},
+	} {
+		if got := p(c.p).CoversAll(p(c.q)); got != c.want {
+			t.Errorf("%s.CoversAll(%s) = %v, want %v", c.p, c.q, got, c.want)
+		}
+	}
 	if Path(nil).String() != "" || !p("a.b").HasPrefix(nil) {
 		t.Error("root path: want empty string, prefix of everything")
 	}

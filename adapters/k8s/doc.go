@@ -118,12 +118,26 @@
 //
 // # Permissions
 //
-// For each resource the operator needs list, watch and patch; get too
-// for resources with a finalizer or conditions (after a conflict it reads
-// the object again); patch on the status subresource for conditions;
-// create on events for the annotation mode; get, create and update on the
-// Lease for leader election. examples/podwatch ships an rbac.yaml with
-// exactly what it needs.
+// What the operator's identity needs, feature by feature, on each resource
+// it watches:
+//
+//   - watching: list and watch (client-go streams the initial list through
+//     the watch where the server can, and falls back to list);
+//   - the record: patch;
+//   - conditions ([StatusConditions]): patch on the status subresource
+//     (such as widgets/status), and get: after a conflict the adapter reads the
+//     object again;
+//   - the status annotation ([StatusAnnotation]): patch, and create on
+//     events in the object's namespace (default for a cluster-scoped
+//     object);
+//   - the finalizer: patch, and get, as for conditions;
+//   - leader election: get, create and update on coordination.k8s.io
+//     leases in the Lease's namespace.
+//
+// examples/podwatch ships an rbac.yaml with exactly what it needs for
+// Pods; testdata/rbac-widgets.yaml is the Role for a custom resource with
+// conditions, a finalizer and leader election. Their tests run the
+// operator as a user with those permissions and no others.
 //
 // # Testing
 //

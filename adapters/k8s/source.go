@@ -275,7 +275,7 @@ func checkSubscriptions(subs []opbus.Subscription, ignore []string) error {
 		ip := opbus.MustParsePath(p)
 		for _, sub := range subs {
 			for _, f := range sub.Fields {
-				if !f.IsPattern() && ip.Covers(f) {
+				if ip.CoversAll(f) {
 					return fmt.Errorf("k8s: handler %q subscribes to %s, which the adapter writes itself and the bus therefore ignores: it would never fire", sub.ID, f)
 				}
 			}

@@ -185,9 +185,12 @@ func TestCatalogue(t *testing.T) {
 	current := string(doc)
 	i, j := strings.Index(current, begin), strings.Index(current, end)
 	if os.Getenv("OPBUS_WRITE_CATALOGUE") == "1" {
-		if i < 0 || j < 0 {
+		switch {
+		case current == "":
 			current = docHeader + section + "\n"
-		} else {
+		case i < 0 || j < 0:
+			current = strings.TrimRight(current, "\n") + "\n\n" + section + "\n"
+		default:
 			current = current[:i] + section + current[j+len(end):]
 		}
 		if err := os.MkdirAll(filepath.Dir(docPath), 0o755); err != nil {
