@@ -1,8 +1,10 @@
 # The commands a newcomer needs; each is a thin wrapper over a script.
-.PHONY: run test quick fuzz bench
+.PHONY: run test quick bench
 run:            ## the embedded default: no cluster, no Juju controller
 	go run ./examples/quickstart
 test:           ## every check of every module, as CI runs it
 	scripts/test
 quick:          ## the same without the real API server (its tests skip)
 	SKIP_KUBE=1 scripts/test
+bench:          ## every benchmark, -count 6, then BENCHMARKS.md (COUNT=1 BENCHTIME=1x: a quick check)
+	scripts/bench

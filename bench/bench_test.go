@@ -76,6 +76,8 @@ func TestPeerInfo(t *testing.T) {
 	}{
 		{"diff", DiffPeers, namesOf(diffPeers, func(p diffPeer) string { return p.name })},
 		{"detect", Detectors, namesOf(detectors, func(d detector) string { return d.name })},
+		{"dispatch", DispatchPeers, dispatchNames},
+		{"fsm", FSMPeers, namesOf(fsmEntries, func(e fsmEntry) string { return e.name })},
 	} {
 		got := namesOf(tc.info, func(p Peer) string { return p.Name })
 		if !slices.Equal(got, tc.names) {

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -89,15 +90,34 @@ func diffInput(tb testing.TB, name string) *input {
 // but events arrive compact, and decoding cost depends on it.
 func readCompact(tb testing.TB, file string) []byte {
 	tb.Helper()
+	b, err := readFixture(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// readFixture is readCompact for callers without a testing.TB.
+func readFixture(file string) ([]byte, error) {
 	raw, err := os.ReadFile(filepath.Join(fixtureDir, file))
 	if err != nil {
-		tb.Fatalf("%v (generate the fixtures with: go run ./internal/fixturegen)", err)
+		return nil, fmt.Errorf("%w (generate the fixtures with: go run ./internal/fixturegen)", err)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		tb.Fatalf("%s: %v", file, err)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	return buf.Bytes()
+	return buf.Bytes(), nil
+}
+
+// decodeObject decodes a JSON object the way client-go decodes unstructured objects
+// (integers as int64).
+func decodeObject(b []byte) (map[string]any, error) {
+	var m map[string]any
+	if err := utiljson.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func decodeInt64(tb testing.TB, b []byte) any {

@@ -7,12 +7,15 @@ require (
 	github.com/goccy/go-json v0.10.6
 	github.com/google/go-cmp v0.7.0
 	github.com/itchyny/gojq v0.12.20
+	github.com/looplab/fsm v1.0.3
 	github.com/opbus/opbus v0.0.0-00010101000000-000000000000
+	github.com/qmuntal/stateless v1.7.2
 	github.com/r3labs/diff/v3 v3.0.2
 	github.com/wI2L/jsondiff v0.7.1
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
+	k8s.io/client-go v0.37.2
 	sigs.k8s.io/controller-runtime v0.25.2
 )
 
@@ -68,7 +71,6 @@ require (
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/client-go v0.37.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect

@@ -1,220 +1,159 @@
-// Command report turns the raw output of the bench module's benchmarks into a Markdown
-// section: one table per family with ns/op, B/op and allocs/op (medians, with benchstat's
-// 95% confidence interval), the ratio to the fastest peer and to the floor measured in
-// the same run, what each detection approach reports, and whether opbus meets its
-// targets.
+// Command report turns benchmark output into Markdown: one table per family with ns/op,
+// B/op and allocs/op (medians, with benchstat's 95% confidence interval), the ratio to
+// the fastest peer and to the floor measured in the same run, what each detection
+// approach reports, and whether opbus meets its targets.
 //
 // Usage:
 //
 //	go run ./cmd/report -raw results/raw.txt -out results/report.md
 //
-// The raw file is `go test -bench` output in the Go benchmark format. The run script
-// puts configuration lines before it (command, go-version, cpu-model, cores, date),
-// which the report shows as the machine and the command that produced the figures.
+// writes the section for the bench module's families alone (bench/run does this).
+//
+//	go run ./cmd/report -doc -raw results/raw.txt -lib results/lib.txt \
+//		-machine results/machine.txt -commands results/commands.txt \
+//		-charm ../examples/charm/BENCHMARKS.md -k8s ../adapters/k8s/BENCHMARKS.md \
+//		-profiles results/profiles -out ../BENCHMARKS.md
+//
+// writes the whole of BENCHMARKS.md (scripts/bench does this): the machine and the
+// commands, the targets of the issues with this run's figures and a verdict each, the
+// CPU profile of each missed target, the tables of the bench module and of the
+// library's own benchmarks (-lib: the root package and fsm/), and the adapters'
+// documents, which their own benchmarks write. With -missed instead of -doc it prints
+// the profiles to take for the missed targets, one per line: id, module directory,
+// package and -bench regexp, separated by tabs.
+//
+// The raw files are `go test -bench` output in the Go benchmark format; configuration
+// lines before it (command, go-version, cpu-model, cores, date, load-average) are shown
+// as the machine and the command that produced the figures. The machine file holds
+// "key: value" lines.
 package main
 
 import (
+	"bufio"
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"regexp"
-	"slices"
 	"strings"
-
-	"golang.org/x/perf/benchfmt"
-	"golang.org/x/perf/benchmath"
-
-	"github.com/opbus/opbus/bench"
 )
 
 func main() {
-	raw := flag.String("raw", "results/raw.txt", "benchmark output to read")
-	out := flag.String("out", "results/report.md", "Markdown file to write (- for stdout)")
+	var o options
+	flag.StringVar(&o.raw, "raw", "results/raw.txt", "the bench module's benchmark output")
+	flag.StringVar(&o.out, "out", "results/report.md", "Markdown file to write (- for stdout)")
+	flag.BoolVar(&o.doc, "doc", false, "write the whole BENCHMARKS.md, not only the bench module's section")
+	flag.BoolVar(&o.missed, "missed", false, "print the profiles to take for missed targets, and nothing else")
+	flag.StringVar(&o.lib, "lib", "", "the library's own benchmark output (root package and fsm/)")
+	flag.StringVar(&o.machine, "machine", "", `"key: value" lines describing the machine and the run`)
+	flag.StringVar(&o.commands, "commands", "", "the commands of the run, one per line")
+	flag.StringVar(&o.charm, "charm", "", "examples/charm/BENCHMARKS.md")
+	flag.StringVar(&o.k8s, "k8s", "", "adapters/k8s/BENCHMARKS.md, if it exists")
+	flag.StringVar(&o.profiles, "profiles", "", "directory of the missed targets' profiles (<id>.txt)")
 	flag.Parse()
-	if err := run(*raw, *out); err != nil {
+	if err := generate(o); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rawFile, outFile string) error {
-	f, err := os.Open(rawFile)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	res, err := parse(f, rawFile)
+type options struct {
+	raw, out, lib, machine, commands, charm, k8s, profiles string
+	doc, missed                                            bool
+}
+
+func generate(o options) error {
+	peers, err := parseFile(o.raw)
 	if err != nil {
 		return err
 	}
 	var buf bytes.Buffer
-	if err := render(&buf, res); err != nil {
-		return err
+	switch {
+	case o.doc || o.missed:
+		in := docInput{peers: peers, profiles: o.profiles}
+		if o.lib != "" {
+			if in.lib, err = parseFile(o.lib); err != nil {
+				return err
+			}
+		}
+		if in.ext, err = readExternal(o.charm, o.k8s); err != nil {
+			return err
+		}
+		if o.machine != "" {
+			if in.machine, err = readConfig(o.machine); err != nil {
+				return err
+			}
+		}
+		if o.commands != "" {
+			b, err := os.ReadFile(o.commands)
+			if err != nil {
+				return err
+			}
+			in.commands = strings.TrimSpace(string(b))
+		}
+		if o.missed {
+			missedProfiles(&buf, targets(in.lib, in.peers, in.ext))
+		} else {
+			renderDoc(&buf, in)
+		}
+	default:
+		renderSection(&buf, peers)
 	}
-	if outFile == "-" {
+	if o.out == "-" || o.missed {
 		_, err = os.Stdout.Write(buf.Bytes())
 		return err
 	}
-	return os.WriteFile(outFile, buf.Bytes(), 0o644)
+	return os.WriteFile(o.out, buf.Bytes(), 0o644)
 }
 
-// results holds every measurement, keyed by family, fixture, entry and unit, with
-// fixtures and entries in the order they first appear.
-type results struct {
-	config   map[string]string
-	families map[string]*family
-}
-
-type family struct {
-	fixtures []string
-	entries  []string
-	samples  map[key][]float64
-}
-
-type key struct{ fixture, entry, unit string }
-
-var procsSuffix = regexp.MustCompile(`-\d+$`)
-
-func parse(r io.Reader, name string) (*results, error) {
-	res := &results{config: map[string]string{}, families: map[string]*family{}}
-	rd := benchfmt.NewReader(r, name)
-	var syntaxErrs []error
-	for rd.Scan() {
-		switch rec := rd.Result().(type) {
-		case *benchfmt.SyntaxError:
-			syntaxErrs = append(syntaxErrs, rec)
-		case *benchfmt.Result:
-			for _, c := range rec.Config {
-				if c.File {
-					res.config[c.Key] = string(c.Value)
-				}
-			}
-			full := procsSuffix.ReplaceAllString(string(rec.Name.Full()), "")
-			parts := strings.Split(full, "/")
-			if len(parts) != 3 {
-				continue // not one of ours: Family/fixture/entry
-			}
-			fam := res.families[parts[0]]
-			if fam == nil {
-				fam = &family{samples: map[key][]float64{}}
-				res.families[parts[0]] = fam
-			}
-			if !slices.Contains(fam.fixtures, parts[1]) {
-				fam.fixtures = append(fam.fixtures, parts[1])
-			}
-			if !slices.Contains(fam.entries, parts[2]) {
-				fam.entries = append(fam.entries, parts[2])
-			}
-			for _, v := range rec.Values {
-				k := key{parts[1], parts[2], v.Unit}
-				fam.samples[k] = append(fam.samples[k], v.Value)
-			}
-		}
-	}
-	if err := rd.Err(); err != nil {
+// readConfig reads "key: value" lines.
+func readConfig(file string) (map[string]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
 		return nil, err
 	}
-	if len(res.families) == 0 {
-		return nil, errors.Join(append([]error{fmt.Errorf("%s: no benchmark results", name)}, syntaxErrs...)...)
-	}
-	return res, nil
-}
-
-// summary returns the median of the samples and benchstat's confidence interval as
-// "±N%" ("±∞" with too few runs for one).
-func (f *family) summary(fixture, entry, unit string) (center float64, pct string, ok bool) {
-	vals := f.samples[key{fixture, entry, unit}]
-	if len(vals) == 0 {
-		return 0, "", false
-	}
-	s := benchmath.AssumeNothing.Summary(benchmath.NewSample(vals, &benchmath.DefaultThresholds), 0.95)
-	return s.Center, "±" + s.PctRangeString(), true
-}
-
-func (f *family) median(fixture, entry, unit string) (float64, bool) {
-	c, _, ok := f.summary(fixture, entry, unit)
-	return c, ok
-}
-
-func info(peers []bench.Peer, name string) bench.Peer {
-	for _, p := range peers {
-		if p.Name == name {
-			return p
+	defer f.Close()
+	cfg := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok {
+			cfg[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		}
 	}
-	return bench.Peer{Name: name}
+	return cfg, sc.Err()
 }
 
-// fastest returns the entry with the lowest median time on the fixture among those that
-// qualify, or "" if none does.
-func (f *family) fastest(fixture string, qualifies func(entry string) bool) (string, float64) {
-	best, bestT := "", math.Inf(1)
-	for _, e := range f.entries {
-		if !qualifies(e) {
-			continue
-		}
-		if t, ok := f.median(fixture, e, "sec/op"); ok && t < bestT {
-			best, bestT = e, t
-		}
-	}
-	return best, bestT
-}
+const ratiosExplained = "Each figure is the median of the runs (`-count`); ± is the 95% confidence interval around it as benchstat computes it (±∞: too few runs to tell). " +
+	"Ratios divide medians of the same run: **× fastest** by the fastest peer on the same fixture (opbus included, so the fastest shows 1.00; yardsticks such as the floor excluded), " +
+	"**× floor** by the family's floor, the least work that can answer the same question (for the diffs, `walk`: a plain recursive equality walk over both trees that visits every node and records nothing)."
 
-func render(w io.Writer, res *results) error {
+// renderSection writes the bench module's section, as bench/run leaves it in
+// results/report.md.
+func renderSection(w io.Writer, peers *run) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	cfg := res.config
+	cfg := peers.config
 	p("## Results\n\n")
 	p("Produced by `%s` on %s.\n\n", orUnknown(cfg["command"]), orUnknown(cfg["date"]))
-	p("Machine: %s, %s/%s; CPU: %s", orUnknown(cfg["go-version"]), orUnknown(cfg["goos"]), orUnknown(cfg["goarch"]), orUnknown(cfg["cpu-model"]))
-	if c := cfg["cpu"]; c != "" && c != cfg["cpu-model"] {
-		p(" (Go reports: %s)", c)
-	}
-	p("; %s cores", orUnknown(cfg["cores"]))
-	if l := cfg["load-average"]; l != "" {
-		p("; load average at the start: %s", l)
-	}
-	p(".\n\n")
-	p("Each figure is the median of the runs (`-count`); ± is the 95%% confidence interval around it as benchstat computes it (±∞: too few runs to tell). ")
-	p("Ratios divide medians of the same run: **× fastest** by the fastest peer on the same fixture (opbus included, so the fastest shows 1.00; yardsticks such as the floor excluded), ")
-	p("**× floor** by `walk`, a plain recursive equality walk over both trees that visits every node and records nothing. ")
-	p("Raw output: `results/raw.txt`; benchstat's view: `results/benchstat.txt`.\n\n")
+	p("Machine: %s.\n\n", machineLine(cfg, cfg["load-average"], ""))
+	p("%s Raw output: `results/raw.txt`; benchstat's view: `results/benchstat.txt`.\n\n", ratiosExplained)
+	renderBench(w, peers, "###")
+}
 
-	type section struct {
-		family, title, intro string
-		peers                []bench.Peer
+// machineLine describes the machine from configuration lines.
+func machineLine(cfg map[string]string, loadStart, loadEnd string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, %s/%s; CPU: %s", orUnknown(cfg["go-version"]), orUnknown(cfg["goos"]), orUnknown(cfg["goarch"]), orUnknown(cfg["cpu-model"]))
+	if c := cfg["cpu"]; c != "" && c != cfg["cpu-model"] {
+		fmt.Fprintf(&b, " (Go reports: %s)", c)
 	}
-	sections := []section{
-		{"Diff", "Structural diff from decoded objects (`BenchmarkDiff`)",
-			"Both objects are already decoded the way client-go decodes them (integers as int64). pod: one container goes running → terminated; pod-equal: two separately decoded copies of the same Pod; big: ~200 KB, one leaf changed; deep: maps 30 deep, one leaf changed at the bottom.",
-			bench.DiffPeers},
-		{"DiffBytes", "Structural diff from JSON bytes (`BenchmarkDiffBytes`)",
-			"The same, starting from the compact JSON of both sides (watch events arrive as bytes): decoding is timed.",
-			bench.DiffPeers},
+	fmt.Fprintf(&b, "; %s cores", orUnknown(cfg["cores"]))
+	switch {
+	case loadStart != "" && loadEnd != "":
+		fmt.Fprintf(&b, "; load average (1, 5, 15 min) %s at the start, %s at the end", loadStart, loadEnd)
+	case loadStart != "":
+		fmt.Fprintf(&b, "; load average at the start: %s", loadStart)
 	}
-	for _, s := range sections {
-		fam := res.families[s.family]
-		if fam == nil {
-			continue
-		}
-		p("### %s\n\n%s\n\n", s.title, s.intro)
-		renderDiffTable(w, fam, s.peers)
-		if s.family == "Diff" {
-			renderTargets(w, fam)
-		}
-	}
-	if fam := res.families["Detect"]; fam != nil {
-		p("### Change detection per subscription (`BenchmarkDetect`)\n\n")
-		p("Does `status.containerStatuses` differ between the previous and the new Pod (as `*unstructured.Unstructured`)? ")
-		p("pod: the kubelet's write, container app terminated (the field changed); pod-annotated: the library's own bookkeeping write (it did not). ")
-		p("What an approach keeps between events (shell-operator's cached checksum) is computed outside the timed loop. ")
-		p("**× fastest** divides by the fastest approach that answers correctly on every fixture.\n\n")
-		renderDetectTable(w, fam)
-	}
-	return nil
+	return b.String()
 }
 
 func orUnknown(s string) string {
@@ -224,192 +163,97 @@ func orUnknown(s string) string {
 	return s
 }
 
-func renderDiffTable(w io.Writer, fam *family, peers []bench.Peer) {
+// docInput is everything BENCHMARKS.md is made of.
+type docInput struct {
+	peers, lib *run
+	ext        *external
+	machine    map[string]string
+	commands   string
+	profiles   string
+}
+
+func renderDoc(w io.Writer, in docInput) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("| fixture | library | returns | time/op | ± | B/op | allocs/op | × fastest | × floor |\n")
-	p("|---|---|---|--:|--:|--:|--:|--:|--:|\n")
-	for _, fx := range fam.fixtures {
-		_, fastT := fam.fastest(fx, func(e string) bool { return !info(peers, e).Baseline })
-		floorT, haveFloor := fam.median(fx, bench.Floor, "sec/op")
-		for _, e := range fam.entries {
-			t, pct, ok := fam.summary(fx, e, "sec/op")
-			if !ok {
-				continue
-			}
-			name := e
-			if e == bench.Opbus {
-				name = "**opbus**"
-			}
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", fx, name, info(peers, e).Returns,
-				fmtTime(t), pct, fmtUnit(fam, fx, e, "B/op", fmtBytes), fmtUnit(fam, fx, e, "allocs/op", fmtCount),
-				ratio(t, fastT, !info(peers, e).Baseline), ratio(t, floorT, haveFloor))
-		}
+	m := in.machine
+	if m == nil {
+		m = map[string]string{}
 	}
-	p("\n")
-	for _, e := range fam.entries {
-		if n := info(peers, e).Note; n != "" {
-			p("- `%s`: %s\n", e, n)
-		}
+	// The machine file has the run's view; the raw file adds what go test reports.
+	cfg := map[string]string{}
+	for k, v := range in.peers.config {
+		cfg[k] = v
 	}
-	p("\n")
+	for k, v := range m {
+		cfg[k] = v
+	}
+
+	p("# Benchmarks\n\n")
+	p("Written by `scripts/bench` (`make bench`), which runs every benchmark of the library and of `bench/` (opbus against its peers, side by side in one run) and includes the adapters' own figures. ")
+	p("Rerun it rather than editing this file.\n\n")
+
+	p("## Machine and commands\n\n")
+	p("- Machine: %s.\n", machineLine(cfg, m["load-start"], m["load-end"]))
+	if d := m["started"]; d != "" {
+		p("- Run: started %s, took %s.\n", d, orUnknown(m["duration"]))
+	}
+	if c := m["count"]; c != "" {
+		p("- `-count %s`, `-benchtime %s`.", c, orUnknown(m["benchtime"]))
+		if n := atoiOr(c, 0); n < 6 {
+			p(" **Fewer runs than the 6 issue 7 asks for**%s: the confidence intervals are wider than they would be.", reasonSuffix(m["count-reason"]))
+		}
+		if strings.HasSuffix(m["benchtime"], "x") {
+			p(" **A quick run** (a fixed number of iterations per benchmark): it shows that everything runs, but timer resolution, warm-up and setup dominate, so its figures and verdicts mean nothing.")
+		}
+		p("\n")
+	}
+	p("- The machine is shared with other work; a high load average widens the intervals and can shift whole rows. Ratios within one family are measured minutes apart, not interleaved.\n\n")
+	if in.commands != "" {
+		p("Commands, from the repository root:\n\n```sh\n%s\n```\n\n", in.commands)
+	}
+	p("%s\n\n", ratiosExplained)
+
+	p("## Targets\n\n")
+	p("Each performance target of issues 2 to 7, with this run's figure and a plain verdict (met when the median meets it). ")
+	p("Where a target is missed, the CPU profile of the benchmark that misses it follows the table (`go test -cpuprofile`, then `go tool pprof -top`; the profile covers the benchmark's setup too).\n\n")
+	renderTargets(w, targets(in.lib, in.peers, in.ext), in.profiles)
+
+	p("## opbus and its peers (`bench/`)\n\n")
+	p("Fixtures: `testdata/fixtures`, written by `go run ./internal/fixturegen`. Raw output: `bench/results/raw.txt`; benchstat's view: `bench/results/benchstat.txt`.\n\n")
+	renderBench(w, in.peers, "###")
+
+	if in.lib != nil {
+		p("## The library's own benchmarks (root module and `fsm/`)\n\n")
+		p("Raw output: `bench/results/lib.txt`; benchstat's view: `bench/results/lib-benchstat.txt`.\n\n")
+		renderLib(w, in.lib, "###")
+	}
+
+	p("## Juju hooks (`examples/charm/BENCHMARKS.md`)\n\n")
+	if in.ext.charm == "" {
+		p("`examples/charm/BENCHMARKS.md` does not exist.\n\n")
+	} else {
+		p("Measured by the commands it names, not by `scripts/bench` (hook processes against the fake hook tools); included as it stands.\n\n")
+		include(w, in.ext.charm, 2)
+	}
+	p("## Kubernetes (`adapters/k8s/BENCHMARKS.md`)\n\n")
+	if in.ext.k8s == "" {
+		p("Not measured yet: `adapters/k8s/BENCHMARKS.md` does not exist. Its benchmarks run against a real API server and write that file; `scripts/bench` includes it once it exists.\n")
+	} else {
+		p("Measured against a real API server by the commands it names, not by `scripts/bench`; included as it stands.\n\n")
+		include(w, in.ext.k8s, 2)
+	}
 }
 
-// renderTargets states plainly whether Compare meets the targets of issues 2 and 7 on
-// each fixture: faster than every peer that produces a full diff, within 2× of the floor,
-// no allocation on equal inputs.
-func renderTargets(w io.Writer, fam *family) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("**Targets for `opbus.Compare`** (from decoded objects):\n\n")
-	p("| fixture | vs fastest full-diff peer | within 2× of the floor | allocs/op | verdict |\n")
-	p("|---|---|---|--:|---|\n")
-	for _, fx := range fam.fixtures {
-		t, ok := fam.median(fx, bench.Opbus, "sec/op")
-		if !ok {
-			continue
-		}
-		var missed []string
-		peer, peerT := fam.fastest(fx, func(e string) bool {
-			i := info(bench.DiffPeers, e)
-			return e != bench.Opbus && i.FullDiff && !i.Baseline
-		})
-		vsPeer := "no peer ran"
-		if peer != "" {
-			vsPeer = fmt.Sprintf("%.2f× %s", t/peerT, peer)
-			if t >= peerT {
-				missed = append(missed, "slower than "+peer)
-			}
-		}
-		vsFloor := "no floor"
-		if floorT, ok := fam.median(fx, bench.Floor, "sec/op"); ok {
-			vsFloor = fmt.Sprintf("%.2f×", t/floorT)
-			if t > 2*floorT {
-				missed = append(missed, "more than 2× the floor")
-			}
-		}
-		allocs, _ := fam.median(fx, bench.Opbus, "allocs/op")
-		if fx == "pod-equal" && allocs != 0 {
-			missed = append(missed, "allocates on equal inputs")
-		}
-		verdict := "met"
-		if len(missed) > 0 {
-			verdict = "**missed**: " + strings.Join(missed, ", ")
-		}
-		p("| %s | %s | %s | %s | %s |\n", fx, vsPeer, vsFloor, fmtCount(allocs), verdict)
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
 	}
-	p("\n")
+	return " (" + r + ")"
 }
 
-func renderDetectTable(w io.Writer, fam *family) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	// An approach is correct on a fixture when what it reports is what happened.
-	correct := func(fx, e string) bool {
-		got, ok1 := fam.median(fx, e, "reports-change")
-		want, ok2 := fam.median(fx, e, "real-change")
-		return ok1 && ok2 && got == want
+func atoiOr(s string, def int) int {
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil {
+		return def
 	}
-	alwaysCorrect := func(e string) bool {
-		if info(bench.Detectors, e).Baseline {
-			return false
-		}
-		for _, fx := range fam.fixtures {
-			if !correct(fx, e) {
-				return false
-			}
-		}
-		return true
-	}
-	p("| fixture | approach | time/op | ± | B/op | allocs/op | × fastest | × floor | reports a change | verdict |\n")
-	p("|---|---|--:|--:|--:|--:|--:|--:|---|---|\n")
-	for _, fx := range fam.fixtures {
-		_, fastT := fam.fastest(fx, alwaysCorrect)
-		floorT, haveFloor := fam.median(fx, bench.Floor, "sec/op")
-		for _, e := range fam.entries {
-			t, pct, ok := fam.summary(fx, e, "sec/op")
-			if !ok {
-				continue
-			}
-			got, _ := fam.median(fx, e, "reports-change")
-			want, _ := fam.median(fx, e, "real-change")
-			verdict := "correct"
-			switch {
-			case got == want:
-			case want == 1:
-				verdict = "**misses the change**"
-			default:
-				verdict = "**false alarm**"
-			}
-			name := e
-			if strings.HasPrefix(e, bench.Opbus) {
-				name = "**" + e + "**"
-			}
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", fx, name,
-				fmtTime(t), pct, fmtUnit(fam, fx, e, "B/op", fmtBytes), fmtUnit(fam, fx, e, "allocs/op", fmtCount),
-				ratio(t, fastT, alwaysCorrect(e)), ratio(t, floorT, haveFloor), yesNo(got == 1), verdict)
-		}
-	}
-	p("\n")
-	for _, e := range fam.entries {
-		if n := info(bench.Detectors, e).Note; n != "" {
-			p("- `%s`: %s\n", e, n)
-		}
-	}
-	p("- `opbus-digest`: not measured yet; the per-subscription digest is issue 3.\n\n")
-}
-
-func fmtUnit(fam *family, fx, e, unit string, format func(float64) string) string {
-	v, ok := fam.median(fx, e, unit)
-	if !ok {
-		return "–"
-	}
-	return format(v)
-}
-
-func ratio(t, base float64, show bool) string {
-	if !show || base == 0 || math.IsInf(base, 0) {
-		return "–"
-	}
-	return fmt.Sprintf("%.2f", t/base)
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-// fmtTime formats seconds with three significant digits in ns, µs, ms or s.
-func fmtTime(sec float64) string {
-	ns := sec * 1e9
-	switch {
-	case ns < 1e3:
-		return sig3(ns) + " ns"
-	case ns < 1e6:
-		return sig3(ns/1e3) + " µs"
-	case ns < 1e9:
-		return sig3(ns/1e6) + " ms"
-	}
-	return sig3(ns/1e9) + " s"
-}
-
-func fmtBytes(b float64) string {
-	switch {
-	case b < 1024:
-		return fmt.Sprintf("%.0f B", b)
-	case b < 1024*1024:
-		return sig3(b/1024) + " KiB"
-	}
-	return sig3(b/(1024*1024)) + " MiB"
-}
-
-func fmtCount(n float64) string { return fmt.Sprintf("%.0f", n) }
-
-func sig3(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%.2f", v)
+	return n
 }

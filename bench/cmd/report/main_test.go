@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,9 +40,7 @@ func TestRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := render(&buf, res); err != nil {
-		t.Fatal(err)
-	}
+	renderSection(&buf, res)
 	out := buf.String()
 	for _, want := range []string{
 		"Machine: go1.26.8, linux/amd64; CPU: Test CPU; 2 cores.",
@@ -81,6 +80,159 @@ func TestFormat(t *testing.T) {
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+const sampleLib = `goos: linux
+goarch: amd64
+pkg: github.com/opbus/opbus
+BenchmarkCompare/pod/floor-2          	 100	     10000 ns/op	       0 B/op	       0 allocs/op
+BenchmarkCompare/pod/Compare-2        	 100	     25000 ns/op	    1280 B/op	       7 allocs/op
+BenchmarkCompare/pod-equal/Compare-2  	 100	     12000 ns/op	       0 B/op	       0 allocs/op
+BenchmarkCompare/big/floor-2          	 100	    900000 ns/op	       0 B/op	       0 allocs/op
+BenchmarkCompare/big/Compare-2        	 100	   1000000 ns/op	     432 B/op	       2 allocs/op
+BenchmarkDispatch/dispatch-2          	 100	     50000 ns/op	    8000 B/op	     100 allocs/op
+BenchmarkDispatch/compare-2           	 100	     20000 ns/op	    1400 B/op	       8 allocs/op
+BenchmarkMemoryPerKey-2               	   1	 4000000000 ns/op	      1100 B/key
+pkg: github.com/opbus/opbus/fsm
+BenchmarkTransition/impl=opbus-2      	1000	      1200 ns/op	     300 B/op	       5 allocs/op
+BenchmarkTransition/impl=looplab-2    	1000	      1000 ns/op	     289 B/op	       5 allocs/op
+`
+
+const samplePeers = `pkg: github.com/opbus/opbus/bench
+BenchmarkFSM/toggle/opbus-bus-fire-2   	1000	     12000 ns/op	    3000 B/op	      49 allocs/op
+BenchmarkFSM/toggle/opbus-bus-nofire-2 	1000	      9000 ns/op	    2000 B/op	      33 allocs/op
+BenchmarkFSM/toggle/looplab-2          	1000	      1000 ns/op	     289 B/op	       5 allocs/op
+BenchmarkDiffBytes/pod/opbus-2         	1000	    500000 ns/op
+BenchmarkDiffBytes/pod/json-patch-merge-2	1000	    300000 ns/op
+BenchmarkDiffBytes/pod/walk-2          	1000	    400000 ns/op
+BenchmarkDispatch/pod-10k/opbus-2      	1000	     30000 ns/op	     2.6 calls/update	 33333 updates/s	    8000 B/op	     100 allocs/op
+BenchmarkDispatch/pod-10k/workqueue-predicate-2	1000	     60000 ns/op	     2.6 calls/update	 16667 updates/s	   10000 B/op	     470 allocs/op
+`
+
+const sampleCharm = "# charm\n\n" +
+	"| benchmark | tool calls | hook ms | tools ms | overhead ms |\n" +
+	"|---|---|---|---|---|\n" +
+	"| start-up | 0 | 6.4 | – | 6.4 |\n" +
+	"| update-status | 8 | 75.4 | 62.3 | **13.4** |\n" +
+	"| config-changed | 9 | 70.0 | 62.0 | **8.0** |\n\n" +
+	"| other | tool calls | overhead ms |\n|---|---|---|\n| later table | 3 | 1.0 |\n"
+
+func TestTargets(t *testing.T) {
+	lib, err := parse(strings.NewReader(sampleLib), "lib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers, err := parse(strings.NewReader(samplePeers), "peers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := targets(lib, peers, &external{charm: sampleCharm})
+	for _, tc := range []struct {
+		issue          int
+		what, verdict  string
+		figureContains string
+	}{
+		{2, "within 2× of the equality-walk floor on pod", "missed", "2.50×"},
+		{2, "within 2× of the equality-walk floor on big", "met", "1.11×"},
+		{2, "allocates nothing on equal inputs", "met", "0 allocs/op"},
+		{2, "grow with the number of changes", "met", "big (~200 KB, 1 change): 2"},
+		{3, "≤ 3× one `Compare`", "met", "2.50×"},
+		{3, "≤ 1 KiB per key", "missed", "1100 B/key"},
+		{4, "without the bus", "met", "1.20×"},
+		{4, "through the public API", "missed", "12.00×"},
+		{4, "the machine's share", "–", "3.00× looplab"},
+		{5, "watch latency", "not measured", "does not exist"},
+		{6, "Juju hook", "missed", "update-status: 13.4 ms; config-changed: 8.0 ms"},
+		{7, "dispatch throughput", "met", "2.00× (33,333 vs 16,667 updates/s)"},
+		{7, "`Compare` faster than every full-diff peer and within 2× of the floor (decoded)", "not measured", "not run"},
+		{7, "pod (from JSON bytes", "missed", "1.67× json-patch-merge; 1.25× the floor — slower than json-patch-merge, which decodes with its own JSON decoder and itself takes 0.75× the floor"},
+	} {
+		found := false
+		for _, got := range ts {
+			if got.issue != tc.issue || !strings.Contains(got.what, tc.what) {
+				continue
+			}
+			found = true
+			if got.verdict != tc.verdict || !strings.Contains(got.figure, tc.figureContains) {
+				t.Errorf("issue %d %q: got %s, %q; want %s, a figure with %q", tc.issue, tc.what, got.verdict, got.figure, tc.verdict, tc.figureContains)
+			}
+		}
+		if !found {
+			t.Errorf("issue %d: no target %q", tc.issue, tc.what)
+		}
+	}
+
+	var buf bytes.Buffer
+	missedProfiles(&buf, ts)
+	want := "compare-pod\t.\t.\t^BenchmarkCompare$/^pod$/^Compare$\t\n" +
+		"fsm-bus-fire\tbench\t.\t^BenchmarkFSM$/^toggle$/^opbus-bus-fire$\t\n" +
+		"diffbytes-pod\tbench\t.\t^BenchmarkDiffBytes$/^pod$/^opbus$\t\n"
+	if got := buf.String(); got != want {
+		t.Errorf("missed profiles:\ngot  %q\nwant %q", got, want)
+	}
+}
+
+func TestInclude(t *testing.T) {
+	var buf bytes.Buffer
+	include(&buf, "# Title\n\ntext\n\n```sh\n# a shell comment\n```\n## Part\n", 2)
+	want := "### Title\n\ntext\n\n```sh\n# a shell comment\n```\n#### Part\n\n"
+	if got := buf.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	doc := "# Head: target\n\nTarget: p99 under 50 ms. **Met** when\nslow. **Missed** when fast. Other.\n\n" +
+		"```\ntarget in code\n```\n| what | per object |\n|---|---|\n| bookkeeping | 800 B — target < 1 KiB: **met** |\n"
+	got := verdicts(doc, 6)
+	want := []string{"Target: p99 under 50 ms.", "**Met** when slow.", "**Missed** when fast.", "bookkeeping: 800 B — target < 1 KiB: **met**"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		said []string
+		want string
+	}{
+		{want, "missed"},
+		{want[3:], "met"},
+		{want[:1], ""},
+	} {
+		if got := overall(tc.said); got != tc.want {
+			t.Errorf("overall(%q) = %q, want %q", tc.said, got, tc.want)
+		}
+	}
+}
+
+func TestRenderDoc(t *testing.T) {
+	lib, err := parse(strings.NewReader(sampleLib), "lib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers, err := parse(strings.NewReader(samplePeers), "peers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	renderDoc(&buf, docInput{peers: peers, lib: lib, ext: &external{charm: sampleCharm},
+		machine:  map[string]string{"count": "3", "benchtime": "1s", "count-reason": "time", "cores": "2"},
+		commands: "scripts/bench"})
+	out := buf.String()
+	for _, want := range []string{
+		"**Fewer runs than the 6 issue 7 asks for** (time)",
+		"```sh\nscripts/bench\n```",
+		"| 7 | dispatch throughput",
+		"| pod-10k | **opbus** | handler calls | 30.0 µs | ±∞ | 7.81 KiB | 100 | 33,333 | 2.60 | 1.00 | – |",
+		"| toggle | **opbus-bus-nofire** | none | 9.00 µs | ±∞ | 1.95 KiB | 33 | – | – |",
+		"| `Compare/pod/Compare` | 25.0 µs | ±∞ | 1.25 KiB | 7 | 2.50 |",
+		"| `MemoryPerKey` | 4.00 s | ±∞ | – | – | 1100 B |",
+		"| `Transition/impl=opbus` | 1.20 µs | ±∞ | 300 B | 5 | 1.20 |",
+		"### charm",
+		"Not measured yet: `adapters/k8s/BENCHMARKS.md` does not exist.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("document lacks %q; got:\n%s", want, out)
 		}
 	}
 }
