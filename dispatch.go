@@ -374,9 +374,13 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	if b.observer != nil {
 		b.observer.Handled(d.ks.key, h.id, ev.Attempt, took, err)
 	}
-	attrs := []any{"key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took}
+	attrs := func() []any { // built only for a log line that is written
+		return []any{"key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took}
+	}
 	if err == nil {
-		b.log.Debug("opbus: handler succeeded", append(attrs, "status", st.String())...)
+		if b.log.Enabled(ctx, slog.LevelDebug) {
+			b.log.Debug("opbus: handler succeeded", append(attrs(), "status", st.String())...)
+		}
 		d.rec.digests[h.idx] = cur
 		delete(d.rec.retries, h.id)
 		delete(d.rec.failed, h.id)
@@ -391,7 +395,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		b.stats.panicked.Add(1)
-		b.log.Error("opbus: handler panicked", append(attrs, "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))...)
+		b.log.Error("opbus: handler panicked", append(attrs(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))...)
 	}
 	if st.IsZero() {
 		st = Error(err.Error())
@@ -412,7 +416,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	d.ks.setClean(h.idx, false)
 	d.errs = append(d.errs, fmt.Errorf("opbus: handler %q on %v: %w", h.id, d.ks.key, err))
 	if errors.Is(err, ErrPermanent) {
-		b.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs, "err", err)...)
+		b.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)
 		if d.rec.failed == nil {
 			d.rec.failed = map[string]digest{}
 		}
@@ -433,7 +437,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	if d.retry == 0 || delay < d.retry {
 		d.retry = max(delay, time.Nanosecond)
 	}
-	b.log.Error("opbus: handler failed", append(attrs, "err", err, "retry_in", delay)...)
+	b.log.Error("opbus: handler failed", append(attrs(), "err", err, "retry_in", delay)...)
 }
 
 // call runs a handler, turning a panic into a *PanicError.
@@ -516,7 +520,7 @@ func (b *Bus) commit(ctx context.Context, d *dispatch) {
 	b.mu.Unlock()
 	if changed {
 		ks.sunk = false
-		if summary != before {
+		if summary != before && b.log.Enabled(ctx, slog.LevelInfo) {
 			b.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
 		}
 	}

@@ -102,24 +102,26 @@ func TestFinalStateHandledExactlyOnce(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		final := map[Key]map[string]any{}
 		since := map[Key]map[string]int{} // the update that set each field's final value
-		for i := range updates {
+		// Each key gets its updates in bursts of ten, back to back, so that
+		// its backlog passes the bound of 4 and is coalesced.
+		for block := 0; block < updates; block += 10 {
 			for k := range keys {
 				key := Key{Kind: "X", Name: fmt.Sprint(k)}
-				obj := map[string]any{"i": i, "a": rng.IntN(3), "b": rng.IntN(3), "c": i / 10}
-				if since[key] == nil {
-					since[key] = map[string]int{}
-				}
-				for _, f := range fields {
-					if prev, ok := final[key]; !ok || prev[f] != obj[f] {
-						since[key][f] = i
+				for i := block; i < block+10; i++ {
+					obj := map[string]any{"i": i, "a": rng.IntN(3), "b": rng.IntN(3), "c": i / 10}
+					if since[key] == nil {
+						since[key] = map[string]int{}
 					}
+					for _, f := range fields {
+						if prev, ok := final[key]; !ok || prev[f] != obj[f] {
+							since[key][f] = i
+						}
+					}
+					final[key] = obj
+					must(t, b.Observe(t.Context(), key, obj))
 				}
-				final[key] = obj
-				must(t, b.Observe(t.Context(), key, obj))
 			}
-			if i%10 == 0 {
-				synctest.Wait()
-			}
+			synctest.Wait()
 		}
 		time.Sleep(time.Hour) // let every retry run
 		synctest.Wait()
