@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 var podKey = Key{Kind: "Pod", Namespace: "default", Name: "web"}
@@ -254,7 +253,6 @@ func TestHandlerErrorsAreReturnedByDispatch(t *testing.T) {
 	if slots["fails"] != Error("boom") || slots["panics"] != Error("panic: kaput") {
 		t.Errorf("slots = %v", slots)
 	}
-	_ = time.Second
 }
 
 func TestSubscriptions(t *testing.T) {

@@ -3,6 +3,7 @@ package opbus
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -120,7 +121,7 @@ func NewComparer(opts *CompareOptions) (*Comparer, error) {
 		}
 		c.patterns = append(c.patterns, pattern{path: p, ignore: true})
 	}
-	for _, s := range slices.Sorted(mapKeys(opts.ListKeys)) {
+	for _, s := range slices.Sorted(maps.Keys(opts.ListKeys)) {
 		field := opts.ListKeys[s]
 		if field == "" {
 			return nil, fmt.Errorf("opbus: list key for %s: empty field name", s)
@@ -152,16 +153,6 @@ func NewComparer(opts *CompareOptions) (*Comparer, error) {
 		}
 	}
 	return c, nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // ignoresAll reports whether every path the pattern p stands for is

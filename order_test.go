@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -253,7 +254,7 @@ func TestShutdownKeepsPendingWork(t *testing.T) {
 		must(t, stop())
 		mu.Lock()
 		defer mu.Unlock()
-		got := strings.Join(sortedStrings(handled), ",")
+		got := strings.Join(slices.Sorted(slices.Values(handled)), ",")
 		if got != "a,b,slow" {
 			t.Fatalf("after restart handled %s, want a,b,slow", got)
 		}
@@ -264,18 +265,6 @@ func TestShutdownKeepsPendingWork(t *testing.T) {
 			}
 		}
 	})
-}
-
-func sortedStrings(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }
 
 func TestLogsCarryCorrelationID(t *testing.T) {

@@ -3,8 +3,6 @@ package opbus
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -106,8 +104,6 @@ func TestCorruptRecordIsReportedNotOverwritten(t *testing.T) {
 			t.Errorf("decodeRecord(%s) = %v, want ErrCorruptRecord", data, err)
 		}
 	}
-	_ = filepath.Join
-	_ = os.Remove
 }
 
 type sinkCall struct {

@@ -1,6 +1,7 @@
 package opbus
 
 import (
+	"maps"
 	"slices"
 )
 
@@ -30,7 +31,7 @@ func (m Slots) Get(id string) (Status, bool) {
 
 // Names returns the names of the slots that hold a status, sorted.
 func (m Slots) Names() []string {
-	return slices.Sorted(mapKeys(m))
+	return slices.Sorted(maps.Keys(m))
 }
 
 // Summary returns the overall status; see [Summarize].
