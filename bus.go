@@ -47,6 +47,12 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// NoRecover lets handler panics crash the program, for tests.
 	NoRecover bool
+	// Incarnation, if set, returns the ID of the incarnation an observed
+	// document belongs to (Kubernetes: metadata.uid). An observation whose
+	// ID differs from the current one's ends the current incarnation as a
+	// deletion and starts a new one. Nil means incarnations end only at
+	// observed deletions.
+	Incarnation func(obj map[string]any) string
 }
 
 // ErrClosed is returned by calls made after Run has returned.

@@ -95,4 +95,9 @@ type On struct {
 	// skipped by When commits nothing, so it runs once When holds if its
 	// value still differs from the one it last handled.
 	When func(ev *Event) bool
+	// Revision names the version of the handler's logic. It is part of the
+	// handler's digests: changing it makes the handler run once more for
+	// every object, so that fixed logic re-evaluates values that the old
+	// logic handled.
+	Revision string
 }
