@@ -63,17 +63,18 @@ var ErrClosed = errors.New("opbus: bus is closed")
 // for one-shot use, as a Juju hook does) and feed it with Observe. A Bus is
 // safe for concurrent use.
 type Bus struct {
-	store      Store
-	sink       StatusSink
-	observer   Observer
-	log        *slog.Logger
-	workers    int
-	backoff    Backoff
-	maxBacklog int
-	shutdown   time.Duration
-	recover    bool
-	ignore     []string
-	listKeys   map[string]string
+	store       Store
+	sink        StatusSink
+	observer    Observer
+	log         *slog.Logger
+	workers     int
+	backoff     Backoff
+	maxBacklog  int
+	shutdown    time.Duration
+	recover     bool
+	ignore      []string
+	listKeys    map[string]string
+	incarnation func(map[string]any) string
 
 	mu         sync.Mutex
 	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
@@ -94,6 +95,9 @@ type Bus struct {
 	pending    int           // keys queued or busy
 	idle       chan struct{} // closed while pending == 0
 	stats      counters
+	seq        uint64         // observations pushed, for Dispatch to find its own
+	timerSeq   uint64         // retry timers armed
+	ended      map[Key]string // keys forgotten after their deletion → that incarnation
 }
 
 type handler struct {
@@ -104,6 +108,7 @@ type handler struct {
 	kinds  []string
 	fields []Path
 	when   func(*Event) bool
+	rev    string
 }
 
 func (h *handler) wants(t EventType) bool { return h.types&(1<<t) != 0 }
@@ -124,20 +129,22 @@ func New(opts *Options) (*Bus, error) {
 		opts = &Options{}
 	}
 	b := &Bus{
-		store:      opts.Store,
-		sink:       opts.Sink,
-		observer:   opts.Observer,
-		log:        opts.Logger,
-		workers:    opts.Workers,
-		backoff:    opts.Backoff.withDefaults(),
-		maxBacklog: opts.MaxBacklog,
-		shutdown:   opts.ShutdownTimeout,
-		recover:    !opts.NoRecover,
-		listKeys:   opts.ListKeys,
-		owners:     map[string]string{},
-		index:      map[string]int{},
-		keys:       map[Key]*keyState{},
-		idle:       make(chan struct{}),
+		store:       opts.Store,
+		sink:        opts.Sink,
+		observer:    opts.Observer,
+		log:         opts.Logger,
+		workers:     opts.Workers,
+		backoff:     opts.Backoff.withDefaults(),
+		maxBacklog:  opts.MaxBacklog,
+		shutdown:    opts.ShutdownTimeout,
+		recover:     !opts.NoRecover,
+		listKeys:    opts.ListKeys,
+		incarnation: opts.Incarnation,
+		ended:       map[Key]string{},
+		owners:      map[string]string{},
+		index:       map[string]int{},
+		keys:        map[Key]*keyState{},
+		idle:        make(chan struct{}),
 	}
 	close(b.idle)
 	b.wake = sync.NewCond(&b.mu)
@@ -202,7 +209,7 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	if fn == nil {
 		return fmt.Errorf("opbus: handler %q: nil function", id)
 	}
-	h := &handler{id: id, fn: fn, when: on.When}
+	h := &handler{id: id, fn: fn, when: on.When, rev: on.Revision}
 	types := on.Types
 	if len(types) == 0 {
 		types = []EventType{Create, Update}
@@ -328,46 +335,6 @@ func (b *Bus) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// Dispatch handles obj as the latest state of key synchronously, on the
-// calling goroutine, and returns the handlers' errors joined (nil when all
-// succeeded) along with any error storing the record or publishing the
-// status. Failed handlers are not retried by the bus: the caller decides,
-// as a Juju hook does by failing the hook. ctx is passed to the handlers.
-func (b *Bus) Dispatch(ctx context.Context, key Key, obj map[string]any) error {
-	return b.dispatchNow(ctx, key, observation{new: obj})
-}
-
-// DispatchDelete is Dispatch for the deletion of key.
-func (b *Bus) DispatchDelete(ctx context.Context, key Key, last map[string]any) error {
-	return b.dispatchNow(ctx, key, observation{new: last, deleted: true})
-}
-
-func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
-	if err := key.validate(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	if err := b.freeze(); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	ks := b.keyState(key)
-	for ks.busy {
-		b.wake.Wait()
-	}
-	ks.busy = true
-	b.mu.Unlock()
-
-	err := b.process(ctx, ks, o, false)
-
-	b.mu.Lock()
-	ks.busy = false
-	b.schedule(ks)
-	b.wake.Broadcast()
-	b.mu.Unlock()
-	return err
 }
 
 // Status returns the overall status of key and a copy of its slots, from

@@ -41,7 +41,7 @@ var encoders = sync.Pool{New: func() any { return &encoder{} }}
 
 // digestOf computes the digest of the values at fields in obj (the whole
 // object when fields is empty), leaving out paths cmp ignores.
-func digestOf(cmp *Comparer, obj any, fields []Path) (digest, error) {
+func digestOf(cmp *Comparer, obj any, fields []Path, rev string) (digest, error) {
 	e := encoders.Get().(*encoder)
 	defer func() {
 		e.cmp = nil

@@ -19,7 +19,7 @@ func TestDigestCanonical(t *testing.T) {
 		for _, f := range fields {
 			ps = append(ps, MustParsePath(f))
 		}
-		got, err := digestOf(cmp, obj, ps)
+		got, err := digestOf(cmp, obj, ps, "")
 		must(t, err)
 		return got
 	}
@@ -67,7 +67,7 @@ func TestDigestCanonical(t *testing.T) {
 	if wild != d(same, "spec.containers[*].image") {
 		t.Error("a wildcard field over a keyed list depends on element order")
 	}
-	if _, err := digestOf(cmp, map[string]any{"x": make(chan int)}, nil); err == nil {
+	if _, err := digestOf(cmp, map[string]any{"x": make(chan int)}, nil, ""); err == nil {
 		t.Error("an unsupported value must be an error")
 	}
 }
@@ -79,7 +79,7 @@ func BenchmarkDigest(b *testing.B) {
 	b.Run("encode+sha256", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := digestOf(defaultComparer, pod, nil); err != nil {
+			if _, err := digestOf(defaultComparer, pod, nil, ""); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,11 +20,13 @@ type dispatch struct {
 	new   map[string]any
 	diff  Diff // old → new, computed on first use
 	diffd bool
-	all   Diff   // nil → new: the whole object as one change, for creates
-	id    string // correlation ID, made when a handler first runs
-	dirty bool   // rec changed
+	all   Diff      // nil → new: the whole object as one change, for creates
+	id    string    // correlation ID, made when a handler first runs
+	now   time.Time // when the pass started: retries fall due against it
+	force bool      // run failing handlers whatever their backoff (Dispatch)
+	dirty bool      // rec changed
 	errs  []error
-	retry time.Duration // shortest retry asked for; 0 for none
+	due   time.Time // earliest retry due; zero for none
 }
 
 func (d *dispatch) setValue(name, value string) {
@@ -51,6 +51,9 @@ func (d *dispatch) setSlot(id string, s Status) error {
 	if owner != "slot" {
 		return fmt.Errorf("opbus: SetSlot(%q): not a slot registered with Bus.Slot", id)
 	}
+	if err := s.Level.check(); err != nil {
+		return fmt.Errorf("opbus: SetSlot(%q): %w", id, err)
+	}
 	d.putSlot(id, s)
 	return nil
 }
@@ -64,6 +67,13 @@ func (d *dispatch) putSlot(id string, s Status) {
 	}
 	d.rec.slots.Set(id, s)
 	d.dirty = true
+}
+
+// retryAt notes that a retry is due at t.
+func (d *dispatch) retryAt(t time.Time) {
+	if d.due.IsZero() || t.Before(d.due) {
+		d.due = t
+	}
 }
 
 func (d *dispatch) changes() Diff {
@@ -83,18 +93,68 @@ func (d *dispatch) correlation() string {
 	return d.id
 }
 
-// process dispatches one observation of ks. async tells whether failures
-// are retried by the bus (Run) or left to the caller (Dispatch).
-func (b *Bus) process(ctx context.Context, ks *keyState, o observation, async bool) error {
-	b.stats.dispatched.Add(1)
-	if err := b.load(ctx, ks); err != nil {
-		if async && !errors.Is(err, ErrCorruptRecord) {
-			b.retryLater(ks, b.backoff.Delay(1))
-			b.requeue(ks, o)
-		}
-		return err
+// step takes the next observation of ks, which the caller holds busy, and
+// dispatches it. It returns the observation it took (ok false if there was
+// none) and the errors of its pass. force is Dispatch's: take the queue
+// even while it waits for a retry, and run failing handlers whatever their
+// backoff.
+func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation, ok bool, err error) {
+	b.mu.Lock()
+	o, ok = b.take(ks, force)
+	if ok {
+		ks.inflight = &o
 	}
-	d := &dispatch{b: b, ks: ks, rec: ks.rec}
+	b.mu.Unlock()
+	if !ok {
+		return o, false, nil
+	}
+	defer func() {
+		b.mu.Lock()
+		ks.inflight = nil
+		b.mu.Unlock()
+	}()
+	if ks.rec == nil {
+		if err := b.load(ctx, ks); err != nil {
+			ks.loadFails++
+			b.mu.Lock()
+			b.unshift(ks, o)
+			ks.blocked = true
+			b.retryAt(ks, time.Now().Add(b.backoff.Delay(ks.loadFails)))
+			b.mu.Unlock()
+			return o, true, err
+		}
+		ks.loadFails = 0
+		if p := ks.rec.pending; len(p) > 0 {
+			// States an earlier run left pending are older than any
+			// observed since: they go first.
+			ks.rec.pending = nil
+			ks.saved = false
+			os := make([]observation, 0, len(p)+1)
+			for _, s := range p {
+				inc, _ := b.incarnationOf(s.Object)
+				os = append(os, observation{new: s.Object, deleted: s.Deleted, inc: inc})
+			}
+			b.log.Info("opbus: resuming states left pending by an earlier run", "key", ks.key.String(), "states", len(p))
+			b.mu.Lock()
+			b.unshift(ks, append(os, o)...)
+			o, _ = b.take(ks, true)
+			ks.inflight = &o
+			b.mu.Unlock()
+		}
+	}
+	return o, true, b.process(ctx, ks, o, force)
+}
+
+// process dispatches one observation of ks, whose record is loaded.
+func (b *Bus) process(ctx context.Context, ks *keyState, o observation, force bool) error {
+	b.stats.dispatched.Add(1)
+	if o.retry && ks.cur == nil && !ks.deleting {
+		return nil // a retry of a record load: the queue goes on
+	}
+	if !o.retry && !b.incarnate(ks, &o) {
+		return nil
+	}
+	d := &dispatch{b: b, ks: ks, rec: ks.rec, now: time.Now(), force: force}
 	switch {
 	case o.retry:
 		d.old, d.new = ks.cur, ks.cur
@@ -106,52 +166,84 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o observation, async bo
 	if o.deleted && o.new == nil {
 		d.new = ks.cur
 	}
-	resume := !ks.seen && !o.hasOld && ks.rec.hasAny()
+	if !ks.seen && !o.hasOld && !o.deleted && ks.rec.hasAny() {
+		ks.resumeOwed = make([]bool, len(b.handlers))
+		for _, h := range b.handlers {
+			ks.resumeOwed[h.idx] = h.wants(Resume)
+		}
+	}
 	ks.seen = true
 
+	finished := false
 	if o.deleted || (o.retry && ks.deleting) {
-		ks.deleting = true
+		ks.deleting, ks.live = true, false
 		ks.cur = d.new
-		b.runDelete(ctx, d)
+		finished = b.runDelete(ctx, d)
 	} else {
 		ks.cur = d.new
-		ks.deleting = false
-		b.runHandlers(ctx, d, resume, o.coalesced)
-	}
-	if !ks.deleting {
+		b.runHandlers(ctx, d, o.coalesced)
 		b.runCollectors(ctx, d)
 	}
-	if d.rec.pending != nil && !o.retry {
-		// A state saved at the last shutdown is superseded by any state
-		// dispatched since: this one, or the retries it schedules. If this
-		// run stops with work left, Run saves the latest state again.
-		d.rec.pending = nil
-		d.dirty = true
+	b.commit(ctx, d, finished)
+
+	b.mu.Lock()
+	ks.blocked = ks.deleting
+	if !d.due.IsZero() {
+		b.retryAt(ks, d.due)
 	}
-	b.commit(ctx, d)
-	if async && d.retry > 0 {
-		b.retryLater(ks, d.retry)
-	}
+	b.mu.Unlock()
 	return errors.Join(d.errs...)
 }
 
-// requeue puts an observation back at the head of ks's queue.
-func (b *Bus) requeue(ks *keyState, o observation) {
-	if o.retry {
-		return // the retry timer stands for it
+// incarnate applies the incarnation rules to an observation of ks before
+// it is dispatched: a deletion of an incarnation already deleted is
+// dropped (false); a state of another incarnation than the live one first
+// deletes the live one; the first state of an incarnation starts it, with
+// a record of its own.
+func (b *Bus) incarnate(ks *keyState, o *observation) bool {
+	if o.deleted {
+		if !ks.live && ks.ended && (o.inc == "" || o.inc == ks.endedInc) {
+			b.log.Debug("opbus: deletion of an incarnation already deleted", "key", ks.key.String())
+			return false
+		}
+		if !ks.live && ks.rec.inc != "" && o.inc != "" && ks.rec.inc != o.inc {
+			b.restart(ks, o.inc)
+		}
+		return true
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ks.queue = append([]observation{o}, ks.queue...)
-	b.queued++
+	if ks.live && ks.rec.inc != "" && o.inc != "" && o.inc != ks.rec.inc {
+		// A new incarnation without an observed deletion (a watch that
+		// missed it): delete the live one first, with its last state.
+		b.mu.Lock()
+		b.unshift(ks, *o)
+		b.mu.Unlock()
+		*o = observation{deleted: true, inc: ks.rec.inc}
+		return true
+	}
+	if !ks.live {
+		if ks.rec.inc != "" && o.inc != "" && ks.rec.inc != o.inc {
+			b.restart(ks, o.inc)
+		}
+		if ks.rec.inc == "" && o.inc != "" {
+			ks.rec.inc = o.inc
+			ks.saved = false
+		}
+		ks.live, ks.ended = true, false
+	}
+	return true
 }
 
-// load reads the record of ks on first use, and again while it is corrupt
-// (so that a repaired record is picked up).
+// restart sets aside a stored record of another incarnation than inc.
+func (b *Bus) restart(ks *keyState, inc string) {
+	b.log.Warn("opbus: stored record is of another incarnation; starting afresh", "key", ks.key.String(), "stored", ks.rec.inc, "observed", inc)
+	ks.rec = newRecord(len(b.handlers))
+	ks.rec.inc = inc
+	ks.saved = false
+	ks.resumeOwed, ks.behind, ks.clean = nil, nil, 0
+}
+
+// load reads the record of ks.
 func (b *Bus) load(ctx context.Context, ks *keyState) error {
-	if ks.rec != nil {
-		return nil
-	}
 	data, err := b.store.Load(ctx, ks.key)
 	if err != nil {
 		b.log.Error("opbus: loading record", "key", ks.key.String(), "err", err)
@@ -165,9 +257,10 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 	rec, err := decodeRecord(ks.key, data, b.index)
 	if err != nil {
 		b.log.Error("opbus: stored record cannot be read; its handlers wait until it is repaired or deleted", "key", ks.key.String(), "err", err)
-		if b.sink != nil {
+		if b.sink != nil && ks.loadFails == 0 {
 			msg := err.Error()
-			_ = b.sink.PutStatus(ctx, ks.key, ks.cur, Error(msg), Slots{"opbus": Error(msg)})
+			_ = b.sink.PutStatus(ctx, ks.key, ks.cur, Error(msg), Slots{busSlot: Error(msg)})
+			ks.sunk = false
 		}
 		return err
 	}
@@ -182,16 +275,6 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 	}
 	b.mu.Unlock()
 	return nil
-}
-
-// hasAny reports whether the record holds anything of a handler.
-func (r *record) hasAny() bool {
-	for _, d := range r.digests {
-		if !d.isZero() {
-			return true
-		}
-	}
-	return len(r.others) > 0 || len(r.slots) > 0
 }
 
 // isClean reports whether handler i's committed digest is that of the
@@ -211,19 +294,40 @@ func (ks *keyState) setClean(i int, on bool) {
 	}
 }
 
-func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bool) {
+func (ks *keyState) owesResume(i int) bool { return i < len(ks.resumeOwed) && ks.resumeOwed[i] }
+
+// waiting reports whether h is failing on the value cur and must not run
+// now: it failed for good, or its retry is not due yet.
+func (d *dispatch) waiting(h *handler, cur digest) bool {
+	f := d.rec.fails[h.id]
+	if f == nil || f.on != cur {
+		return false
+	}
+	if f.permanent {
+		return true
+	}
+	if !d.force && d.now.Before(f.at) {
+		d.retryAt(f.at)
+		return true
+	}
+	return false
+}
+
+func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 	ks := d.ks
 	for _, h := range b.handlers {
 		if !h.forKind(ks.key.Kind) {
 			continue
 		}
-		if resume && h.wants(Resume) {
-			cur, err := digestOf(b.cmp, d.new, h.fields)
+		if ks.owesResume(h.idx) {
+			cur, err := digestOf(b.cmp, d.new, h.fields, h.rev)
 			if err != nil {
 				d.unusable(h, err)
 				continue
 			}
-			b.run(ctx, d, h, Resume, cur, coalesced)
+			if !d.waiting(h, cur) {
+				b.run(ctx, d, h, Resume, cur, coalesced)
+			}
 			continue
 		}
 		if !h.wants(Create) && !h.wants(Update) {
@@ -234,10 +338,10 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 		}
 		// A clean handler's value cannot have changed unless the diff
 		// touches its fields: skip the digest.
-		if d.old != nil && ks.isClean(h.idx) && !touches(d.changes(), h.fields) {
+		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmp, d.changes(), h.fields) {
 			continue
 		}
-		cur, err := digestOf(b.cmp, d.new, h.fields)
+		cur, err := digestOf(b.cmp, d.new, h.fields, h.rev)
 		if err != nil {
 			d.unusable(h, err)
 			continue
@@ -249,8 +353,8 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 			continue
 		}
 		ks.setClean(h.idx, false)
-		if f, ok := d.rec.failed[h.id]; ok && f == cur {
-			continue // failed permanently on this value
+		if d.waiting(h, cur) {
+			continue
 		}
 		typ := Update
 		if stored.isZero() {
@@ -268,32 +372,18 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 	}
 }
 
-func touches(d Diff, fields []Path) bool {
-	if len(fields) == 0 {
-		return len(d) > 0
-	}
-	for _, f := range fields {
-		if d.Touches(f) {
-			return true
-		}
-	}
-	return false
-}
-
 // recovered ends the failure of h when its value is back to the one it
 // last handled successfully: nothing is left to do, so its slot shows
 // again what that success returned, and no retry is due.
 func (d *dispatch) recovered(h *handler) {
-	_, retrying := d.rec.retries[h.id]
-	_, failed := d.rec.failed[h.id]
+	_, failing := d.rec.fails[h.id]
 	_, saved := d.rec.good[h.id]
-	if !retrying && !failed && !saved {
+	if !failing && !saved {
 		return
 	}
 	d.putSlot(h.id, d.rec.good[h.id])
 	delete(d.rec.good, h.id)
-	delete(d.rec.retries, h.id)
-	delete(d.rec.failed, h.id)
+	delete(d.rec.fails, h.id)
 	delete(d.ks.behind, h.idx)
 	d.dirty = true
 }
@@ -301,20 +391,23 @@ func (d *dispatch) recovered(h *handler) {
 // unusable reports an object whose subscribed value cannot be digested
 // (it holds a value that is not JSON-like): the handler cannot run.
 func (d *dispatch) unusable(h *handler, err error) {
-	err = fmt.Errorf("opbus: handler %q on %v: %w", h.id, d.ks.key, err)
+	err = within(err, "opbus: handler %q on %v", h.id, d.ks.key)
 	d.b.log.Error("opbus: object has an unsupported value", "key", d.ks.key.String(), "handler", h.id, "err", err)
 	d.putSlot(h.id, Error(err.Error()))
 	d.errs = append(d.errs, err)
 }
 
 // event builds the event for h.
-func (d *dispatch) event(h *handler, typ EventType, coalesced bool) *Event {
+func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) *Event {
 	old := d.old
-	changes := d.changes()
+	var changes Diff
+	if typ != Delete {
+		changes = d.changes()
+	}
 	if base, ok := d.ks.behind[h.idx]; ok {
 		old = base // the handler failed since: diff from what it last handled
 		changes = nil
-		if base != nil {
+		if base != nil && typ != Delete {
 			changes = d.b.cmp.Compare(base, d.new)
 		}
 	}
@@ -324,72 +417,80 @@ func (d *dispatch) event(h *handler, typ EventType, coalesced bool) *Event {
 		}
 		changes = d.all
 	}
-	if typ == Delete {
-		changes = nil
+	attempt := 1
+	if f := d.rec.fails[h.id]; f != nil && f.on == cur {
+		attempt = f.n + 1
 	}
 	ev := &Event{
 		Type: typ, Key: d.ks.key, Old: old, New: d.new,
-		Handler: h.id, Attempt: d.rec.retries[h.id] + 1,
+		Handler: h.id, Attempt: attempt,
 		Coalesced: coalesced, d: d,
 	}
 	if typ == Delete {
 		ev.Old, ev.New = d.new, nil
 	}
-	ev.Changes = d.b.relevant(changes, h.fields)
+	ev.Changes = relevant(d.b.cmp, changes, h.fields, old, d.new)
 	return ev
-}
-
-// relevant returns the changes within fields, sorted by path.
-func (b *Bus) relevant(changes Diff, fields []Path) Diff {
-	if len(fields) == 0 || len(changes) == 0 {
-		return changes
-	}
-	if len(fields) == 1 {
-		return changes.narrow(b.cmp, fields[0])
-	}
-	var out Diff
-	for _, f := range fields {
-		for _, c := range changes.narrow(b.cmp, f) {
-			if !slices.ContainsFunc(out, func(o Change) bool { return o.Path.Equal(c.Path) }) {
-				out = append(out, c)
-			}
-		}
-	}
-	slices.SortStableFunc(out, func(x, y Change) int { return ComparePaths(x.Path, y.Path) })
-	return out
 }
 
 // run calls h and records its result.
 func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, cur digest, coalesced bool) {
-	ev := d.event(h, typ, coalesced)
-	if h.when != nil && !h.when(ev) {
-		d.ks.setClean(h.idx, false)
-		return
+	ev := d.event(h, typ, cur, coalesced)
+	if h.when != nil {
+		ok, err := b.filter(h, ev)
+		if err == nil && !ok {
+			d.ks.setClean(h.idx, false)
+			return
+		}
+		if err != nil {
+			ev.ID = d.correlation()
+			b.failed(d, h, ev, cur, Status{}, err, 0)
+			return
+		}
 	}
 	ev.ID = d.correlation()
 	start := time.Now()
 	st, err := b.call(ctx, h, ev)
 	took := time.Since(start)
 	b.stats.ran.Add(1)
+	if err == nil {
+		if lerr := st.Level.check(); lerr != nil {
+			st, err = Status{}, fmt.Errorf("returned a bad status: %w", lerr)
+		}
+	}
 	if b.observer != nil {
 		b.observer.Handled(d.ks.key, h.id, ev.Attempt, took, err)
 	}
-	attrs := func() []any { // built only for a log line that is written
-		return []any{"key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took}
-	}
-	if err == nil {
-		if b.log.Enabled(ctx, slog.LevelDebug) {
-			b.log.Debug("opbus: handler succeeded", append(attrs(), "status", st.String())...)
-		}
-		d.rec.digests[h.idx] = cur
-		delete(d.rec.retries, h.id)
-		delete(d.rec.failed, h.id)
-		delete(d.rec.good, h.id)
-		delete(d.ks.behind, h.idx)
-		d.ks.setClean(h.idx, typ != Delete)
-		d.putSlot(h.id, st)
-		d.dirty = true
+	if err != nil && ctx.Err() != nil && b.isStopping() {
+		// Cancelled by shutdown: not a failure of the handler. The state
+		// is saved as pending and handled after a restart.
+		b.log.Warn("opbus: handler interrupted by shutdown", "key", d.ks.key.String(), "handler", h.id, "id", ev.ID, "err", err)
+		d.retryAt(d.now)
 		return
+	}
+	if err != nil {
+		b.failed(d, h, ev, cur, st, err, took)
+		return
+	}
+	if b.log.Enabled(ctx, slog.LevelDebug) {
+		b.log.Debug("opbus: handler succeeded", "key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took, "status", st.String())
+	}
+	d.rec.digests[h.idx] = cur
+	delete(d.rec.fails, h.id)
+	delete(d.rec.good, h.id)
+	delete(d.ks.behind, h.idx)
+	if h.idx < len(d.ks.resumeOwed) {
+		d.ks.resumeOwed[h.idx] = false
+	}
+	d.ks.setClean(h.idx, typ != Delete)
+	d.putSlot(h.id, st)
+	d.dirty = true
+}
+
+// failed records a failure of h on the value cur.
+func (b *Bus) failed(d *dispatch, h *handler, ev *Event, cur digest, st Status, err error, took time.Duration) {
+	attrs := func() []any { // built only for a log line that is written
+		return []any{"key", d.ks.key.String(), "handler", h.id, "event", ev.Type.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took}
 	}
 	b.stats.failed.Add(1)
 	var pe *PanicError
@@ -400,6 +501,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	if st.IsZero() {
 		st = Error(err.Error())
 	}
+	d.errs = append(d.errs, within(err, "opbus: handler %q on %v", h.id, d.ks.key))
 	if _, saved := d.rec.good[h.id]; !saved && !d.rec.digests[h.idx].isZero() {
 		if d.rec.good == nil {
 			d.rec.good = Slots{}
@@ -410,34 +512,53 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	if d.ks.behind == nil {
 		d.ks.behind = map[int]map[string]any{}
 	}
-	if _, ok := d.ks.behind[h.idx]; !ok {
+	if _, ok := d.ks.behind[h.idx]; !ok && ev.Type != Delete {
 		d.ks.behind[h.idx] = ev.Old
 	}
 	d.ks.setClean(h.idx, false)
-	d.errs = append(d.errs, fmt.Errorf("opbus: handler %q on %v: %w", h.id, d.ks.key, err))
+	f := d.rec.fails[h.id]
+	if f == nil || f.on != cur {
+		f = &failure{on: cur}
+		if d.rec.fails == nil {
+			d.rec.fails = map[string]*failure{}
+		}
+		d.rec.fails[h.id] = f
+	}
+	f.n++
+	d.dirty = true
 	if errors.Is(err, ErrPermanent) {
 		b.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)
-		if d.rec.failed == nil {
-			d.rec.failed = map[string]digest{}
+		f.permanent, f.at = true, time.Time{}
+		if h.idx < len(d.ks.resumeOwed) {
+			d.ks.resumeOwed[h.idx] = false
 		}
-		d.rec.failed[h.id] = cur
-		delete(d.rec.retries, h.id)
-		d.dirty = true
 		return
 	}
-	if d.rec.retries == nil {
-		d.rec.retries = map[string]int{}
-	}
-	d.rec.retries[h.id]++
-	d.dirty = true
 	delay, asked := retryDelay(err)
 	if !asked {
-		delay = b.backoff.Delay(d.rec.retries[h.id])
+		delay = b.backoff.Delay(f.n)
 	}
-	if d.retry == 0 || delay < d.retry {
-		d.retry = max(delay, time.Nanosecond)
-	}
+	f.at = d.now.Add(max(delay, time.Nanosecond))
+	d.retryAt(f.at)
 	b.log.Error("opbus: handler failed", append(attrs(), "err", err, "retry_in", delay)...)
+}
+
+func (b *Bus) isStopping() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopping
+}
+
+// filter runs h's When, turning a panic into an error.
+func (b *Bus) filter(h *handler, ev *Event) (ok bool, err error) {
+	if b.recover {
+		defer func() {
+			if v := recover(); v != nil {
+				ok, err = false, fmt.Errorf("On.When: %w", &PanicError{Value: v, Stack: debug.Stack()})
+			}
+		}()
+	}
+	return h.when(ev), nil
 }
 
 // call runs a handler, turning a panic into a *PanicError.
@@ -452,13 +573,26 @@ func (b *Bus) call(ctx context.Context, h *handler, ev *Event) (st Status, err e
 	return h.fn(ctx, ev)
 }
 
-func (b *Bus) runDelete(ctx context.Context, d *dispatch) {
+// runDelete runs the delete handlers that have not handled the deletion,
+// and reports whether the deletion is finished: every delete handler has
+// succeeded or failed for good.
+func (b *Bus) runDelete(ctx context.Context, d *dispatch) bool {
+	finished := true
 	for _, h := range b.handlers {
 		if !h.forKind(d.ks.key.Kind) || !h.wants(Delete) || d.rec.digests[h.idx] == deletedDigest {
 			continue
 		}
-		b.run(ctx, d, h, Delete, deletedDigest, false)
+		if !d.waiting(h, deletedDigest) {
+			b.run(ctx, d, h, Delete, deletedDigest, false)
+		}
+		if d.rec.digests[h.idx] == deletedDigest {
+			continue
+		}
+		if f := d.rec.fails[h.id]; f == nil || !f.permanent {
+			finished = false
+		}
 	}
+	return finished
 }
 
 func (b *Bus) runCollectors(ctx context.Context, d *dispatch) {
@@ -478,108 +612,10 @@ func (b *Bus) collect(ctx context.Context, d *dispatch, c *collector) (st Status
 			}
 		}()
 	}
-	return c.fn(ctx, d.ks.key, d.new)
-}
-
-// commit saves the record and publishes the status if they changed, and
-// finishes a deletion whose handlers all succeeded.
-func (b *Bus) commit(ctx context.Context, d *dispatch) {
-	ks := d.ks
-	b.dropOrphanSlots(d)
-	if ks.deleting && len(d.errs) == 0 {
-		b.finishDelete(ctx, d)
-		return
+	st = c.fn(ctx, d.ks.key, d.new)
+	if err := st.Level.check(); err != nil {
+		b.log.Error("opbus: collector returned a bad status", "key", d.ks.key.String(), "collector", c.id, "err", err)
+		st = Error(fmt.Sprintf("collector %s returned a bad status: %v", c.id, err))
 	}
-	if d.dirty || !ks.saved {
-		data, err := d.rec.encode(b.ids)
-		if err == nil {
-			err = b.store.Save(ctx, ks.key, data)
-		}
-		ks.saved = err == nil
-		if err != nil {
-			err = fmt.Errorf("opbus: saving record of %v: %w", ks.key, err)
-			b.log.Error("opbus: saving record", "key", ks.key.String(), "err", err)
-			d.errs = append(d.errs, err)
-			d.retryStore()
-		}
-	}
-	summary := d.rec.slots.Summary()
-	b.mu.Lock()
-	before := ks.published.Summary()
-	changed := !ks.shown || !ks.published.Equal(d.rec.slots)
-	if !maps.Equal(ks.values, d.rec.values) {
-		ks.values = maps.Clone(d.rec.values)
-	}
-	if changed {
-		ks.published = nil
-		if len(d.rec.slots) > 0 {
-			ks.published = d.rec.slots.Clone()
-		}
-		ks.shown = true
-	}
-	b.mu.Unlock()
-	if changed {
-		ks.sunk = false
-		if summary != before && b.log.Enabled(ctx, slog.LevelInfo) {
-			b.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
-		}
-	}
-	if b.sink != nil && !ks.sunk {
-		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.Clone()); err != nil {
-			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
-			b.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
-			d.errs = append(d.errs, err)
-			d.retryStore()
-		} else {
-			ks.sunk = true
-		}
-	}
-}
-
-// retryStore asks for a retry after a store or sink failure.
-func (d *dispatch) retryStore() {
-	delay := d.b.backoff.Delay(1)
-	if d.retry == 0 || delay < d.retry {
-		d.retry = delay
-	}
-}
-
-// dropOrphanSlots removes slots that no registered handler, collector or
-// slot owns (a handler removed from the program).
-func (b *Bus) dropOrphanSlots(d *dispatch) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for id := range d.rec.slots {
-		if _, ok := b.owners[id]; !ok && id != "opbus" {
-			delete(d.rec.slots, id)
-			d.dirty = true
-			b.log.Info("opbus: dropping the slot of an unregistered handler", "key", d.ks.key.String(), "slot", id)
-		}
-	}
-}
-
-func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
-	ks := d.ks
-	if err := b.store.Delete(ctx, ks.key); err != nil {
-		d.errs = append(d.errs, fmt.Errorf("opbus: deleting record of %v: %w", ks.key, err))
-		d.retryStore()
-		return
-	}
-	if ds, ok := b.sink.(DeleteSink); ok {
-		if err := ds.Deleted(ctx, ks.key, d.new); err != nil {
-			d.errs = append(d.errs, fmt.Errorf("opbus: reporting deletion of %v: %w", ks.key, err))
-			d.retryStore()
-			return
-		}
-	}
-	b.log.Debug("opbus: object deleted", slog.String("key", ks.key.String()))
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(ks.queue) == 0 && b.keys[ks.key] == ks {
-		delete(b.keys, ks.key)
-		// A later observation of the same key starts from nothing.
-		ks.rec, ks.cur, ks.seen, ks.clean, ks.behind = nil, nil, false, 0, nil
-	} else {
-		ks.rec = nil // the record is gone: load afresh
-	}
+	return st
 }

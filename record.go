@@ -8,17 +8,19 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
-// RecordVersion is the version of the record format this package writes and
-// reads. A record of another version is reported, never rewritten.
-const RecordVersion = 1
+// RecordVersion is the version of the record format this package writes.
+// It reads this version and version 1; a record of another version is
+// reported, never rewritten.
+const RecordVersion = 2
 
 // ErrCorruptRecord marks a stored record that cannot be read: it does not
 // decode, or has a version this package does not know. The key's handlers do
 // not run until the record is repaired or deleted, since overwriting it
 // would lose what it holds.
-var ErrCorruptRecord = errors.New("corrupt record")
+var ErrCorruptRecord = errors.New("opbus: corrupt record")
 
 // RecordError reports a stored record that cannot be read.
 type RecordError struct {
@@ -34,64 +36,67 @@ func (e *RecordError) Error() string {
 // Unwrap returns the cause and [ErrCorruptRecord].
 func (e *RecordError) Unwrap() []error { return []error{e.Err, ErrCorruptRecord} }
 
-// record is what the bus keeps per object, in memory and in the Store.
+// record is what the bus keeps per incarnation of an object, in memory and
+// in the Store.
 type record struct {
-	digests []digest          // by handler index: the value it last handled; zero for none
-	others  map[string]string // digests of handlers this bus does not have, kept as found
-	failed  map[string]digest // handler ID → digest of a value it failed on permanently
-	retries map[string]int    // handler ID → failed attempts at the current value
-	good    Slots             // handler ID → its slot at its last success, while it is failing
+	inc     string              // the incarnation it belongs to; "" if unknown
+	digests []digest            // by handler index: the value it last handled; zero for none
+	fails   map[string]*failure // handler ID → its failure on its current value
+	good    Slots               // handler ID → its slot at its last success, while it is failing
 	slots   Slots
 	values  map[string]string // named values set by handlers and state machines
-	pending *pendingState     // an observed state not handled when the bus stopped
+	pending []pendingState    // observed states not handled when the bus stopped, oldest first
+}
+
+// failure is a handler's failure on one value: how many attempts failed,
+// when the next is due, or that it failed for good.
+type failure struct {
+	on        digest
+	n         int
+	at        time.Time // next attempt; zero: at the next pass
+	permanent bool
 }
 
 type pendingState struct {
-	Deleted bool           `json:"deleted,omitempty"`
-	Object  map[string]any `json:"object,omitempty"`
-}
-
-// UnmarshalJSON decodes the object as encoding/json does by default
-// (numbers as float64), as a source built on encoding/json would give it,
-// not with the json.Number the rest of the record is read with.
-func (p *pendingState) UnmarshalJSON(data []byte) error {
-	var w struct {
-		Deleted bool            `json:"deleted"`
-		Object  json.RawMessage `json:"object"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return err
-	}
-	p.Deleted = w.Deleted
-	p.Object = nil
-	if len(w.Object) > 0 {
-		return json.Unmarshal(w.Object, &p.Object)
-	}
-	return nil
+	Deleted bool
+	Object  map[string]any
 }
 
 // wireRecord is the JSON form of a record; maps encode in key order.
 type wireRecord struct {
-	Version int               `json:"v"`
-	Digests map[string]string `json:"digests,omitempty"`
-	Failed  map[string]string `json:"failed,omitempty"`
-	Retries map[string]int    `json:"retries,omitempty"`
-	Slots   Slots             `json:"slots,omitempty"`
-	Good    Slots             `json:"good,omitempty"`
-	Values  map[string]string `json:"values,omitempty"`
-	Pending *pendingState     `json:"pending,omitempty"`
+	Version int                    `json:"v"`
+	Inc     string                 `json:"inc,omitempty"`
+	Digests map[string]string      `json:"digests,omitempty"`
+	Fails   map[string]wireFailure `json:"fails,omitempty"`
+	Slots   Slots                  `json:"slots,omitempty"`
+	Good    Slots                  `json:"good,omitempty"`
+	Values  map[string]string      `json:"values,omitempty"`
+	Pending []wirePending          `json:"pending,omitempty"`
+}
+
+type wireFailure struct {
+	On        string `json:"on"`
+	N         int    `json:"n"`
+	At        int64  `json:"at,omitempty"` // Unix milliseconds
+	Permanent bool   `json:"permanent,omitempty"`
+}
+
+// wirePending holds a state as a snapshot (see encodeSnapshot), which keeps
+// Go types and any bytes in strings, unlike JSON.
+type wirePending struct {
+	Deleted  bool   `json:"deleted,omitempty"`
+	Snapshot []byte `json:"snapshot,omitempty"`
 }
 
 func newRecord(handlers int) *record {
 	return &record{digests: make([]digest, handlers)}
 }
 
+func encodeDigest(d digest) string { return base64.RawURLEncoding.EncodeToString(d[:]) }
+
 // encode writes the record; ids names the handlers by index.
 func (r *record) encode(ids []string) ([]byte, error) {
-	w := wireRecord{Version: RecordVersion, Retries: r.retries, Slots: r.slots, Good: r.good, Values: r.values, Pending: r.pending}
-	w.Digests = maps.Clone(r.others)
+	w := wireRecord{Version: RecordVersion, Inc: r.inc}
 	for i, d := range r.digests {
 		if d.isZero() {
 			continue
@@ -99,45 +104,56 @@ func (r *record) encode(ids []string) ([]byte, error) {
 		if w.Digests == nil {
 			w.Digests = map[string]string{}
 		}
-		w.Digests[ids[i]] = base64.RawURLEncoding.EncodeToString(d[:])
+		w.Digests[ids[i]] = encodeDigest(d)
 	}
-	w.Failed = encodeDigests(r.failed)
-	if len(w.Retries) == 0 {
-		w.Retries = nil
+	for id, f := range r.fails {
+		if w.Fails == nil {
+			w.Fails = map[string]wireFailure{}
+		}
+		wf := wireFailure{On: encodeDigest(f.on), N: f.n, Permanent: f.permanent}
+		if !f.at.IsZero() {
+			wf.At = f.at.UnixMilli()
+		}
+		w.Fails[id] = wf
 	}
-	if len(w.Values) == 0 {
-		w.Values = nil
+	if len(r.slots) > 0 {
+		w.Slots = r.slots
 	}
-	if len(w.Slots) == 0 {
-		w.Slots = nil
+	if len(r.good) > 0 {
+		w.Good = r.good
 	}
-	if len(w.Good) == 0 {
-		w.Good = nil
+	if len(r.values) > 0 {
+		w.Values = r.values
+	}
+	for _, p := range r.pending {
+		snap, err := encodeSnapshot(p.Object)
+		if err != nil {
+			return nil, fmt.Errorf("pending state: %w", err)
+		}
+		w.Pending = append(w.Pending, wirePending{Deleted: p.Deleted, Snapshot: snap})
 	}
 	return json.Marshal(w)
 }
 
-func encodeDigests(m map[string]digest) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, d := range m {
-		out[k] = base64.RawURLEncoding.EncodeToString(d[:])
-	}
-	return out
-}
-
 // decodeRecord reads a stored record strictly: unknown fields, a wrong
 // version or a malformed digest are errors. index maps handler IDs to
-// indexes; digests of other handlers are kept as they are.
+// indexes; digests of other handlers are dropped (rule 19 of
+// docs/semantics.md: a handler that comes back runs again).
 func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	fail := func(format string, args ...any) (*record, error) {
 		return nil, &RecordError{Key: key, Err: fmt.Errorf(format, args...)}
 	}
+	var probe struct {
+		Version int `json:"v"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return fail("not a record: %v", err)
+	}
+	if probe.Version == 1 {
+		return decodeRecordV1(key, data)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	var w wireRecord
 	if err := dec.Decode(&w); err != nil {
 		return fail("not a record: %v", err)
@@ -146,9 +162,9 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 		return fail("not a record: data after the JSON object")
 	}
 	if w.Version != RecordVersion {
-		return fail("unknown version %d: this build reads version %d", w.Version, RecordVersion)
+		return fail("unknown version %d: this build reads versions 1 and %d", w.Version, RecordVersion)
 	}
-	r := &record{retries: w.Retries, slots: w.Slots, good: w.Good, values: w.Values, pending: w.Pending}
+	r := &record{inc: w.Inc, slots: w.Slots, good: w.Good, values: w.Values}
 	all, err := decodeDigests(w.Digests)
 	if err != nil {
 		return fail("digests: %v", err)
@@ -157,25 +173,101 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	for id, d := range all {
 		if i, ok := index[id]; ok {
 			r.digests[i] = d
-		} else {
-			if r.others == nil {
-				r.others = map[string]string{}
-			}
-			r.others[id] = w.Digests[id]
 		}
 	}
-	if r.failed, err = decodeDigests(w.Failed); err != nil {
+	for _, id := range slices.Sorted(maps.Keys(w.Fails)) {
+		wf := w.Fails[id]
+		on, err := decodeDigests(map[string]string{id: wf.On})
+		if err != nil {
+			return fail("failure: %v", err)
+		}
+		if wf.N < 0 {
+			return fail("failure of %q: negative count %d", id, wf.N)
+		}
+		if r.fails == nil {
+			r.fails = map[string]*failure{}
+		}
+		f := &failure{on: on[id], n: wf.N, permanent: wf.Permanent}
+		if wf.At != 0 {
+			f.at = time.UnixMilli(wf.At)
+		}
+		r.fails[id] = f
+	}
+	if err := checkSlots(r.slots); err != nil {
+		return fail("%v", err)
+	}
+	for i, p := range w.Pending {
+		obj, err := decodeSnapshot(p.Snapshot)
+		if err != nil {
+			return fail("pending state %d: %v", i, err)
+		}
+		r.pending = append(r.pending, pendingState{Deleted: p.Deleted, Object: obj})
+	}
+	return r, nil
+}
+
+func checkSlots(s Slots) error {
+	for _, id := range slices.Sorted(maps.Keys(s)) {
+		if s[id].IsZero() {
+			return fmt.Errorf("slot %q: empty status", id)
+		}
+	}
+	return nil
+}
+
+// wireRecordV1 is the first record format. Its digests were computed by an
+// older encoding, so they are checked and then dropped: every handler runs
+// once more after an upgrade. Slots, values and a pending state are kept.
+type wireRecordV1 struct {
+	Version int               `json:"v"`
+	Digests map[string]string `json:"digests,omitempty"`
+	Failed  map[string]string `json:"failed,omitempty"`
+	Retries map[string]int    `json:"retries,omitempty"`
+	Slots   Slots             `json:"slots,omitempty"`
+	Good    Slots             `json:"good,omitempty"`
+	Values  map[string]string `json:"values,omitempty"`
+	Pending *struct {
+		Deleted bool            `json:"deleted,omitempty"`
+		Object  json.RawMessage `json:"object,omitempty"`
+	} `json:"pending,omitempty"`
+}
+
+func decodeRecordV1(key Key, data []byte) (*record, error) {
+	fail := func(format string, args ...any) (*record, error) {
+		return nil, &RecordError{Key: key, Err: fmt.Errorf(format, args...)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var w wireRecordV1
+	if err := dec.Decode(&w); err != nil {
+		return fail("not a record: %v", err)
+	}
+	if dec.More() {
+		return fail("not a record: data after the JSON object")
+	}
+	if _, err := decodeDigests(w.Digests); err != nil {
+		return fail("digests: %v", err)
+	}
+	if _, err := decodeDigests(w.Failed); err != nil {
 		return fail("failed digests: %v", err)
 	}
-	for _, id := range slices.Sorted(maps.Keys(r.slots)) {
-		if r.slots[id].IsZero() {
-			return fail("slot %q: empty status", id)
+	for _, id := range slices.Sorted(maps.Keys(w.Retries)) {
+		if w.Retries[id] < 0 {
+			return fail("retries of %q: negative count %d", id, w.Retries[id])
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(r.retries)) {
-		if r.retries[id] < 0 {
-			return fail("retries of %q: negative count %d", id, r.retries[id])
+	if err := checkSlots(w.Slots); err != nil {
+		return fail("%v", err)
+	}
+	r := &record{slots: w.Slots, good: w.Good, values: w.Values}
+	if w.Pending != nil {
+		p := pendingState{Deleted: w.Pending.Deleted}
+		if len(w.Pending.Object) > 0 {
+			if err := json.Unmarshal(w.Pending.Object, &p.Object); err != nil {
+				return fail("pending state: %v", err)
+			}
 		}
+		r.pending = []pendingState{p}
 	}
 	return r, nil
 }
@@ -192,4 +284,14 @@ func decodeDigests(m map[string]string) (map[string]digest, error) {
 		out[id] = d
 	}
 	return out, nil
+}
+
+// hasAny reports whether the record holds anything of a handler.
+func (r *record) hasAny() bool {
+	for _, d := range r.digests {
+		if !d.isZero() {
+			return true
+		}
+	}
+	return len(r.fails) > 0 || len(r.slots) > 0 || len(r.values) > 0
 }

@@ -30,6 +30,14 @@ func (l Level) String() string {
 	return fmt.Sprintf("Level(%d)", int(l))
 }
 
+// check reports a level that is not one of the declared levels.
+func (l Level) check() error {
+	if l < 0 || int(l) >= len(levelWords) {
+		return fmt.Errorf("opbus: level %d is not a level: expected LevelUnknown to LevelError (0 to %d)", int(l), len(levelWords)-1)
+	}
+	return nil
+}
+
 // ParseLevel returns the Level named by one of Juju's words: unknown, active,
 // waiting, maintenance, blocked or error.
 func ParseLevel(s string) (Level, error) {

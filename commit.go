@@ -1,0 +1,157 @@
+package opbus
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"time"
+)
+
+// busSlot is the slot of the bus's own problems, such as a record that
+// cannot be read; no handler may take its name.
+const busSlot = "opbus"
+
+// commit saves the record and publishes the status if they changed, and
+// finishes a deletion whose handlers are all done.
+func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
+	ks := d.ks
+	b.dropOrphans(d)
+	if finished {
+		b.finishDelete(ctx, d)
+		return
+	}
+	if d.dirty || !ks.saved {
+		data, err := d.rec.encode(b.ids)
+		if err == nil {
+			err = b.save(ctx, ks, data)
+		}
+		ks.saved = err == nil
+		if err != nil {
+			err = fmt.Errorf("opbus: saving record of %v: %w", ks.key, err)
+			b.log.Error("opbus: saving record", "key", ks.key.String(), "err", err)
+			d.errs = append(d.errs, err)
+			d.storeFailed()
+		}
+	}
+	b.publish(ctx, d)
+	if ks.saved && ks.sunk {
+		ks.storeFails = 0
+	}
+}
+
+// save writes the record of ks unless shutdown abandoned this pass.
+func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
+	ks.storeMu.Lock()
+	defer ks.storeMu.Unlock()
+	if ks.abandoned {
+		return errAbandoned
+	}
+	return b.store.Save(ctx, ks.key, data)
+}
+
+// publish records the slots of the pass for Status and hands them to the
+// sink if they changed (or an earlier call failed).
+func (b *Bus) publish(ctx context.Context, d *dispatch) {
+	ks := d.ks
+	summary := d.rec.slots.Summary()
+	b.mu.Lock()
+	before := ks.published.Summary()
+	changed := !ks.shown || !ks.published.Equal(d.rec.slots)
+	if !maps.Equal(ks.values, d.rec.values) {
+		ks.values = maps.Clone(d.rec.values)
+	}
+	if changed {
+		ks.published = nil
+		if len(d.rec.slots) > 0 {
+			ks.published = d.rec.slots.Clone()
+		}
+		ks.shown = true
+	}
+	b.mu.Unlock()
+	if changed {
+		ks.sunk = false
+		if summary != before && b.log.Enabled(ctx, slog.LevelInfo) {
+			b.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
+		}
+	}
+	if b.sink != nil && !ks.sunk {
+		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.Clone()); err != nil {
+			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
+			b.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
+			d.errs = append(d.errs, err)
+			d.storeFailed()
+		} else {
+			ks.sunk = true
+		}
+	} else if b.sink == nil {
+		ks.sunk = true
+	}
+}
+
+// storeFailed asks for a retry after a store or sink failure.
+func (d *dispatch) storeFailed() {
+	d.ks.storeFails++
+	d.retryAt(time.Now().Add(d.b.backoff.Delay(d.ks.storeFails)))
+}
+
+// dropOrphans removes what handlers, collectors and slots that are no
+// longer registered left in the record: their slots, failures and saved
+// slots (their digests were dropped when the record was read).
+func (b *Bus) dropOrphans(d *dispatch) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range d.rec.slots {
+		if _, ok := b.owners[id]; !ok && id != busSlot {
+			delete(d.rec.slots, id)
+			d.dirty = true
+			b.log.Info("opbus: dropping the slot of an unregistered handler", "key", d.ks.key.String(), "slot", id)
+		}
+	}
+	for id := range d.rec.fails {
+		if _, ok := b.index[id]; !ok {
+			delete(d.rec.fails, id)
+			d.dirty = true
+		}
+	}
+	for id := range d.rec.good {
+		if _, ok := b.index[id]; !ok {
+			delete(d.rec.good, id)
+			d.dirty = true
+		}
+	}
+}
+
+// finishDelete ends the incarnation of a deleted object: its record is
+// deleted and nothing of it is kept.
+func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
+	ks := d.ks
+	ks.storeMu.Lock()
+	err := errAbandoned
+	if !ks.abandoned {
+		err = b.store.Delete(ctx, ks.key)
+	}
+	ks.storeMu.Unlock()
+	if err != nil {
+		d.errs = append(d.errs, fmt.Errorf("opbus: deleting record of %v: %w", ks.key, err))
+		d.storeFailed()
+		return
+	}
+	if ds, ok := b.sink.(DeleteSink); ok {
+		if err := ds.Deleted(ctx, ks.key, d.new); err != nil {
+			d.errs = append(d.errs, fmt.Errorf("opbus: reporting deletion of %v: %w", ks.key, err))
+			d.storeFailed()
+			return
+		}
+	}
+	b.log.Debug("opbus: object deleted", slog.String("key", ks.key.String()))
+	inc := d.rec.inc
+	ks.rec, ks.cur, ks.live, ks.deleting = nil, nil, false, false
+	ks.clean, ks.behind, ks.resumeOwed = 0, nil, nil
+	ks.ended, ks.endedInc = true, inc
+	ks.sunk, ks.saved, ks.storeFails = true, true, 0
+	b.mu.Lock()
+	ks.published, ks.values, ks.shown = nil, nil, true
+	ks.stopTimer()
+	b.mu.Unlock()
+}

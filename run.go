@@ -1,0 +1,355 @@
+package opbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// errAbandoned is the result of a store write by a pass that shutdown
+// abandoned: its state is saved as pending instead.
+var errAbandoned = errors.New("opbus: pass abandoned at shutdown")
+
+// abandonAfter is how long Run waits for handlers to return once it has
+// cancelled their context, before it abandons them.
+const abandonAfter = time.Second
+
+// Run dispatches queued states on a pool of workers until ctx ends. It then
+// stops taking new work, waits for running handlers (and Dispatch calls) up
+// to the shutdown timeout, cancels their context, waits at most a second
+// more, and abandons a pass still running then: its results are not
+// committed. Every state that was observed but not handled is saved in its
+// object's record, so that it is handled after a restart. It returns nil
+// after a clean shutdown, or the errors saving that work. Run can be
+// called once.
+func (b *Bus) Run(ctx context.Context) error {
+	b.mu.Lock()
+	if b.running || b.closed {
+		b.mu.Unlock()
+		return errors.New("opbus: Run called twice")
+	}
+	b.running = true
+	b.frozen = true
+	b.mu.Unlock()
+
+	b.resumePending(ctx)
+
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var wg sync.WaitGroup
+	for range b.workers {
+		wg.Go(func() { b.work(hctx) })
+	}
+
+	<-ctx.Done()
+	b.mu.Lock()
+	b.stopping = true
+	for _, ks := range b.keys {
+		if ks.timer != nil {
+			ks.stopTimer()
+			ks.retryDue = true // saved as pending
+		}
+	}
+	b.wake.Broadcast()
+	b.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() {
+		wg.Wait()
+		b.mu.Lock()
+		for len(b.busy) > 0 {
+			b.wake.Wait()
+		}
+		b.mu.Unlock()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(b.shutdown):
+		b.log.Warn("opbus: shutdown timeout: cancelling running handlers", "timeout", b.shutdown)
+		cancel()
+		select {
+		case <-drained:
+		case <-time.After(abandonAfter):
+			b.log.Error("opbus: handlers ignored their cancelled context; abandoning them, their results are not committed")
+		}
+	}
+	return b.persistPending(context.WithoutCancel(ctx))
+}
+
+func (b *Bus) work(ctx context.Context) {
+	for {
+		b.mu.Lock()
+		for len(b.ready) == 0 && !b.stopping {
+			b.wake.Wait()
+		}
+		if b.stopping {
+			b.mu.Unlock()
+			return
+		}
+		ks := b.ready[0]
+		b.ready[0] = nil
+		b.ready = b.ready[1:]
+		ks.queuedNow = false
+		if ks.busy || b.keys[ks.key] != ks { // held by Dispatch, or gone
+			b.mu.Unlock()
+			continue
+		}
+		b.acquire(ks)
+		b.mu.Unlock()
+
+		if _, _, err := b.step(ctx, ks, false); err != nil {
+			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+		}
+
+		b.mu.Lock()
+		b.release(ks)
+		b.mu.Unlock()
+	}
+}
+
+// acquire makes the caller the only one dispatching ks; b.mu is held.
+func (b *Bus) acquire(ks *keyState) {
+	ks.busy = true
+	b.busy = append(b.busy, ks)
+}
+
+// release ends the caller's hold on ks, forgets a key whose incarnation
+// ended with nothing left to do, and wakes whoever waits; b.mu is held.
+func (b *Bus) release(ks *keyState) {
+	ks.busy = false
+	for i, k := range b.busy {
+		if k == ks {
+			b.busy[i] = b.busy[len(b.busy)-1]
+			b.busy[len(b.busy)-1] = nil
+			b.busy = b.busy[:len(b.busy)-1]
+			break
+		}
+	}
+	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && ks.timer == nil && b.keys[ks.key] == ks && !b.stopping {
+		delete(b.keys, ks.key)
+		b.remember(ks.key, ks.endedInc)
+	} else {
+		b.schedule(ks)
+	}
+	b.countPending()
+	b.wake.Broadcast()
+}
+
+// maxEnded bounds the deleted keys remembered so that a repeated deletion
+// of an incarnation already deleted is recognised.
+const maxEnded = 4096
+
+// remember notes that key's incarnation inc was deleted; b.mu is held.
+func (b *Bus) remember(key Key, inc string) {
+	if len(b.ended) >= maxEnded {
+		for k := range b.ended {
+			delete(b.ended, k)
+			break
+		}
+	}
+	b.ended[key] = inc
+}
+
+// Dispatch handles obj as the latest state of key synchronously, on the
+// calling goroutine, after any states of key observed before it, and
+// returns the errors of its own pass: its handlers' errors joined (nil when
+// all succeeded) and any error storing the record or publishing the status.
+// Without Run, failed handlers are not retried by the bus: the caller
+// decides, as a Juju hook does by failing the hook; the next Dispatch of
+// key runs them again whatever their backoff. With Run, the bus retries
+// them as for an observed state. ctx is passed to the handlers. After Run
+// has begun to stop, Dispatch returns [ErrClosed] and handles nothing.
+func (b *Bus) Dispatch(ctx context.Context, key Key, obj map[string]any) error {
+	return b.dispatchNow(ctx, key, observation{new: obj})
+}
+
+// DispatchDelete is Dispatch for the deletion of key.
+func (b *Bus) DispatchDelete(ctx context.Context, key Key, last map[string]any) error {
+	return b.dispatchNow(ctx, key, observation{new: last, deleted: true})
+}
+
+func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
+	if err := b.admit(ctx, key, &o); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if err := b.freeze(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	var ks *keyState
+	for {
+		if b.stopping {
+			b.mu.Unlock()
+			return ErrClosed
+		}
+		ks = b.keyState(key)
+		if !ks.busy {
+			break
+		}
+		b.wake.Wait()
+	}
+	b.acquire(ks)
+	b.push(ks, o)
+	mine := b.seq
+	b.mu.Unlock()
+
+	var err error
+	for {
+		got, ok, perr := b.step(ctx, ks, true)
+		if !ok {
+			err = fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", key)
+			break
+		}
+		if got.seq == mine {
+			err = perr
+			break
+		}
+		if ks.rec == nil && !ks.ended {
+			err = perr // the record cannot be loaded: the state stays queued
+			break
+		}
+		if ks.deleting {
+			err = fmt.Errorf("opbus: dispatch of %v: the deletion of its previous incarnation is not finished; the state waits behind it: %w", key, perr)
+			break
+		}
+	}
+	b.mu.Lock()
+	b.release(ks)
+	b.mu.Unlock()
+	return err
+}
+
+// resumePending schedules the keys whose records hold states an earlier
+// run left pending; dispatching them reads those states first.
+func (b *Bus) resumePending(ctx context.Context) {
+	l, ok := b.store.(Lister)
+	if !ok {
+		return
+	}
+	keys, err := l.Keys(ctx)
+	if err != nil {
+		b.log.Error("opbus: listing stored records", "err", err)
+		return
+	}
+	for _, key := range keys {
+		data, err := b.store.Load(ctx, key)
+		if err != nil || data == nil {
+			continue
+		}
+		rec, err := decodeRecord(key, data, b.index)
+		if err != nil || len(rec.pending) == 0 {
+			continue // a corrupt record is reported when its key is observed
+		}
+		b.mu.Lock()
+		ks := b.keyState(key)
+		if ks.rec == nil {
+			ks.retryDue = true
+			b.schedule(ks)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// persistPending saves, for every key with work left, the states not yet
+// handled in its record, oldest first.
+func (b *Bus) persistPending(ctx context.Context) error {
+	type left struct {
+		ks        *keyState
+		states    []observation
+		abandoned bool
+	}
+	var work []left
+	b.mu.Lock()
+	b.closed = true
+	for _, ks := range b.keys {
+		l := left{ks: ks, abandoned: ks.busy}
+		switch {
+		case ks.busy:
+			if ks.inflight != nil && !ks.inflight.retry {
+				l.states = append(l.states, *ks.inflight)
+			} else if ks.inflight != nil {
+				l.states = append(l.states, observation{new: ks.cur, deleted: ks.deleting})
+			}
+		case ks.retryDue || ks.deleting || (ks.blocked && ks.cur != nil):
+			if ks.cur != nil || ks.deleting {
+				l.states = append(l.states, observation{new: ks.cur, deleted: ks.deleting})
+			}
+		}
+		l.states = append(l.states, ks.queue...)
+		if len(l.states) == 0 && !(ks.retryDue && ks.rec == nil) {
+			continue
+		}
+		work = append(work, l)
+	}
+	b.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, b.shutdown)
+	defer cancel()
+	var errs []error
+	for _, l := range work {
+		if err := b.savePending(ctx, l.ks, l.states, l.abandoned); err != nil {
+			errs = append(errs, fmt.Errorf("opbus: saving pending states of %v: %w", l.ks.key, err))
+		}
+	}
+	if len(work) > 0 {
+		b.log.Info("opbus: saved pending work for the next run", "keys", len(work), "failed", len(errs))
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observation, abandoned bool) error {
+	ks.storeMu.Lock()
+	defer ks.storeMu.Unlock()
+	rec := ks.rec
+	if abandoned {
+		ks.abandoned = true // the stuck pass's own writes are dropped
+		rec = nil
+	}
+	if rec == nil {
+		data, err := b.store.Load(ctx, ks.key)
+		if err != nil {
+			return err
+		}
+		if data == nil {
+			rec = newRecord(len(b.handlers))
+		} else if rec, err = decodeRecord(ks.key, data, b.index); err != nil {
+			return err // never overwrite what cannot be read
+		}
+	}
+	if len(states) == 0 && len(rec.pending) > 0 {
+		return nil // the record holds its pending states already
+	}
+	// The library's own writes (such as a record held in the object) are
+	// left out, so records do not nest.
+	for _, o := range collapse(b, states) {
+		rec.pending = append(rec.pending, pendingState{Object: b.cmp.Strip(o.new), Deleted: o.deleted})
+	}
+	data, err := rec.encode(b.ids)
+	if err != nil {
+		return err
+	}
+	if err := b.store.Save(ctx, ks.key, data); err != nil {
+		b.log.Error("opbus: saving pending work", "key", ks.key.String(), "err", err)
+		return err
+	}
+	b.log.Debug("opbus: saved pending states", slog.String("key", ks.key.String()), slog.Int("states", len(rec.pending)))
+	return nil
+}
+
+// collapse keeps of states what must be handled after a restart: every
+// deletion and, of each run of updates of one incarnation, the latest.
+func collapse(b *Bus, states []observation) []observation {
+	var out []observation
+	for i, o := range states {
+		if i+1 < len(states) && !o.deleted && !states[i+1].deleted && !b.bounds(o, states[i+1]) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
