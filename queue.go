@@ -211,9 +211,12 @@ func (b *Bus) countPending() {
 }
 
 // take pops the next observation of ks: a due retry first, then the queue
-// unless it is blocked (force: Dispatch takes it anyway); b.mu is held.
+// unless it is blocked. force is Dispatch's: it retries an unfinished
+// deletion, or takes the queue, without waiting for the retry timer; b.mu
+// is held, and the caller holds ks busy.
 func (b *Bus) take(ks *keyState, force bool) (observation, bool) {
-	if ks.retryDue {
+	if ks.retryDue || (force && ks.deleting) {
+		// A deletion in progress goes before anything queued behind it.
 		ks.retryDue = false
 		ks.blocked = false
 		return observation{retry: true}, true

@@ -354,3 +354,32 @@ func TestRegister(t *testing.T) {
 		checkErr(t, errors.Join(m.Register(nil), errMarker), errMarker, "Register(nil)")
 	})
 }
+
+// TestNewIncarnationStartsAtInitial: an object deleted (with a delete
+// handler that failed once) and created again starts its machine from the
+// initial state, not the old incarnation's.
+func TestNewIncarnationStartsAtInitial(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, jobSpec(), nil)
+	fails := 1
+	err := h.bus.Handle("cleanup", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		if fails > 0 {
+			fails--
+			return opbus.Status{}, errors.New("cleanup failed")
+		}
+		return opbus.Status{}, nil
+	}, opbus.On{Types: []opbus.EventType{opbus.Delete}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustFire("submit", "start")
+	if got := h.state(); got != "running" {
+		t.Fatalf("got state %q, want running", got)
+	}
+	if err := h.bus.DispatchDelete(ctx, h.key, nil); err == nil {
+		t.Fatal("the failing delete handler's error was not returned")
+	}
+	if got := h.state(); got != "idle" {
+		t.Fatalf("got state %q in the new incarnation, want idle", got)
+	}
+}

@@ -590,3 +590,16 @@ func TestRunErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWhenPanicFailsTheHook: a panic in a handler's On.When filter fails
+// the hook with the panic named, instead of crashing the charm.
+func TestWhenPanicFailsTheHook(t *testing.T) {
+	c := charm(handler{"config", returns(opbus.Active("")), opbus.On{
+		Fields: []string{"config"},
+		When:   func(ev *opbus.Event) bool { panic("filter bug") },
+	}})
+	_, err := c.Run(context.Background(), "config-changed", newModel())
+	if err == nil || !strings.Contains(err.Error(), "filter bug") {
+		t.Fatalf("got %v, want the hook failed with the When panic", err)
+	}
+}

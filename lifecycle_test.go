@@ -1,0 +1,359 @@
+package opbus
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestWhenPanicIsRecovered (defect 5): a panicking On.When is the
+// handler's error, under Dispatch and under Run, and the key stays usable.
+func TestWhenPanicIsRecovered(t *testing.T) {
+	b := newBus(t, nil)
+	var h recorder
+	must(t, b.Handle("h", h.handle, On{When: func(ev *Event) bool {
+		if ev.New["boom"] == true {
+			panic("filter bug")
+		}
+		return true
+	}}))
+	err := b.Dispatch(t.Context(), podKey, map[string]any{"boom": true})
+	var pe *PanicError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "On.When") {
+		t.Fatalf("Dispatch = %v, want the When panic as an error", err)
+	}
+	st, _, _ := b.Status(t.Context(), podKey)
+	if st.Level != LevelError {
+		t.Fatalf("status %v, want error", st)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Dispatch(t.Context(), podKey, map[string]any{"boom": false}) }()
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the key stayed busy after a When panic")
+	}
+	if h.count() != 1 {
+		t.Fatalf("handler ran %d times, want 1", h.count())
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus(t, nil)
+		var calls atomic.Int32
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) { return Status{}, nil },
+			On{When: func(ev *Event) bool { calls.Add(1); panic("always") }}))
+		stop := run(t, b)
+		must(t, b.Observe(t.Context(), podKey, map[string]any{"a": 1}))
+		time.Sleep(3 * time.Second) // past the first retry
+		synctest.Wait()
+		must(t, stop())
+		if calls.Load() < 2 || b.Stats().Panicked < 2 {
+			t.Fatalf("When ran %d times with %d panics counted; want it retried", calls.Load(), b.Stats().Panicked)
+		}
+	})
+}
+
+// TestResumeRetried (defect 6): a Resume handler that fails runs again as
+// Resume until it succeeds.
+func TestResumeRetried(t *testing.T) {
+	ctx := t.Context()
+	store := NewMemoryStore()
+	var types []string
+	fail := 2
+	build := func() *Bus {
+		b := newBus(t, &Options{Store: store})
+		must(t, b.Handle("r", func(ctx context.Context, ev *Event) (Status, error) {
+			types = append(types, ev.Type.String())
+			if ev.Type == Resume && fail > 0 {
+				fail--
+				return Status{}, errors.New("not yet")
+			}
+			return Status{}, nil
+		}, On{Types: []EventType{Create, Update, Resume}, Fields: []string{"a"}}))
+		return b
+	}
+	must(t, build().Dispatch(ctx, podKey, map[string]any{"a": 1}))
+	b := build()
+	for range 4 {
+		_ = b.Dispatch(ctx, podKey, map[string]any{"a": 1})
+	}
+	if got, want := strings.Join(types, ","), "create,resume,resume,resume"; got != want {
+		t.Fatalf("runs %s, want %s", got, want)
+	}
+}
+
+// TestShutdownBesideDispatch (defect 7): Run's shutdown waits for a
+// Dispatch in flight and saves what was observed meanwhile.
+func TestShutdownBesideDispatch(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var log []string
+	build := func(t *testing.T, gate chan struct{}) *Bus {
+		store, err := NewFileStore(dir)
+		must(t, err)
+		b := newBus(t, &Options{Store: store, ShutdownTimeout: time.Minute})
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			mu.Lock()
+			log = append(log, ev.New["v"].(string))
+			mu.Unlock()
+			if gate != nil && ev.New["v"] == "a" {
+				<-gate
+			}
+			return Active(ev.New["v"].(string)), nil
+		}, On{}))
+		return b
+	}
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		b := build(t, gate)
+		stop := run(t, b)
+		done := make(chan error, 1)
+		go func() { done <- b.Dispatch(t.Context(), podKey, map[string]any{"v": "a"}) }()
+		synctest.Wait()
+		must(t, b.Observe(t.Context(), podKey, map[string]any{"v": "b"}))
+		stopped := make(chan error, 1)
+		go func() { stopped <- stop() }()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("Run returned while a Dispatch was in flight")
+		default:
+		}
+		close(gate)
+		must(t, <-done)
+		must(t, <-stopped)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		b := build(t, nil)
+		stop := run(t, b)
+		synctest.Wait()
+		must(t, stop())
+		st, _, err := b.Status(t.Context(), podKey)
+		must(t, err)
+		if st.Message != "b" {
+			t.Fatalf("status %v, want b handled after the restart", st)
+		}
+	})
+	if got := strings.Join(log, ","); got != "a,b" {
+		t.Fatalf("runs %s, want a,b", got)
+	}
+}
+
+// TestShutdownAbandonsStuckHandler (defect 14): Run returns even when a
+// handler ignores its cancelled context; the state is handled next time.
+func TestShutdownAbandonsStuckHandler(t *testing.T) {
+	dir := t.TempDir()
+	var runs atomic.Int32
+	synctest.Test(t, func(t *testing.T) {
+		store, err := NewFileStore(dir)
+		must(t, err)
+		b := newBus(t, &Options{Store: store, ShutdownTimeout: time.Second})
+		release := make(chan struct{})
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			runs.Add(1)
+			<-release // ignores ctx
+			return Active("stuck run"), nil
+		}, On{}))
+		stop := run(t, b)
+		must(t, b.Observe(t.Context(), podKey, map[string]any{"a": 1}))
+		synctest.Wait()
+		must(t, stop())
+		close(release) // returns after Run: its result must not be committed
+		synctest.Wait()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		store, err := NewFileStore(dir)
+		must(t, err)
+		b := newBus(t, &Options{Store: store})
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			runs.Add(1)
+			return Active("second run"), nil
+		}, On{}))
+		stop := run(t, b)
+		synctest.Wait()
+		must(t, stop())
+		st, _, err := b.Status(t.Context(), podKey)
+		must(t, err)
+		if st.Message != "second run" || runs.Load() != 2 {
+			t.Fatalf("status %v after %d runs; want the state handled again after the restart", st, runs.Load())
+		}
+	})
+}
+
+// TestBadLevelIsHandlerError (defect 9): an out-of-range level is the
+// handler's failure, named, and later saves still work.
+func TestBadLevelIsHandlerError(t *testing.T) {
+	b := newBus(t, nil)
+	bad := true
+	must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+		if bad {
+			return Status{Level: 17}, nil
+		}
+		return Active("fine"), nil
+	}, On{}))
+	err := b.Dispatch(t.Context(), podKey, map[string]any{"a": 1})
+	if err == nil || !strings.Contains(err.Error(), `handler "h"`) || !strings.Contains(err.Error(), "level 17") {
+		t.Fatalf("Dispatch = %v, want an error naming the handler and the level", err)
+	}
+	bad = false
+	must(t, b.Dispatch(t.Context(), podKey, map[string]any{"a": 1}))
+	st, _, _ := b.Status(t.Context(), podKey)
+	if st != Active("fine") {
+		t.Fatalf("status %v, want active: fine", st)
+	}
+}
+
+// TestCorruptRecordRecovers (defect 13): an observation that meets a
+// corrupt record is kept and handled once the record is repaired.
+func TestCorruptRecordRecovers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		must(t, store.Save(t.Context(), podKey, []byte(`garbage`)))
+		b := newBus(t, &Options{Store: store})
+		var h recorder
+		must(t, b.Handle("h", h.handle, On{}))
+		stop := run(t, b)
+		must(t, b.Observe(t.Context(), podKey, map[string]any{"a": 1}))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if h.count() != 0 {
+			t.Fatal("handler ran over a corrupt record")
+		}
+		if data, _ := store.Load(t.Context(), podKey); string(data) != "garbage" {
+			t.Fatalf("corrupt record overwritten: %s", data)
+		}
+		must(t, store.Delete(t.Context(), podKey)) // repaired by hand
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		must(t, stop())
+		if h.count() != 1 {
+			t.Fatalf("handler ran %d times after the repair, want 1 without a new observation", h.count())
+		}
+	})
+}
+
+// TestBackoffPerHandler (defect 15): observations that do not change a
+// failing handler's value do not run it before its retry is due, and do
+// not disturb the other handlers.
+func TestBackoffPerHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus(t, &Options{Backoff: Backoff{Initial: time.Minute, Jitter: 0.01}})
+		var failing, other atomic.Int32
+		must(t, b.Handle("failing", func(ctx context.Context, ev *Event) (Status, error) {
+			failing.Add(1)
+			return Status{}, errors.New("down")
+		}, On{Fields: []string{"spec"}}))
+		must(t, b.Handle("other", func(ctx context.Context, ev *Event) (Status, error) {
+			other.Add(1)
+			return Status{}, nil
+		}, On{Fields: []string{"status"}}))
+		stop := run(t, b)
+		for i := range 50 {
+			must(t, b.Observe(t.Context(), podKey, map[string]any{"spec": 1, "status": i}))
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		if failing.Load() != 1 || other.Load() != 50 {
+			t.Fatalf("within its backoff the failing handler ran %d times (want 1), the other %d (want 50)", failing.Load(), other.Load())
+		}
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		if failing.Load() != 2 {
+			t.Fatalf("after its backoff the failing handler ran %d times, want 2", failing.Load())
+		}
+		must(t, b.Observe(t.Context(), podKey, map[string]any{"spec": 2, "status": 0}))
+		synctest.Wait()
+		if failing.Load() != 3 {
+			t.Fatalf("a new value did not run the failing handler at once (%d runs)", failing.Load())
+		}
+		must(t, stop())
+	})
+}
+
+// TestNilDocumentRejected (defect 16): documents are checked at the door.
+func TestNilDocumentRejected(t *testing.T) {
+	b := newBus(t, nil)
+	var h recorder
+	must(t, b.Handle("h", h.handle, On{}))
+	ctx := t.Context()
+	for name, err := range map[string]error{
+		"Observe":  b.Observe(ctx, podKey, nil),
+		"Dispatch": b.Dispatch(ctx, podKey, nil),
+		"Update":   b.ObserveUpdate(ctx, podKey, map[string]any{}, nil),
+		"bad type": b.Dispatch(ctx, podKey, map[string]any{"a": struct{}{}}),
+	} {
+		if err == nil || !strings.HasPrefix(err.Error(), "opbus: ") {
+			t.Errorf("%s: %v, want an error", name, err)
+		}
+	}
+	if h.count() != 0 || b.Stats().Queued != 0 {
+		t.Fatalf("a rejected document was handled or queued")
+	}
+	must(t, b.DispatchDelete(ctx, podKey, nil)) // a deletion may not know the last state
+}
+
+// TestRemovedHandlerForgotten (defect 18): a handler no longer registered
+// loses its digest and slot at the next commit, and runs again when it
+// comes back.
+func TestRemovedHandlerForgotten(t *testing.T) {
+	ctx := t.Context()
+	store := NewMemoryStore()
+	build := func(ids ...string) (*Bus, map[string]*recorder) {
+		b := newBus(t, &Options{Store: store})
+		rs := map[string]*recorder{}
+		for _, id := range ids {
+			r := &recorder{result: func(ev *Event) (Status, error) { return Blocked("needs a human"), nil }}
+			rs[id] = r
+			must(t, b.Handle(id, r.handle, On{}))
+		}
+		return b, rs
+	}
+	b, _ := build("a", "b")
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"x": 1}))
+	b, _ = build("a") // b removed
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"x": 1, "y": 1}))
+	data, _ := store.Load(ctx, podKey)
+	if strings.Contains(string(data), `"b"`) {
+		t.Fatalf("record keeps the removed handler: %s", data)
+	}
+	b, rs := build("a", "b") // rolled back
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"x": 1, "y": 1}))
+	if rs["b"].count() != 1 {
+		t.Fatalf("the returning handler ran %d times, want 1", rs["b"].count())
+	}
+	_, slots, _ := b.Status(ctx, podKey)
+	if s, ok := slots.Get("b"); !ok || s.Level != LevelBlocked {
+		t.Fatalf("slots %v: the returning handler's Blocked is missing", slots)
+	}
+}
+
+// TestRevisionRerunsOnce (defect 19): changing a handler's revision runs it
+// once more per object, and only once.
+func TestRevisionRerunsOnce(t *testing.T) {
+	ctx := t.Context()
+	store := NewMemoryStore()
+	var h recorder
+	build := func(rev string) *Bus {
+		b := newBus(t, &Options{Store: store})
+		must(t, b.Handle("h", h.handle, On{Fields: []string{"spec"}, Revision: rev}))
+		return b
+	}
+	b := build("")
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": 1}))
+	b = build("")
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": 1}))
+	b = build("2")
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": 1}))
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": 1}))
+	b = build("2")
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": 1}))
+	if h.count() != 2 {
+		t.Fatalf("handler ran %d times, want 2 (once, then once for revision 2)", h.count())
+	}
+}
