@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"errors"
+	"math"
 	"slices"
 )
 
@@ -38,5 +39,39 @@ func checkDocument(obj map[string]any) error {
 	if obj == nil {
 		return errors.New("opbus: document is nil")
 	}
+	if plain(obj, 0) {
+		return nil
+	}
 	return Validate(obj)
 }
+
+// plain reports, without allocating, whether v holds only JSON-like values
+// nested at most maxDepth deep; the slow walk names what it does not.
+func plain(v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string, int64, int:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+const maxDepth = 1000
