@@ -304,15 +304,15 @@ func TestIgnoredContentAlone(t *testing.T) {
 			if got := diffText(c.Compare(n, base)); (got == "") != (tt.want == "") {
 				t.Errorf("reverse Compare = %q", got)
 			}
-			d1, err := digestOf(c, base, nil)
+			d1, err := digestOf(c, base, nil, "")
 			must(t, err)
-			d2, err := digestOf(c, n, nil)
+			d2, err := digestOf(c, n, nil, "")
 			must(t, err)
 			if (d1 == d2) != (tt.want == "") {
 				t.Errorf("whole-object digests equal: %v, want %v", d1 == d2, tt.want == "")
 			}
-			f1, _ := digestOf(c, base, []Path{MustParsePath("metadata.annotations")})
-			f2, _ := digestOf(c, n, []Path{MustParsePath("metadata.annotations")})
+			f1, _ := digestOf(c, base, []Path{MustParsePath("metadata.annotations")}, "")
+			f2, _ := digestOf(c, n, []Path{MustParsePath("metadata.annotations")}, "")
 			if strings.Contains(tt.name, "annotations appear") && f1 != f2 {
 				t.Error("a field holding only ignored content digests unlike an absent one")
 			}

@@ -218,7 +218,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 			continue
 		}
 		if resume && h.wants(Resume) {
-			cur, err := digestOf(b.cmp, d.new, h.fields)
+			cur, err := digestOf(b.cmp, d.new, h.fields, "")
 			if err != nil {
 				d.unusable(h, err)
 				continue
@@ -237,7 +237,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 		if d.old != nil && ks.isClean(h.idx) && !touches(d.changes(), h.fields) {
 			continue
 		}
-		cur, err := digestOf(b.cmp, d.new, h.fields)
+		cur, err := digestOf(b.cmp, d.new, h.fields, "")
 		if err != nil {
 			d.unusable(h, err)
 			continue
