@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -234,7 +233,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 		}
 		// A clean handler's value cannot have changed unless the diff
 		// touches its fields: skip the digest.
-		if d.old != nil && ks.isClean(h.idx) && !touches(d.changes(), h.fields) {
+		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmp, d.changes(), h.fields) {
 			continue
 		}
 		cur, err := digestOf(b.cmp, d.new, h.fields, "")
@@ -266,18 +265,6 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, resume, coalesced bo
 		}
 		b.run(ctx, d, h, typ, cur, coalesced)
 	}
-}
-
-func touches(d Diff, fields []Path) bool {
-	if len(fields) == 0 {
-		return len(d) > 0
-	}
-	for _, f := range fields {
-		if d.Touches(f) {
-			return true
-		}
-	}
-	return false
 }
 
 // recovered ends the failure of h when its value is back to the one it
@@ -335,28 +322,8 @@ func (d *dispatch) event(h *handler, typ EventType, coalesced bool) *Event {
 	if typ == Delete {
 		ev.Old, ev.New = d.new, nil
 	}
-	ev.Changes = d.b.relevant(changes, h.fields)
+	ev.Changes = d.b.relevant(changes, h.fields, old, ev.New)
 	return ev
-}
-
-// relevant returns the changes within fields, sorted by path.
-func (b *Bus) relevant(changes Diff, fields []Path) Diff {
-	if len(fields) == 0 || len(changes) == 0 {
-		return changes
-	}
-	if len(fields) == 1 {
-		return changes.narrow(b.cmp, fields[0])
-	}
-	var out Diff
-	for _, f := range fields {
-		for _, c := range changes.narrow(b.cmp, f) {
-			if !slices.ContainsFunc(out, func(o Change) bool { return o.Path.Equal(c.Path) }) {
-				out = append(out, c)
-			}
-		}
-	}
-	slices.SortStableFunc(out, func(x, y Change) int { return ComparePaths(x.Path, y.Path) })
-	return out
 }
 
 // run calls h and records its result.
