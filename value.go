@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -170,7 +171,31 @@ func Validate(v any) error {
 	return validate(v, nil)
 }
 
+// maxNesting bounds how deep a value may nest. Real documents are a few
+// dozen levels deep; the bound turns a value that contains itself, which
+// would overflow the stack of every recursive walk, into an error.
+const maxNesting = 1000
+
+// shownPrefix is how many segments of a too-deep path an error names.
+const shownPrefix = 8
+
+// checkDocument reports whether obj can enter the bus as an object's
+// state: a non-nil map holding only values [Validate] accepts, nested at
+// most maxNesting levels deep.
+func checkDocument(obj map[string]any) error {
+	if obj == nil {
+		return errors.New("opbus: document is nil: expected a map[string]any, empty for an object with no fields")
+	}
+	return validate(obj, nil)
+}
+
 func validate(v any, at Path) error {
+	if len(at) > maxNesting {
+		// Value is left nil: printing a value that contains itself would
+		// not end.
+		return &ValueError{Path: clonePath(at[:shownPrefix]),
+			Reason: fmt.Sprintf("nested deeper than %d levels (a value that contains itself?)", maxNesting)}
+	}
 	switch x := v.(type) {
 	case nil, bool, string:
 		return nil
