@@ -40,7 +40,10 @@ type encoder struct {
 var encoders = sync.Pool{New: func() any { return &encoder{} }}
 
 // digestOf computes the digest of the values at fields in obj (the whole
-// object when fields is empty), leaving out paths cmp ignores.
+// object when fields is empty), leaving out paths cmp ignores. The digest
+// covers which fields they are, not only their values, and the handler
+// revision rev ("" for none), so that a handler whose subscription or
+// revision changes sees every value as new.
 func digestOf(cmp *Comparer, obj any, fields []Path, rev string) (digest, error) {
 	e := encoders.Get().(*encoder)
 	defer func() {
@@ -49,13 +52,16 @@ func digestOf(cmp *Comparer, obj any, fields []Path, rev string) (digest, error)
 		encoders.Put(e)
 	}()
 	e.cmp, e.buf, e.keys, e.idx, e.path = cmp, e.buf[:0], e.keys[:0], e.idx[:0], e.path[:0]
+	e.buf = append(e.buf, 'R')
+	e.str(rev)
 	if len(fields) == 0 {
+		e.buf = append(e.buf, 'W') // the whole object
 		if err := e.value(obj, cmp.all, ""); err != nil {
 			return digest{}, err
 		}
 	}
-	for i, f := range fields {
-		e.buf = binary.AppendUvarint(append(e.buf, 'F'), uint64(i))
+	for _, f := range fields {
+		e.buf = appendPath(append(e.buf, 'F'), f)
 		if err := e.field(obj, f); err != nil {
 			return digest{}, err
 		}
@@ -92,8 +98,7 @@ func (e *encoder) field(obj any, f Path) error {
 	slices.SortFunc(ms, func(a, b match) int { return ComparePaths(a.at, b.at) })
 	e.buf = binary.AppendUvarint(append(e.buf, 'M'), uint64(len(ms)))
 	for _, m := range ms {
-		e.buf = append(e.buf, m.at.String()...)
-		e.buf = append(e.buf, 0)
+		e.buf = appendPath(e.buf, m.at)
 		mask, ignored, field := e.cmp.at(m.at)
 		if ignored {
 			e.buf = append(e.buf, 'A')
@@ -107,10 +112,37 @@ func (e *encoder) field(obj any, f Path) error {
 	return nil
 }
 
-func (e *encoder) str(s string) {
-	e.buf = binary.AppendUvarint(e.buf, uint64(len(s)))
-	e.buf = append(e.buf, s...)
+// appendPath appends the canonical encoding of p to buf: the number of
+// segments, then per segment a tag for its kind followed by its
+// length-prefixed strings or its index. It is prefix-free, so two paths
+// never encode alike and nothing written after a path can pass for part
+// of it, whatever bytes their keys hold.
+func appendPath(buf []byte, p Path) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(p)))
+	for _, s := range p {
+		switch s.Kind {
+		case SegKey:
+			buf = appendString(append(buf, 'k'), s.Key)
+		case SegIndex:
+			buf = binary.AppendUvarint(append(buf, 'i'), uint64(s.Index))
+		case SegAny:
+			buf = append(buf, '*')
+		case SegMatch:
+			buf = appendString(append(buf, 'm'), s.Key)
+			buf = appendString(buf, s.Value)
+		default:
+			buf = binary.AppendUvarint(append(buf, '?'), uint64(s.Kind))
+		}
+	}
+	return buf
 }
+
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+func (e *encoder) str(s string) { e.buf = appendString(e.buf, s) }
 
 func (e *encoder) value(v any, mask uint64, listKey string) error {
 	switch x := v.(type) {

@@ -105,3 +105,87 @@ func BenchmarkDigest(b *testing.B) {
 		}
 	})
 }
+
+// TestDigestDistinguishes checks inputs that once shared a digest: the
+// digest must tell apart values, subscribed fields and handler revisions.
+func TestDigestDistinguishes(t *testing.T) {
+	tests := []struct {
+		name       string
+		obj1, obj2 any
+		fields1    []string
+		fields2    []string
+		rev1, rev2 string
+	}{
+		{
+			name:    "map keys holding NUL under a wildcard",
+			obj1:    map[string]any{"x": map[string]any{"a": "xy\x00n"}},
+			obj2:    map[string]any{"x": map[string]any{"a\x00s\x04xy": nil}},
+			fields1: []string{"x[*]"}, fields2: []string{"x[*]"},
+		},
+		{
+			name:    "subscription moved to another field with the same value",
+			obj1:    map[string]any{"config": map[string]any{"tls": true, "debug": true}},
+			obj2:    map[string]any{"config": map[string]any{"tls": true, "debug": true}},
+			fields1: []string{"config.tls"}, fields2: []string{"config.debug"},
+		},
+		{
+			name:    "absent field moved",
+			obj1:    map[string]any{},
+			obj2:    map[string]any{},
+			fields1: []string{"a"}, fields2: []string{"b"},
+		},
+		{
+			name:    "revision set",
+			obj1:    map[string]any{"a": 1},
+			obj2:    map[string]any{"a": 1},
+			fields1: []string{"a"}, fields2: []string{"a"},
+			rev1: "", rev2: "v2",
+		},
+		{
+			name: "revision changed, whole object",
+			obj1: map[string]any{"a": 1},
+			obj2: map[string]any{"a": 1},
+			rev1: "v1", rev2: "v2",
+		},
+		{
+			name:    "revision is not confused with the fields",
+			obj1:    map[string]any{"a": 1},
+			obj2:    map[string]any{"a": 1},
+			fields1: []string{"a"}, fields2: []string{"a"},
+			rev1: "F", rev2: "",
+		},
+	}
+	paths := func(fs []string) []Path {
+		var ps []Path
+		for _, f := range fs {
+			ps = append(ps, MustParsePath(f))
+		}
+		return ps
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d1, err := digestOf(defaultComparer, tc.obj1, paths(tc.fields1), tc.rev1)
+			must(t, err)
+			d2, err := digestOf(defaultComparer, tc.obj2, paths(tc.fields2), tc.rev2)
+			must(t, err)
+			if d1 == d2 {
+				t.Errorf("got equal digests %x, want different", d1)
+			}
+		})
+	}
+}
+
+func TestDigestRevisionStable(t *testing.T) {
+	o := map[string]any{"a": 1}
+	for _, rev := range []string{"", "v1"} {
+		t.Run(rev, func(t *testing.T) {
+			d1, err := digestOf(defaultComparer, o, nil, rev)
+			must(t, err)
+			d2, err := digestOf(defaultComparer, map[string]any{"a": int64(1)}, nil, rev)
+			must(t, err)
+			if d1 != d2 {
+				t.Errorf("got %x and %x for one value and revision, want equal", d1, d2)
+			}
+		})
+	}
+}

@@ -429,7 +429,7 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 	if typ == Delete {
 		ev.Old, ev.New = d.new, nil
 	}
-	ev.Changes = relevant(d.b.cmp, changes, h.fields, old, d.new)
+	ev.Changes = d.b.relevant(changes, h.fields, old, ev.New)
 	return ev
 }
 
@@ -455,7 +455,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	b.stats.ran.Add(1)
 	if err == nil {
 		if lerr := st.Level.check(); lerr != nil {
-			st, err = Status{}, fmt.Errorf("returned a bad status: %w", lerr)
+			st, err = Status{}, within(lerr, "returned a bad status")
 		}
 	}
 	if b.observer != nil {

@@ -1,7 +1,10 @@
 package opbus
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,15 +37,56 @@ func NewFileStore(dir string) (*FileStore, error) {
 // Dir returns the directory that holds the records.
 func (s *FileStore) Dir() string { return s.dir }
 
+// maxComponent bounds the bytes of an escaped part of a file path, well
+// below the 255 bytes most file systems allow in a file name.
+const maxComponent = 200
+
 // The file of a key is <kind>/<namespace>/<name>.json, each part escaped so
 // that any string maps to one safe file name and back; "_" is the empty
-// namespace.
-func (s *FileStore) path(key Key) string {
-	ns := escapeName(key.Namespace)
+// namespace. A part that escapes to more than maxComponent bytes (a
+// 253-character Kubernetes name may be longer once escaped) is named by
+// its hash instead, "~" and 64 hex digits, which escaping never produces;
+// the full key is then kept in a sidecar file, <name>.key beside
+// <name>.json, written before the record and removed after it.
+func (s *FileStore) path(key Key) (record, sidecar string) {
+	ns := component(key.Namespace)
 	if ns == "" {
 		ns = "_"
 	}
-	return filepath.Join(s.dir, escapeName(key.Kind), ns, escapeName(key.Name)+".json")
+	kind, name := component(key.Kind), component(key.Name)
+	record = filepath.Join(s.dir, kind, ns, name+".json")
+	if hashed(kind) || hashed(ns) || hashed(name) {
+		sidecar = strings.TrimSuffix(record, ".json") + ".key"
+	}
+	return record, sidecar
+}
+
+// component returns the file name for one part of a key.
+func component(s string) string {
+	if e := escapeName(s); len(e) <= maxComponent {
+		return e
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "~" + hex.EncodeToString(sum[:])
+}
+
+// hashed reports whether a file name component is a hash (see component).
+func hashed(component string) bool { return strings.HasPrefix(component, "~") }
+
+// keyHeader starts a sidecar file; the kind, namespace and name follow,
+// escaped, one a line.
+const keyHeader = "opbus key v1"
+
+func encodeKeyFile(key Key) []byte {
+	return []byte(keyHeader + "\n" + escapeName(key.Kind) + "\n" + escapeName(key.Namespace) + "\n" + escapeName(key.Name) + "\n")
+}
+
+func decodeKeyFile(data []byte) (Key, error) {
+	lines := strings.Split(string(data), "\n")
+	if len(lines) != 5 || lines[0] != keyHeader || lines[4] != "" {
+		return Key{}, fmt.Errorf("expected %q and three lines of kind, namespace and name", keyHeader)
+	}
+	return Key{Kind: unescapeName(lines[1]), Namespace: unescapeName(lines[2]), Name: unescapeName(lines[3])}, nil
 }
 
 // Load implements [Store].
@@ -50,7 +94,8 @@ func (s *FileStore) Load(ctx context.Context, key Key) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(s.path(key))
+	file, _ := s.path(key)
+	data, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -65,10 +110,18 @@ func (s *FileStore) Save(ctx context.Context, key Key, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	final := s.path(key)
+	final, sidecar := s.path(key)
 	dir := filepath.Dir(final)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("opbus: file store: save %v: %w", key, err)
+	}
+	if sidecar != "" {
+		want := encodeKeyFile(key)
+		if have, err := os.ReadFile(sidecar); err != nil || !bytes.Equal(have, want) {
+			if err := writeAtomic(dir, sidecar, want); err != nil {
+				return fmt.Errorf("opbus: file store: save %v: key file: %w", key, err)
+			}
+		}
 	}
 	if err := writeAtomic(dir, final, data); err != nil {
 		return fmt.Errorf("opbus: file store: save %v: %w", key, err)
@@ -110,9 +163,14 @@ func (s *FileStore) Delete(ctx context.Context, key Key) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := os.Remove(s.path(key))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("opbus: file store: delete %v: %w", key, err)
+	file, sidecar := s.path(key)
+	for _, p := range []string{file, sidecar} { // the record first: a key file alone is not listed
+		if p == "" {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("opbus: file store: delete %v: %w", key, err)
+		}
 	}
 	return nil
 }
@@ -138,7 +196,16 @@ func (s *FileStore) Keys(ctx context.Context) ([]Key, error) {
 		if len(parts) != 3 {
 			return nil // not a record of ours
 		}
-		k := Key{Kind: unescapeName(parts[0]), Name: unescapeName(strings.TrimSuffix(parts[2], ".json"))}
+		name := strings.TrimSuffix(parts[2], ".json")
+		if hashed(parts[0]) || hashed(parts[1]) || hashed(name) {
+			k, err := s.sidecarKey(p)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, k)
+			return nil
+		}
+		k := Key{Kind: unescapeName(parts[0]), Name: unescapeName(name)}
 		if parts[1] != "_" {
 			k.Namespace = unescapeName(parts[1])
 		}
@@ -150,6 +217,24 @@ func (s *FileStore) Keys(ctx context.Context) ([]Key, error) {
 	}
 	slices.SortFunc(keys, compareKeys)
 	return keys, nil
+}
+
+// sidecarKey reads the key of the record at file from its sidecar file,
+// and checks that the key maps to that file.
+func (s *FileStore) sidecarKey(file string) (Key, error) {
+	sidecar := strings.TrimSuffix(file, ".json") + ".key"
+	data, err := os.ReadFile(sidecar)
+	if err != nil {
+		return Key{}, fmt.Errorf("key file of %s: %w", file, err)
+	}
+	k, err := decodeKeyFile(data)
+	if err != nil {
+		return Key{}, fmt.Errorf("key file %s: %w", sidecar, err)
+	}
+	if want, _ := s.path(k); want != file {
+		return Key{}, fmt.Errorf("key file %s: key %v belongs in %s", sidecar, k, want)
+	}
+	return k, nil
 }
 
 // escapeName keeps [A-Za-z0-9-] and a '.' that is not leading, and writes

@@ -357,3 +357,66 @@ func TestRevisionRerunsOnce(t *testing.T) {
 		t.Fatalf("handler ran %d times, want 2 (once, then once for revision 2)", h.count())
 	}
 }
+
+// TestSelfContainingDocument (defect 12): a document that contains itself
+// is an error at the door, not a crash.
+func TestSelfContainingDocument(t *testing.T) {
+	b := newBus(t, nil)
+	var h recorder
+	must(t, b.Handle("h", h.handle, On{}))
+	loop := map[string]any{"a": 1}
+	loop["self"] = loop
+	for name, err := range map[string]error{
+		"Observe":  b.Observe(t.Context(), podKey, loop),
+		"Dispatch": b.Dispatch(t.Context(), podKey, loop),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "nested deeper than") {
+			t.Errorf("%s: %v, want an error about the nesting", name, err)
+		}
+	}
+	if h.count() != 0 {
+		t.Fatal("a document that contains itself was handled")
+	}
+}
+
+// TestPendingRoundTrip (defect 11): a state saved as pending comes back
+// exactly: Go types, integers beyond 2^53, any bytes in strings.
+func TestPendingRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	state := map[string]any{"big": int64(1<<60 + 1), "bytes": "\xff\xfe", "f": 1.5, "n": int64(3), "list": []any{"x", nil, true}}
+	var seen map[string]any
+	build := func(t *testing.T, hold bool) *Bus {
+		store, err := NewFileStore(dir)
+		must(t, err)
+		b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: time.Second})
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			if ev.Key.Name == "gate" {
+				if hold {
+					<-ctx.Done()
+					return Status{}, ctx.Err()
+				}
+				return Status{}, nil
+			}
+			seen = ev.New
+			return Status{}, nil
+		}, On{}))
+		return b
+	}
+	synctest.Test(t, func(t *testing.T) {
+		b := build(t, true)
+		stop := run(t, b)
+		must(t, b.Observe(t.Context(), Key{Kind: "X", Name: "gate"}, map[string]any{}))
+		synctest.Wait()
+		must(t, b.Observe(t.Context(), podKey, state))
+		must(t, stop())
+	})
+	synctest.Test(t, func(t *testing.T) {
+		b := build(t, false)
+		stop := run(t, b)
+		synctest.Wait()
+		must(t, stop())
+	})
+	if !Equal(seen, state) || seen["big"] != int64(1<<60+1) || seen["bytes"] != "\xff\xfe" || seen["n"] != int64(3) {
+		t.Fatalf("after the restart the handler saw %#v, want %#v", seen, state)
+	}
+}

@@ -150,7 +150,7 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 		return fail("not a record: %v", err)
 	}
 	if probe.Version == 1 {
-		return decodeRecordV1(key, data)
+		return decodeRecordV1(key, data, len(index))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -232,7 +232,7 @@ type wireRecordV1 struct {
 	} `json:"pending,omitempty"`
 }
 
-func decodeRecordV1(key Key, data []byte) (*record, error) {
+func decodeRecordV1(key Key, data []byte, handlers int) (*record, error) {
 	fail := func(format string, args ...any) (*record, error) {
 		return nil, &RecordError{Key: key, Err: fmt.Errorf(format, args...)}
 	}
@@ -259,7 +259,7 @@ func decodeRecordV1(key Key, data []byte) (*record, error) {
 	if err := checkSlots(w.Slots); err != nil {
 		return fail("%v", err)
 	}
-	r := &record{slots: w.Slots, good: w.Good, values: w.Values}
+	r := &record{digests: make([]digest, handlers), slots: w.Slots, good: w.Good, values: w.Values}
 	if w.Pending != nil {
 		p := pendingState{Deleted: w.Pending.Deleted}
 		if len(w.Pending.Object) > 0 {

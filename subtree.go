@@ -217,3 +217,241 @@ func ComparePaths(a, b Path) int {
 	}
 	return cmp.Compare(len(a), len(b))
 }
+
+// touches reports whether the changes d may have changed the value at any
+// of fields (any value at all when fields is empty). It decides cheaply and
+// errs on the side of true: it never reports false when a subscribed value
+// changed, though the diff may name a list element by index ([0]) where the
+// field names it by key ([name=app]) or the other way round.
+func touches(cmp *Comparer, d Diff, fields []Path) bool {
+	if len(fields) == 0 {
+		return len(d) > 0
+	}
+	for _, f := range fields {
+		if cmp.reorderable(f) {
+			return true
+		}
+		for _, c := range d {
+			if mayOverlap(f, c.Path) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayOverlap reports whether a change at the concrete path c may change
+// the value at the field f: c is at, below or above a path f may stand
+// for. Unlike [Path.Overlaps], a [SegIndex] and a [SegMatch] may address
+// the same element, and so may two [SegMatch] segments on different fields.
+func mayOverlap(f, c Path) bool {
+	n := min(len(f), len(c))
+	for i := 0; i < n; i++ {
+		if !maySame(f[i], c[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// maySame reports whether segments a and b may address the same child. A
+// map key is told apart from a list element: a value that turns from map
+// to list (or back) is a change at its parent.
+func maySame(a, b Segment) bool {
+	if a.Kind == SegKey || b.Kind == SegKey {
+		return a.Kind == b.Kind && a.Key == b.Key
+	}
+	switch {
+	case a.Kind == SegAny || b.Kind == SegAny:
+		return true
+	case a.Kind == SegIndex && b.Kind == SegIndex:
+		return a.Index == b.Index
+	case a.Kind == SegMatch && b.Kind == SegMatch && a.Key == b.Key:
+		return a.Value == b.Value
+	}
+	return true // index against key, or keys on different fields
+}
+
+// reorderable reports whether the value at f can change with no change in
+// a diff of c: f addresses, by position ([0]) or by a field other than
+// the list key ([image=x], which finds the first such element), an element
+// of a list that c may compare by key, where a reordering is no change.
+func (c *Comparer) reorderable(f Path) bool {
+	for i, s := range f {
+		if (s.Kind == SegIndex || s.Kind == SegMatch) && c.reorders(f[:i], s) {
+			return true
+		}
+	}
+	return false
+}
+
+// reorders reports whether c may compare a list at a path that the pattern
+// p stands for by a key field that does not identify the element s.
+func (c *Comparer) reorders(p Path, s Segment) bool {
+	other := func(field string) bool { return s.Kind == SegIndex || field != s.Key }
+	n := len(p)
+	if n > 0 && len(c.anyDepth) > 0 {
+		switch last := p[n-1]; last.Kind {
+		case SegKey:
+			if field, ok := c.anyDepth[last.Key]; ok && other(field) {
+				return true
+			}
+		case SegAny:
+			for _, field := range c.anyDepth {
+				if other(field) {
+					return true
+				}
+			}
+		}
+	}
+	for _, pt := range c.patterns {
+		if !pt.ignore && len(pt.path) == n && mayOverlap(pt.path, p) && other(pt.field) {
+			return true
+		}
+	}
+	return false
+}
+
+// relevant returns the changes within fields, sorted by path: all of
+// changes when fields is empty. changes turn old into new (nil for an
+// object that did not exist before, or no longer exists). A field that
+// addresses list elements by index, by [field=value] or by [*] is resolved
+// in old and new and its values compared, since the diff may name those
+// elements another way, or, for a reordered keyed list, not at all; the
+// changes are reported under the field's own spelling, [*] standing for
+// the diff's name of each element.
+func (b *Bus) relevant(changes Diff, fields []Path, old, new map[string]any) Diff {
+	if len(fields) == 0 {
+		return changes
+	}
+	if len(changes) == 0 && (old == nil || new == nil || !slices.ContainsFunc(fields, b.cmp.reorderable)) {
+		return changes
+	}
+	if len(fields) == 1 {
+		return b.cmp.within(changes, fields[0], old, new)
+	}
+	var out Diff
+	for _, f := range fields {
+		for _, c := range b.cmp.within(changes, f, old, new) {
+			if !slices.ContainsFunc(out, func(o Change) bool { return o.Path.Equal(c.Path) }) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Change) int { return ComparePaths(x.Path, y.Path) })
+	return out
+}
+
+// within returns the changes at the field f that turn old into new; d is
+// the diff of old and new.
+func (c *Comparer) within(d Diff, f Path, old, new map[string]any) Diff {
+	keysOnly := true
+	for _, s := range f {
+		if s.Kind != SegKey {
+			keysOnly = false
+			break
+		}
+	}
+	if keysOnly {
+		return d.narrow(c, f) // the diff names map keys as f does
+	}
+	if out, ok := c.covered(d, f); ok {
+		return out
+	}
+	type pair struct {
+		at           Path
+		old, new     any
+		inOld, inNew bool
+	}
+	var pairs []pair
+	index := map[string]int{}
+	unique := map[*any]bool{} // keyed lists without duplicate keys, by first element
+	collect := func(root map[string]any, isOld bool) {
+		if root == nil {
+			return
+		}
+		Resolve(root, f, func(at Path, val any) {
+			if c.ignores != 0 && c.Ignored(c.keyed(root, at)) {
+				return
+			}
+			name := c.named(root, f, at, unique)
+			k := string(appendPath(nil, name))
+			i, ok := index[k]
+			if !ok {
+				i = len(pairs)
+				index[k] = i
+				pairs = append(pairs, pair{at: name})
+			}
+			if isOld {
+				pairs[i].old, pairs[i].inOld = val, true
+			} else {
+				pairs[i].new, pairs[i].inNew = val, true
+			}
+		})
+	}
+	collect(old, true)
+	collect(new, false)
+	slices.SortFunc(pairs, func(x, y pair) int { return ComparePaths(x.at, y.at) })
+	var out Diff
+	for _, pr := range pairs {
+		switch {
+		case pr.inOld && pr.inNew:
+			for _, sub := range c.Compare(pr.old, pr.new) {
+				sub.Path = append(slices.Clip(pr.at), sub.Path...)
+				out = append(out, sub)
+			}
+		case pr.inOld:
+			out = append(out, Change{Op: OpRemove, Path: pr.at, Old: pr.old})
+		default:
+			out = append(out, Change{Op: OpAdd, Path: pr.at, New: pr.new})
+		}
+	}
+	return out
+}
+
+// covered returns the changes of d within f, and true, when d names them as
+// f does: every change that may touch f lies at or below a path f stands
+// for, segment by segment, and no reordering can change f's value unseen.
+// Then they are what resolving f would find, and it is the common case.
+func (c *Comparer) covered(d Diff, f Path) (Diff, bool) {
+	if c.reorderable(f) {
+		return nil, false
+	}
+	var out Diff
+	for _, ch := range d {
+		switch {
+		case f.Covers(ch.Path):
+			out = append(out, ch)
+		case mayOverlap(f, ch.Path):
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// named returns a copy of at, a match of the pattern f in root, as
+// [Comparer.within] reports it: what f spells out stays as written, and an
+// element that a [SegAny] matches in a keyed list is named by its key, as
+// the diff names it, unless the list has duplicate keys. unique caches
+// which lists have distinct keys.
+func (c *Comparer) named(root any, f, at Path, unique map[*any]bool) Path {
+	out := slices.Clone(at)
+	mask, field, v := c.all, "", root
+	for i, s := range at {
+		if f[i].Kind == SegAny && s.Kind == SegIndex && field != "" {
+			if l, ok := v.([]any); ok && s.Index < len(l) {
+				u, known := unique[&l[0]]
+				if !known {
+					u = keyable(l, field) && !hasDuplicateKeys(l, field)
+					unique[&l[0]] = u
+				}
+				if k, ok := elementKey(l[s.Index], field); ok && u {
+					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
+				}
+			}
+		}
+		mask, _, field = c.step(mask, i, out[i])
+		v, _ = step(v, s)
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package opbus
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -82,5 +83,124 @@ func TestLookupAndResolve(t *testing.T) {
 	Resolve(v, MustParsePath("a[*].v"), func(at Path, val any) { seen = append(seen, at.String()) })
 	if strings.Join(seen, ",") != "a[0].v,a[1].v" {
 		t.Errorf("Resolve(a[*].v) = %v", seen)
+	}
+}
+
+// TestFieldFormsFire checks that a handler subscribed to a list element,
+// addressed by index, by [key=value] or by [*], runs on every change of its
+// value and is told of it in ev.Changes, whether the bus compares the list
+// by key or by index: the diff may name the element the other way.
+func TestFieldFormsFire(t *testing.T) {
+	keyed := map[string]string{"containers": "name", "containerStatuses": "name"}
+	// containers builds a list with element "side" first and "app" second;
+	// app's image and state are v.
+	containers := func(v string) map[string]any {
+		return map[string]any{
+			"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "side", "image": "side:1"},
+				map[string]any{"name": "app", "image": v},
+			}},
+			"status": map[string]any{"containerStatuses": []any{
+				map[string]any{"name": "side", "state": "running"},
+				map[string]any{"name": "app", "state": v},
+			}},
+		}
+	}
+	// duplicates has two elements named app; the first one's image is v.
+	duplicates := func(v string) map[string]any {
+		return map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "app", "image": v},
+			map[string]any{"name": "app", "image": "other"},
+		}}}
+	}
+	// reordered puts the element named v first: a reordering alone, which
+	// a keyed diff does not report, changes what [0] addresses.
+	reordered := func(v string) map[string]any {
+		l := []any{map[string]any{"name": "a", "image": "a"}, map[string]any{"name": "b", "image": "b"}}
+		if v == "b" {
+			l[0], l[1] = l[1], l[0]
+		}
+		return map[string]any{"spec": map[string]any{"containers": l}}
+	}
+	tests := []struct {
+		name     string
+		listKeys map[string]string
+		field    string
+		state    func(v string) map[string]any
+		values   []string
+		wantPath string // where ev.Changes reports the change
+	}{
+		{"match path, lists by index", nil, "status.containerStatuses[name=app].state", containers,
+			[]string{"waiting", "running", "terminated"}, "status.containerStatuses[name=app].state"},
+		{"index path, lists by key", keyed, "spec.containers[1].image", containers,
+			[]string{"app:1", "app:2", "app:3"}, "spec.containers[1].image"},
+		{"wildcard, lists by index", nil, "spec.containers[*].image", containers,
+			[]string{"app:1", "app:2", "app:3"}, "spec.containers[1].image"},
+		{"wildcard, lists by key", keyed, "spec.containers[*].image", containers,
+			[]string{"app:1", "app:2", "app:3"}, "spec.containers[name=app].image"},
+		{"match path, duplicate keys", keyed, "spec.containers[name=app].image", duplicates,
+			[]string{"app:1", "app:2", "app:3"}, "spec.containers[name=app].image"},
+		{"wildcard, duplicate keys", keyed, "spec.containers[*].image", duplicates,
+			[]string{"app:1", "app:2", "app:3"}, "spec.containers[0].image"},
+		{"index path, keyed list reordered", keyed, "spec.containers[0].image", reordered,
+			[]string{"a", "b", "a"}, "spec.containers[0].image"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			b := newBus(t, &Options{ListKeys: tc.listKeys})
+			var r recorder
+			must(t, b.Handle("h", r.handle, On{Fields: []string{tc.field}}))
+			for i, v := range tc.values {
+				must(t, b.Dispatch(ctx, podKey, tc.state(v)))
+				if got, want := r.count(), i+1; got != want {
+					t.Fatalf("after state %d: handler ran %d times, want %d", i+1, got, want)
+				}
+				ch := r.last().Changes
+				want := MustParsePath(tc.wantPath)
+				if !slices.ContainsFunc(ch, func(c Change) bool { return c.Path.Equal(want) && c.New == v }) {
+					t.Errorf("after state %d: got changes\n%v\nwant one at %s to %q", i+1, ch, tc.wantPath, v)
+				}
+			}
+		})
+	}
+}
+
+func TestTouchesFieldForms(t *testing.T) {
+	keyed, err := NewComparer(&CompareOptions{ListKeys: map[string]string{"containers": "name"}})
+	must(t, err)
+	tests := []struct {
+		name   string
+		cmp    *Comparer
+		field  string
+		change string // the path of the diff's one change
+		want   bool
+	}{
+		{"same keys", defaultComparer, "spec.a", "spec.a", true},
+		{"other key", defaultComparer, "spec.a", "spec.b", false},
+		{"ancestor", defaultComparer, "spec.a.b", "spec", true},
+		{"descendant", defaultComparer, "spec", "spec.a.b", true},
+		{"match against index", defaultComparer, "s.l[name=app].x", "s.l[0].x", true},
+		{"index against match", keyed, "spec.containers[0].image", "spec.containers[name=app].image", true},
+		{"other index", defaultComparer, "s.l[0]", "s.l[1]", false},
+		{"other match value", keyed, "spec.containers[name=app]", "spec.containers[name=web]", false},
+		{"match on another field", keyed, "spec.containers[image=x]", "spec.containers[name=web]", true},
+		{"wildcard", keyed, "spec.containers[*].image", "spec.containers[name=web].image", true},
+		{"wildcard, other key below", keyed, "spec.containers[*].image", "spec.containers[name=web].env", false},
+		{"key against element", defaultComparer, "s.l.x", "s.l[0]", false},
+		{"index into a keyed list, no change", keyed, "spec.containers[0].image", "", true},
+		{"match on the list key, no change", keyed, "spec.containers[name=app].image", "", false},
+		{"index into an unkeyed list, no change", keyed, "spec.volumes[0]", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var d Diff
+			if tc.change != "" {
+				d = Diff{{Op: OpChange, Path: MustParsePath(tc.change), Old: 1, New: 2}}
+			}
+			if got := touches(tc.cmp, d, []Path{MustParsePath(tc.field)}); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -170,7 +171,65 @@ func Validate(v any) error {
 	return validate(v, nil)
 }
 
+// maxNesting bounds how deep a value may nest. Real documents are a few
+// dozen levels deep; the bound turns a value that contains itself, which
+// would overflow the stack of every recursive walk, into an error.
+const maxNesting = 1000
+
+// shownPrefix is how many segments of a too-deep path an error names.
+const shownPrefix = 8
+
+// checkDocument reports whether obj can enter the bus as an object's
+// state: a non-nil map holding only values [Validate] accepts, nested at
+// most maxNesting levels deep.
+func checkDocument(obj map[string]any) error {
+	if obj == nil {
+		return errors.New("opbus: document is nil: expected a map[string]any, empty for an object with no fields")
+	}
+	if plain(obj, 0) {
+		return nil
+	}
+	return validate(obj, nil)
+}
+
+// plain reports, without allocating, whether v holds only the values that
+// decoders produce, nested at most maxNesting levels deep: the common case
+// at the door, which then costs one walk. Anything else takes validate's
+// slower walk, which names what it finds.
+func plain(v any, depth int) bool {
+	if depth > maxNesting {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string, int64, int:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case map[string]any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !plain(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 func validate(v any, at Path) error {
+	if len(at) > maxNesting {
+		// Value is left nil: printing a value that contains itself would
+		// not end.
+		return &ValueError{Path: clonePath(at[:shownPrefix]),
+			Reason: fmt.Sprintf("nested deeper than %d levels (a value that contains itself?)", maxNesting)}
+	}
 	switch x := v.(type) {
 	case nil, bool, string:
 		return nil

@@ -36,3 +36,84 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// nested returns a value n levels deep: maps and lists in turn, holding a
+// string at the bottom.
+func nested(n int) any {
+	var v any = "bottom"
+	for i := range n {
+		if i%2 == 0 {
+			v = map[string]any{"x": v}
+		} else {
+			v = []any{v}
+		}
+	}
+	return v
+}
+
+// TestValidateDepth: a value that contains itself is an error, not a
+// stack overflow; a deep but finite one is accepted.
+func TestValidateDepth(t *testing.T) {
+	cyclicMap := map[string]any{"a": 1}
+	cyclicMap["self"] = cyclicMap
+	deeperMap := map[string]any{}
+	deeperMap["spec"] = map[string]any{"inner": []any{deeperMap}}
+	cyclicList := []any{1, nil}
+	cyclicList[1] = cyclicList
+	tests := []struct {
+		name string
+		v    any
+		want string // "" for no error
+	}{
+		{"map holding itself", cyclicMap, "opbus: value at self.self.self"},
+		{"map holding itself deeper", deeperMap, "opbus: value at spec.inner[0].spec"},
+		{"list holding itself", map[string]any{"l": cyclicList}, "opbus: value at l[1][1]"},
+		{"500 levels", nested(500), ""},
+		{"1000 levels", nested(1000), ""},
+		{"1001 levels", nested(1001), "nested deeper than 1000 levels (a value that contains itself?)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Validate(tc.v)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("got %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), "nested deeper than 1000 levels (a value that contains itself?)"):
+				t.Errorf("got %v, want it to say how deep", err)
+			}
+		})
+	}
+}
+
+func TestCheckDocument(t *testing.T) {
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	tests := []struct {
+		name string
+		obj  map[string]any
+		want string // "" for no error
+	}{
+		{"nil", nil, "opbus: document is nil: expected a map[string]any, empty for an object with no fields"},
+		{"empty", map[string]any{}, ""},
+		{"plain", map[string]any{"spec": map[string]any{"replicas": 3}}, ""},
+		{"unsupported value", map[string]any{"c": make(chan int)}, "opbus: value at c: unsupported type chan int"},
+		{"contains itself", cyclic, "nested deeper than 1000 levels (a value that contains itself?)"},
+		{"deep but legal", map[string]any{"d": nested(500)}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkDocument(tc.obj)
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("got %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -92,7 +92,22 @@ func entries(t *testing.T) []entry {
 		{"stored record", "not JSON", func() error { return dispatchOn(storeWith("{oops")) },
 			"opbus: stored record of Pod default/web: not a record: invalid character 'o' looking for beginning of object key string"},
 		{"stored record", `{"v":9}`, func() error { return dispatchOn(storeWith(`{"v":9}`)) },
-			"opbus: stored record of Pod default/web: unknown version 9: this build reads version 1"},
+			"opbus: stored record of Pod default/web: unknown version 9: this build reads versions 1 and 2"},
+		{"document", "nil", func() error {
+			b, _ := opbus.New(nil)
+			return b.Observe(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, nil)
+		}, "opbus: state of Pod default/web: document is nil: expected a map[string]any, empty for an object with no fields"},
+		{"document", "a map that contains itself", func() error {
+			b, _ := opbus.New(nil)
+			loop := map[string]any{}
+			loop["self"] = loop
+			return b.Observe(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, loop)
+		}, "opbus: state of Pod default/web: value at self.self.self.self.self.self.self.self: nested deeper than 1000 levels (a value that contains itself?)"},
+		{"handler result", "a status of level 17", func() error {
+			b, _ := opbus.New(nil)
+			_ = b.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{Level: 17}, nil }, opbus.On{})
+			return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{})
+		}, `opbus: handler "h" on Pod default/web: returned a bad status: level 17 is not a level: expected LevelUnknown to LevelError (0 to 5)`},
 		{"stored record", `a digest that is not one`, func() error { return dispatchOn(storeWith(`{"v":1,"digests":{"h":"xyz"}}`)) },
 			`opbus: stored record of Pod default/web: digests: "h": "xyz" is not a digest (16 bytes in unpadded URL-safe base64)`},
 		{"state machine", "a trigger to an undeclared state", func() error {
