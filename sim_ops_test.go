@@ -29,13 +29,13 @@ func (c simConfig) String() string {
 type opKind int
 
 const (
-	opCreate   opKind = iota // observe a new object (or a new incarnation) with uid n
-	opUpdate                 // change a field: field, to a value derived from n
-	opDelete                 // observe the deletion, with the last state
-	opRestart                // stop Run, build a new Bus on the same store, start Run
-	opFault                  // the store fails its next n calls of one kind for the key
-	opSettle                 // synctest.Wait: let every goroutine run until blocked
-	opSleep                  // advance fake time by n milliseconds
+	opCreate  opKind = iota // observe a new object (or a new incarnation) with uid n
+	opUpdate                // change a field: field, to a value derived from n
+	opDelete                // observe the deletion, with the last state
+	opRestart               // stop Run, build a new Bus on the same store, start Run
+	opFault                 // the store fails its next n calls of one kind for the key
+	opSettle                // synctest.Wait: let every goroutine run until blocked
+	opSleep                 // advance fake time by n milliseconds
 )
 
 // simOp is one operation. It carries everything it needs, so that any
