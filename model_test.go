@@ -241,8 +241,6 @@ const (
 	beBadLevel   // returns a status of a level that does not exist every time
 )
 
-var beNames = [...]string{"succeed", "fail", "panic", "retry-after", "permanent", "bad-level"}
-
 // behaviourOf returns what handler id does with the value v of key.
 func behaviourOf(id, key, v string) behaviour {
 	h := mix("behaviour", id, key, v)
@@ -390,7 +388,6 @@ type expectSlot struct {
 // expectHandler is what a handler must have done for the live incarnation.
 type expectHandler struct {
 	value string // the value it must have handled last; "" for any
-	slot  expectSlot
 }
 
 // expected returns, for a live key, what each handler and slot must show;

@@ -435,7 +435,7 @@ func (s *simRun) dispatch(b *Bus, k int, doc map[string]any, deleted bool) {
 			if s.isBroken() {
 				return // a panic escaped: the key may be busy for ever
 			}
-			err, escaped := s.dispatchOnce(b, k, doc, deleted)
+			escaped, err := s.dispatchOnce(b, k, doc, deleted)
 			s.mu.Lock()
 			if escaped != nil {
 				s.violate("when-panic", "%s: a panic escaped Dispatch: %v", simName(k), escaped)
@@ -452,13 +452,13 @@ func (s *simRun) dispatch(b *Bus, k int, doc map[string]any, deleted bool) {
 	}()
 }
 
-func (s *simRun) dispatchOnce(b *Bus, k int, doc map[string]any, deleted bool) (err error, escaped any) {
+func (s *simRun) dispatchOnce(b *Bus, k int, doc map[string]any, deleted bool) (escaped any, err error) {
 	defer func() { escaped = recover() }()
 	ctx := context.WithValue(context.Background(), dispatchMark{}, true)
 	if deleted {
-		return b.DispatchDelete(ctx, simKey(k), doc), nil
+		return nil, b.DispatchDelete(ctx, simKey(k), doc)
 	}
-	return b.Dispatch(ctx, simKey(k), doc), nil
+	return nil, b.Dispatch(ctx, simKey(k), doc)
 }
 
 // restart stops Run and starts a new bus on the same store.
