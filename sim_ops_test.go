@@ -1,0 +1,274 @@
+package opbus
+
+// The operations of TestSimulation: what they are, how they are drawn from
+// a seed, how they change an object, and how they print.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// simConfig is what one sequence's buses are built with.
+type simConfig struct {
+	listKeys      bool // Options.ListKeys = simListKeys
+	incarnation   bool // Options.Incarnation returns metadata.uid
+	maxBacklog    int  // Options.MaxBacklog; 0 for the default
+	workers       int
+	fileStore     bool
+	keys          int // objects, 2–4
+	revisionBumps int // from this generation of bus on, the spec handler's revision is r2; 0: never
+}
+
+func (c simConfig) String() string {
+	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d fileStore=%v keys=%d revisionBump=%d",
+		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.fileStore, c.keys, c.revisionBumps)
+}
+
+type opKind int
+
+const (
+	opCreate  opKind = iota // observe a new object (or a new incarnation) with uid n
+	opUpdate                // change a field: field, to a value derived from n
+	opDelete                // observe the deletion, with the last state
+	opRestart               // stop Run, build a new Bus on the same store, start Run
+	opFault                 // the store fails its next n calls of one kind for the key
+	opSettle                // synctest.Wait: let every goroutine run until blocked
+	opSleep                 // advance fake time by n milliseconds
+)
+
+// simOp is one operation. It carries everything it needs, so that any
+// subsequence of a sequence is a sequence too (for shrinking).
+type simOp struct {
+	kind     opKind
+	key      int
+	field    string // opUpdate: the mutation; opFault: load, save, delete or corrupt
+	n        int64
+	dispatch bool // an observation made with Dispatch/DispatchDelete, concurrently with Run
+	relist   bool // opRestart: the source observes every live object again on start
+	block    bool // opRestart: a handler ignores its context past ShutdownTimeout first
+}
+
+func (o simOp) String() string {
+	via := "observe"
+	if o.dispatch {
+		via = "dispatch"
+	}
+	k := fmt.Sprintf("k%d", o.key)
+	switch o.kind {
+	case opCreate:
+		return fmt.Sprintf("%s %s create uid=u%d", via, k, o.n)
+	case opUpdate:
+		return fmt.Sprintf("%s %s update %s n=%d", via, k, o.field, o.n)
+	case opDelete:
+		return fmt.Sprintf("%s %s delete", via, k)
+	case opRestart:
+		return fmt.Sprintf("restart relist=%v block=%v (blocking handler on %s)", o.relist, o.block, k)
+	case opFault:
+		return fmt.Sprintf("store %s: next %d %s fail", k, o.n, o.field)
+	case opSettle:
+		return "settle"
+	case opSleep:
+		return fmt.Sprintf("sleep %v", time.Duration(o.n)*time.Millisecond)
+	}
+	return "?"
+}
+
+func formatOps(ops []simOp) string {
+	var b strings.Builder
+	for i, o := range ops {
+		fmt.Fprintf(&b, "  %2d. %v\n", i+1, o)
+	}
+	return b.String()
+}
+
+var simFields = []string{"replicas", "image", "big", "c0image", "appstate", "sidestate", "cond", "noise", "reorder", "dup"}
+
+// genConfig draws a configuration.
+func genConfig(r *rand.Rand) simConfig {
+	c := simConfig{
+		listKeys:    r.IntN(2) == 0,
+		incarnation: r.IntN(5) < 3,
+		workers:     1 + r.IntN(4),
+		fileStore:   r.IntN(4) == 0,
+		keys:        2 + r.IntN(3),
+	}
+	if r.IntN(2) == 0 {
+		c.maxBacklog = 2 + r.IntN(2)
+	}
+	if r.IntN(4) == 0 {
+		c.revisionBumps = 1 + r.IntN(2)
+	}
+	return c
+}
+
+// genOps draws n operations.
+func genOps(r *rand.Rand, cfg simConfig, n int) []simOp {
+	var ops []simOp
+	uid := int64(0)
+	alive := make([]bool, cfg.keys)
+	for len(ops) < n {
+		k := r.IntN(cfg.keys)
+		o := simOp{key: k, dispatch: r.IntN(6) == 0}
+		switch w := r.IntN(100); {
+		case !alive[k] || w < 8:
+			uid++
+			o.kind, o.n = opCreate, uid
+			alive[k] = true
+		case w < 55:
+			o.kind, o.field, o.n = opUpdate, simFields[r.IntN(len(simFields))], r.Int64N(1000)
+		case w < 64:
+			o.kind = opDelete
+			alive[k] = false
+		case w < 68:
+			o = simOp{kind: opRestart, key: k, relist: r.IntN(2) == 0, block: r.IntN(4) == 0}
+		case w < 75:
+			o = simOp{kind: opFault, key: k, field: []string{"load", "save", "delete", "corrupt"}[r.IntN(4)], n: 1 + r.Int64N(2)}
+		case w < 90:
+			o = simOp{kind: opSettle}
+		default:
+			o = simOp{kind: opSleep, n: []int64{1, 5, 30, 120, 700}[r.IntN(5)]}
+		}
+		ops = append(ops, o)
+	}
+	return ops
+}
+
+// simName is the object name of key index k.
+func simName(k int) string { return fmt.Sprintf("k%d", k) }
+
+// baseDoc is a new object.
+func baseDoc(k int, uid int64) map[string]any {
+	el := func(kv ...string) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	return map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Pod",
+		"metadata": map[string]any{
+			"name": simName(k), "uid": fmt.Sprintf("u%d", uid), "resourceVersion": "1",
+			"labels": map[string]any{"noise": "0"},
+		},
+		"spec": map[string]any{
+			"replicas": int64(1), "image": "img:1", "big": int64(1<<60 + 1),
+			"containers": []any{el("name", "app", "image", "a:1"), el("name", "side", "image", "s:1")},
+		},
+		"status": map[string]any{
+			"containerStatuses": []any{el("name", "app", "state", "waiting"), el("name", "side", "state", "waiting")},
+			"conditions":        []any{el("type", "Ready", "status", "False"), el("type", "Synced", "status", "False")},
+		},
+	}
+}
+
+// simClone copies maps and lists; the bus keeps a reference to what it is
+// given, so every state is a new document.
+func simClone(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = simClone(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = simClone(e)
+		}
+		return l
+	}
+	return v
+}
+
+// mutate returns doc changed as the update operation o says.
+func mutate(doc map[string]any, o simOp, rv int64) map[string]any {
+	doc = simClone(doc).(map[string]any)
+	md := doc["metadata"].(map[string]any)
+	md["resourceVersion"] = fmt.Sprint(rv)
+	spec := doc["spec"].(map[string]any)
+	status := doc["status"].(map[string]any)
+	n := o.n
+	named := func(list []any, name string) map[string]any {
+		for _, e := range list {
+			if m := e.(map[string]any); m["name"] == name {
+				return m
+			}
+		}
+		return map[string]any{}
+	}
+	states := []string{"waiting", "running", "terminated"}
+	switch o.field {
+	case "replicas":
+		spec["replicas"] = n % 16
+	case "image":
+		spec["image"] = fmt.Sprintf("img:%d", n%7)
+		if n%5 == 0 {
+			spec["image"] = fmt.Sprintf("img:\xff%d", n%3) // invalid UTF-8
+		}
+	case "big":
+		spec["big"] = int64(1<<60 + n%4) // beyond 2^53: float64 would lose it
+	case "c0image":
+		spec["containers"].([]any)[0].(map[string]any)["image"] = fmt.Sprintf("a:%d", n%4)
+	case "appstate":
+		named(status["containerStatuses"].([]any), "app")["state"] = states[n%3]
+	case "sidestate":
+		named(status["containerStatuses"].([]any), "side")["state"] = states[n%3]
+	case "cond":
+		l := status["conditions"].([]any)
+		l[int(n)%len(l)].(map[string]any)["status"] = []string{"True", "False", "Unknown"}[n%3]
+	case "noise":
+		md["labels"].(map[string]any)["noise"] = fmt.Sprint(n)
+	case "reorder":
+		var l []any
+		switch n % 3 {
+		case 0:
+			l = spec["containers"].([]any)
+		case 1:
+			l = status["containerStatuses"].([]any)
+		default:
+			l = status["conditions"].([]any)
+		}
+		for i, j := 0, len(l)-1; i < j; i, j = i+1, j-1 {
+			l[i], l[j] = l[j], l[i]
+		}
+	case "dup":
+		// Toggle a duplicate key in a keyed list.
+		field, list, key := "name", "containerStatuses", "app"
+		if n%2 == 1 {
+			field, list, key = "type", "conditions", "Ready"
+		}
+		l := status[list].([]any)
+		count := 0
+		for _, e := range l {
+			if e.(map[string]any)[field] == key {
+				count++
+			}
+		}
+		if count > 1 {
+			out := l[:0]
+			seen := false
+			for _, e := range l {
+				if e.(map[string]any)[field] == key {
+					if seen {
+						continue
+					}
+					seen = true
+				}
+				out = append(out, e)
+			}
+			status[list] = out
+		} else {
+			other := "state"
+			if list == "conditions" {
+				other = "status"
+			}
+			status[list] = append(l, map[string]any{field: key, other: fmt.Sprintf("dup%d", n%3)})
+		}
+	}
+	return doc
+}
