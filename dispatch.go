@@ -142,16 +142,19 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation
 			b.mu.Unlock()
 		}
 	}
-	return o, true, b.process(ctx, ks, o, force)
+	err = b.process(ctx, ks, &o, force)
+	return o, true, err
 }
 
-// process dispatches one observation of ks, whose record is loaded.
-func (b *Bus) process(ctx context.Context, ks *keyState, o observation, force bool) error {
+// process dispatches one observation of ks, whose record is loaded. The
+// incarnation rules may replace *o with the deletion that must go first
+// (putting *o back at the head of the queue).
+func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force bool) error {
 	b.stats.dispatched.Add(1)
 	if o.retry && ks.cur == nil && !ks.deleting {
 		return nil // a retry of a record load: the queue goes on
 	}
-	if !o.retry && !b.incarnate(ks, &o) {
+	if !o.retry && !b.incarnate(ks, o) {
 		return nil
 	}
 	d := &dispatch{b: b, ks: ks, rec: ks.rec, now: time.Now(), force: force}
@@ -306,7 +309,7 @@ func (d *dispatch) waiting(h *handler, cur digest) bool {
 	if f.permanent {
 		return true
 	}
-	if !d.force && d.now.Before(f.at) {
+	if !d.force && time.Now().Before(f.at) {
 		d.retryAt(f.at)
 		return true
 	}
@@ -538,7 +541,7 @@ func (b *Bus) failed(d *dispatch, h *handler, ev *Event, cur digest, st Status, 
 	if !asked {
 		delay = b.backoff.Delay(f.n)
 	}
-	f.at = d.now.Add(max(delay, time.Nanosecond))
+	f.at = time.Now().Add(max(delay, time.Nanosecond))
 	d.retryAt(f.at)
 	b.log.Error("opbus: handler failed", append(attrs(), "err", err, "retry_in", delay)...)
 }

@@ -11,13 +11,6 @@ import (
 	"time"
 )
 
-// uidOf is the Incarnation function of these tests: metadata.uid.
-func uidOf(o map[string]any) string {
-	md, _ := o["metadata"].(map[string]any)
-	uid, _ := md["uid"].(string)
-	return uid
-}
-
 func withUID(uid string, fields map[string]any) map[string]any {
 	o := map[string]any{"metadata": map[string]any{"uid": uid}}
 	for k, v := range fields {

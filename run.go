@@ -209,7 +209,7 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 			err = perr
 			break
 		}
-		if ks.rec == nil && !ks.ended {
+		if ks.rec == nil && perr != nil {
 			err = perr // the record cannot be loaded: the state stays queued
 			break
 		}

@@ -25,7 +25,7 @@ const (
 	// is not recovered and kills the test process (defect 5), so until
 	// the engine recovers it the filter panics only inside Dispatch, on
 	// the harness's goroutine, where the harness catches what escapes.
-	simWhenPanicsUnderRun = false
+	simWhenPanicsUnderRun = true
 )
 
 type dispatchMark struct{}
@@ -107,6 +107,7 @@ type simRun struct {
 	lost        map[int]lostRec // key → a Dispatch refused with ErrClosed
 	armed       bool
 	chain       []chan struct{} // per key: closed when the last harness Dispatch returns
+	keyOps      []int           // per key: operations made, so a retried Dispatch stops once a newer state exists
 	inflight    sync.WaitGroup
 }
 
@@ -121,11 +122,13 @@ func newSimRun(cfg simConfig, dir string) *simRun {
 		dispatches: map[string]int{}, lost: map[int]lostRec{},
 	}
 	s.chain = make([]chan struct{}, cfg.keys)
+	s.keyOps = make([]int, cfg.keys)
 	return s
 }
 
 func simKey(k int) Key { return Key{Kind: "Pod", Namespace: "sim", Name: simName(k)} }
 
+// uidOf is the Incarnation function of the tests: metadata.uid.
 func uidOf(doc map[string]any) string {
 	md, _ := doc["metadata"].(map[string]any)
 	uid, _ := md["uid"].(string)
@@ -396,6 +399,7 @@ func (s *simRun) observe(o simOp) {
 	if o.dispatch {
 		s.dispatches[name]++
 	}
+	s.keyOps[o.key]++
 	b := s.bus
 	s.mu.Unlock()
 	if o.dispatch {
@@ -426,6 +430,9 @@ func (s *simRun) dispatch(b *Bus, k int, doc map[string]any, deleted bool) {
 	}
 	done := make(chan struct{})
 	s.chain[k] = done
+	s.mu.Lock()
+	start := s.keyOps[k]
+	s.mu.Unlock()
 	s.inflight.Add(1)
 	defer synctest.Wait()
 	go func() {
@@ -444,8 +451,11 @@ func (s *simRun) dispatch(b *Bus, k int, doc map[string]any, deleted bool) {
 			if errors.Is(err, ErrClosed) && (i == 0 || !deleted) {
 				s.lost[k] = lostRec{del: deleted, doc: doc}
 			}
+			newer := s.keyOps[k] != start
 			s.mu.Unlock()
-			if escaped != nil || err == nil || errors.Is(err, ErrClosed) {
+			if escaped != nil || err == nil || errors.Is(err, ErrClosed) || newer {
+				// A caller retries the state it has, not one that a newer
+				// observation has replaced (a Juju hook re-reads the model).
 				return
 			}
 		}
