@@ -1,5 +1,5 @@
 # The commands a newcomer needs; each is a thin wrapper over a script.
-.PHONY: run test quick bench soak
+.PHONY: run test quick bench sim soak
 DURATION ?= 10m
 run:            ## the embedded default: no cluster, no Juju controller
 	go run ./examples/quickstart
@@ -9,5 +9,7 @@ quick:          ## the same without the real API server (its tests skip)
 	SKIP_KUBE=1 scripts/test
 bench:          ## every benchmark, -count 6, then BENCHMARKS.md (COUNT=1 BENCHTIME=1x: a quick check)
 	scripts/bench
+sim:            ## the deterministic simulation against the reference model (fixed and fresh seeds)
+	OPBUS_SIM=1 go test -count=1 -run '^TestSimulation$$' -v .
 soak:           ## the simulation for as long as asked: make soak DURATION=1h
 	OPBUS_SIM_DURATION=$(DURATION) go test -count=1 -run '^TestSimulation$$' -v -timeout 0 .
