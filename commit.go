@@ -44,7 +44,7 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
 	ks.storeMu.Lock()
 	defer ks.storeMu.Unlock()
-	if ks.abandoned {
+	if ks.abandoned.Load() {
 		return errAbandoned
 	}
 	return b.store.Save(ctx, ks.key, data)
@@ -128,7 +128,7 @@ func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
 	ks := d.ks
 	ks.storeMu.Lock()
 	err := errAbandoned
-	if !ks.abandoned {
+	if !ks.abandoned.Load() {
 		err = b.store.Delete(ctx, ks.key)
 	}
 	ks.storeMu.Unlock()

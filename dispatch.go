@@ -131,6 +131,9 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation
 			ks.saved = false
 			os := make([]observation, 0, len(p)+1)
 			for _, s := range p {
+				if s.Object == nil && !s.Deleted {
+					continue // nothing to handle (written by an older build)
+				}
 				inc, _ := b.incarnationOf(s.Object)
 				os = append(os, observation{new: s.Object, deleted: s.Deleted, inc: inc})
 			}
@@ -139,6 +142,7 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation
 			b.unshift(ks, append(os, o)...)
 			o, _ = b.take(ks, true)
 			ks.inflight = &o
+			ks.taken = true
 			b.mu.Unlock()
 		}
 	}
@@ -205,12 +209,18 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 // a record of its own.
 func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 	if o.deleted {
-		if !ks.live && ks.ended && (o.inc == "" || o.inc == ks.endedInc) {
+		if (o.inc != "" && o.inc == ks.endedInc) || (!ks.live && ks.ended && o.inc == "") {
 			b.log.Debug("opbus: deletion of an incarnation already deleted", "key", ks.key.String())
 			return false
 		}
 		if !ks.live && ks.rec.inc != "" && o.inc != "" && ks.rec.inc != o.inc {
-			b.restart(ks, o.inc)
+			// The record is of another incarnation: this one was never
+			// handled here, or its deletion is finished (a stale repeat).
+			b.log.Debug("opbus: deletion of an incarnation this record is not of", "key", ks.key.String(), "stored", ks.rec.inc, "deleted", o.inc)
+			return false
+		}
+		if ks.rec.inc == "" && o.inc != "" {
+			ks.rec.inc = o.inc // so that a repeat of this deletion is known
 		}
 		return true
 	}
@@ -220,7 +230,7 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 		b.mu.Lock()
 		b.unshift(ks, *o)
 		b.mu.Unlock()
-		*o = observation{deleted: true, inc: ks.rec.inc}
+		*o = observation{deleted: true, inc: ks.rec.inc, new: ks.cur}
 		return true
 	}
 	if !ks.live {
@@ -436,8 +446,12 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 	return ev
 }
 
-// run calls h and records its result.
+// run calls h and records its result. A pass that shutdown abandoned
+// calls no more handlers.
 func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, cur digest, coalesced bool) {
+	if d.ks.abandoned.Load() {
+		return
+	}
 	ev := d.event(h, typ, cur, coalesced)
 	if h.when != nil {
 		ok, err := b.filter(h, ev)

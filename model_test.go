@@ -323,6 +323,12 @@ type modelKey struct {
 	// ended lists the incarnations whose deletion was observed: each of
 	// their delete handlers must succeed once or fail permanently.
 	ended []int
+	// seenGen is the bus generation that last observed the live
+	// incarnation.
+	seenGen int
+	// endedBy maps an incarnation to the one whose deletion its first
+	// observation required.
+	endedBy map[int]int
 	// values lists, per incarnation and handler, every value observed.
 	values map[int]map[string]map[string]bool
 }
@@ -351,10 +357,18 @@ func (m *model) key(k string) *modelKey {
 // epoch across a change of uid.
 func (m *model) observe(k string, doc map[string]any, epoch int, gen int) {
 	mk := m.key(k)
-	if mk.doc != nil && epoch != mk.epoch {
+	if mk.doc != nil && epoch != mk.epoch && mk.seenGen == gen {
+		// A new incarnation replaces one this bus has seen: the bus
+		// deletes the old one first. (Rule 14: one it has not seen, from
+		// a record of an earlier run, is set aside, its deletion not
+		// observed; the bus may still delete it from pending states.)
 		mk.ended = append(mk.ended, mk.epoch)
+		if mk.endedBy == nil {
+			mk.endedBy = map[int]int{}
+		}
+		mk.endedBy[epoch] = mk.epoch
 	}
-	mk.doc, mk.epoch = doc, epoch
+	mk.doc, mk.epoch, mk.seenGen = doc, epoch, gen
 	vals := mk.values[epoch]
 	if vals == nil {
 		vals = map[string]map[string]bool{}
@@ -365,6 +379,22 @@ func (m *model) observe(k string, doc map[string]any, epoch int, gen int) {
 			vals[h.id] = map[string]bool{}
 		}
 		vals[h.id][view(h, doc, m.cfg.listKeys)] = true
+	}
+}
+
+// refused undoes the deletion that the first observation of epoch
+// required, when the bus refused that observation (Dispatch answered
+// ErrClosed): the next bus gets it without having seen the old
+// incarnation, which rule 14 sets aside.
+func (m *model) refused(k string, epoch int) {
+	mk := m.key(k)
+	old, ok := mk.endedBy[epoch]
+	if !ok {
+		return
+	}
+	delete(mk.endedBy, epoch)
+	if i := slices.Index(mk.ended, old); i >= 0 {
+		mk.ended = slices.Delete(mk.ended, i, i+1)
 	}
 }
 
@@ -465,5 +495,18 @@ func (m *model) observedValue(k string, epoch int, id, v string) bool {
 	if mk == nil {
 		return false
 	}
-	return mk.values[epoch][id][v]
+	// The revision is the handler's, not the state's: a state observed
+	// under one revision is handled under the next after a restart.
+	strip := func(x string) string {
+		if i := strings.Index(x, ";"); strings.HasPrefix(x, "rev=") && i >= 0 {
+			return x[i+1:]
+		}
+		return x
+	}
+	for seen := range mk.values[epoch][id] {
+		if strip(seen) == strip(v) {
+			return true
+		}
+	}
+	return false
 }

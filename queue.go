@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,13 +33,15 @@ type keyState struct {
 	timerAt   time.Time // when it fires
 	retryDue  bool
 	inflight  *observation      // the observation being dispatched, for shutdown
+	taken     bool              // the stored pending states are in queue (or inflight) now
 	published Slots             // the slots as of the last commit (nil: none), for Status
 	values    map[string]string // the values as of the last commit, for Value
 
-	// storeMu orders this key's store writes with shutdown's; abandoned,
-	// which it guards, drops the results of a pass that outlived shutdown.
+	// storeMu orders this key's store writes with shutdown's. abandoned,
+	// set under it, drops the results of a pass that outlived shutdown,
+	// and stops that pass before its next handler.
 	storeMu   sync.Mutex
-	abandoned bool
+	abandoned atomic.Bool
 
 	// owned by the dispatching goroutine
 	rec        *record
@@ -212,11 +215,13 @@ func (b *Bus) countPending() {
 
 // take pops the next observation of ks: a due retry first, then the queue
 // unless it is blocked. force is Dispatch's: it retries an unfinished
-// deletion, or takes the queue, without waiting for the retry timer; b.mu
-// is held, and the caller holds ks busy.
+// deletion, or takes the queue, without waiting for the retry timer, and
+// leaves other due retries to the workers; b.mu is held, and the caller
+// holds ks busy.
 func (b *Bus) take(ks *keyState, force bool) (observation, bool) {
-	if ks.retryDue || (force && ks.deleting) {
+	if (ks.retryDue && !force) || (force && ks.deleting) {
 		// A deletion in progress goes before anything queued behind it.
+		// Other retries are the workers': Dispatch handles the queue.
 		ks.retryDue = false
 		ks.blocked = false
 		return observation{retry: true}, true

@@ -217,6 +217,11 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 			err = fmt.Errorf("opbus: dispatch of %v: the deletion of its previous incarnation is not finished; the state waits behind it: %w", key, perr)
 			break
 		}
+		if b.isStopping() {
+			// The state stays queued: Run saves it as pending.
+			err = fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", key, ErrClosed)
+			break
+		}
 	}
 	b.mu.Lock()
 	b.release(ks)
@@ -238,13 +243,18 @@ func (b *Bus) resumePending(ctx context.Context) {
 	}
 	for _, key := range keys {
 		data, err := b.store.Load(ctx, key)
-		if err != nil || data == nil {
+		if err == nil && data == nil {
 			continue
 		}
-		rec, err := decodeRecord(key, data, b.index)
-		if err != nil || len(rec.pending) == 0 {
-			continue // a corrupt record is reported when its key is observed
+		if err == nil {
+			rec, derr := decodeRecord(key, data, b.index)
+			if derr == nil && len(rec.pending) == 0 {
+				continue
+			}
 		}
+		// Pending states, or a record that cannot be read now: the
+		// key's first pass loads it again (with backoff, reporting a
+		// corrupt record), so that nothing pending is left behind.
 		b.mu.Lock()
 		ks := b.keyState(key)
 		if ks.rec == nil {
@@ -262,25 +272,39 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		ks        *keyState
 		states    []observation
 		abandoned bool
+		taken     bool // states includes the record's pending states
 	}
 	var work []left
 	b.mu.Lock()
 	b.closed = true
 	for _, ks := range b.keys {
-		l := left{ks: ks, abandoned: ks.busy}
+		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken}
 		switch {
 		case ks.busy:
 			if ks.inflight != nil && !ks.inflight.retry {
 				l.states = append(l.states, *ks.inflight)
-			} else if ks.inflight != nil {
+			} else if ks.inflight != nil && (ks.cur != nil || ks.deleting) {
 				l.states = append(l.states, observation{new: ks.cur, deleted: ks.deleting})
 			}
 		case ks.retryDue || ks.deleting || (ks.blocked && ks.cur != nil):
 			if ks.cur != nil || ks.deleting {
-				l.states = append(l.states, observation{new: ks.cur, deleted: ks.deleting})
+				o := observation{new: ks.cur, deleted: ks.deleting}
+				if ks.rec != nil {
+					o.inc = ks.rec.inc
+				}
+				l.states = append(l.states, o)
 			}
 		}
+		if len(l.states) == 0 && !ks.busy && ks.replacedBy(b, ks.queue) {
+			// The queue starts a new incarnation while the live one is
+			// only in memory: keep its deletion, which the next run could
+			// not make without its last state.
+			l.states = append(l.states, observation{deleted: true, new: ks.cur, inc: ks.rec.inc})
+		}
 		l.states = append(l.states, ks.queue...)
+		if !ks.busy {
+			l.states = ks.dropRepeats(l.states)
+		}
 		if len(l.states) == 0 && !(ks.retryDue && ks.rec == nil) {
 			continue
 		}
@@ -292,7 +316,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	for _, l := range work {
-		if err := b.savePending(ctx, l.ks, l.states, l.abandoned); err != nil {
+		if err := b.savePending(ctx, l.ks, l.states, l.abandoned, l.taken); err != nil {
 			errs = append(errs, fmt.Errorf("opbus: saving pending states of %v: %w", l.ks.key, err))
 		}
 	}
@@ -302,12 +326,47 @@ func (b *Bus) persistPending(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observation, abandoned bool) error {
+// dropRepeats leaves out of states the deletions that incarnate would
+// drop: repeats of a deletion that is finished. The next run could not tell
+// them apart, since it does not know which deletions this one finished;
+// b.mu is held and ks is not busy.
+func (ks *keyState) dropRepeats(states []observation) []observation {
+	live, ended, endedInc := ks.live, ks.ended, ks.endedInc
+	out := states[:0:0]
+	for _, o := range states {
+		if !o.deleted {
+			live, ended = true, false
+			out = append(out, o)
+			continue
+		}
+		if (o.inc != "" && o.inc == endedInc) || (o.inc == "" && ended && !live) {
+			continue
+		}
+		out = append(out, o)
+		live, ended, endedInc = false, true, o.inc
+	}
+	return out
+}
+
+// replacedBy reports whether q starts with a state of another incarnation
+// than the live one of ks, which is not busy; b.mu is held.
+func (ks *keyState) replacedBy(b *Bus, q []observation) bool {
+	if b.incarnation == nil || !ks.live || ks.cur == nil || ks.rec == nil || ks.rec.inc == "" || len(q) == 0 {
+		return false
+	}
+	return !q[0].deleted && q[0].inc != "" && q[0].inc != ks.rec.inc
+}
+
+// savePending writes states as the pending states of ks's record. taken
+// says that states already holds the record's stored pending states (a
+// pass moved them to the queue), so they replace, not extend, the stored
+// ones.
+func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observation, abandoned, taken bool) error {
 	ks.storeMu.Lock()
 	defer ks.storeMu.Unlock()
 	rec := ks.rec
 	if abandoned {
-		ks.abandoned = true // the stuck pass's own writes are dropped
+		ks.abandoned.Store(true) // the stuck pass's own writes are dropped
 		rec = nil
 	}
 	if rec == nil {
@@ -324,9 +383,19 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 	if len(states) == 0 && len(rec.pending) > 0 {
 		return nil // the record holds its pending states already
 	}
+	if taken {
+		rec.pending = nil
+	}
 	// The library's own writes (such as a record held in the object) are
 	// left out, so records do not nest.
-	for _, o := range collapse(b, states) {
+	kept := collapse(b, states)
+	if abandoned && len(states) > 1 {
+		// The abandoned pass's state stays whole: handlers that succeeded
+		// in it were not committed, and must see it again before any
+		// later state, or a value they acted on would pass unnoticed.
+		kept = append([]observation{states[0]}, collapse(b, states[1:])...)
+	}
+	for _, o := range kept {
 		rec.pending = append(rec.pending, pendingState{Object: b.cmp.Strip(o.new), Deleted: o.deleted})
 	}
 	data, err := rec.encode(b.ids)

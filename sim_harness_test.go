@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing/synctest"
@@ -69,6 +71,34 @@ type failRec struct {
 	min        time.Duration
 	changes    int // viewChanges at the failure
 	dispatches int
+	seq        int // the observation the failed call handled
+}
+
+// viewAt is a handler's view of one observed state, by observation number.
+type viewAt struct {
+	seq  int
+	view string
+}
+
+// seqOf returns the observation number the harness stamped on doc.
+func seqOf(doc map[string]any) int {
+	md, _ := doc["metadata"].(map[string]any)
+	rv, _ := md["resourceVersion"].(string)
+	n, _ := strconv.Atoi(rv)
+	return n
+}
+
+// changedBetween reports whether an observed state after observation from,
+// up to observation to, gave handler hk another view than v: the bus may
+// have handled it (the value returned to the one last handled, or moved
+// on), so v is a new value again.
+func (s *simRun) changedBetween(hk string, from, to int, v string) bool {
+	for _, e := range s.viewLog[hk] {
+		if e.seq > from && e.seq <= to && e.view != v {
+			return true
+		}
+	}
+	return false
 }
 
 // simRun is one run of one sequence.
@@ -100,7 +130,7 @@ type simRun struct {
 	lastRes     map[string]resRec // name/handler → its last result
 	deleteDone  map[string]bool   // name/epoch/handler: succeeded or failed permanently
 	created     map[string]string // name/epoch → the value the create handler succeeded on
-	resumeFail  map[string]bool   // gen/name → the resume handler's last result failed
+	resumeFail  map[string]int    // gen/name → the incarnation whose resume handler's last result failed; 0 for none
 	fails       map[string]failRec
 	viewChanges map[string]int  // name/handler
 	dispatches  map[string]int  // name → observations made with Dispatch
@@ -108,6 +138,9 @@ type simRun struct {
 	armed       bool
 	chain       []chan struct{} // per key: closed when the last harness Dispatch returns
 	keyOps      []int           // per key: operations made, so a retried Dispatch stops once a newer state exists
+	obsSeq      int             // observations stamped into metadata.resourceVersion
+	viewLog     map[string][]viewAt
+	keyLock     []chan struct{} // per key: a caller's calls for one key do not overlap (a retry, then a newer state); a channel, so that waiting on it lets fake time move
 	inflight    sync.WaitGroup
 }
 
@@ -118,11 +151,15 @@ func newSimRun(cfg simConfig, dir string) *simRun {
 		uidEpoch: map[string]int{}, maxEpoch: map[string]int{}, deleting: map[string]bool{},
 		running: map[string]int{}, excuse: map[string]int{}, lastOK: map[string]okRec{},
 		lastRes: map[string]resRec{}, deleteDone: map[string]bool{}, created: map[string]string{},
-		resumeFail: map[string]bool{}, fails: map[string]failRec{}, viewChanges: map[string]int{},
-		dispatches: map[string]int{}, lost: map[int]lostRec{},
+		resumeFail: map[string]int{}, fails: map[string]failRec{}, viewChanges: map[string]int{},
+		dispatches: map[string]int{}, lost: map[int]lostRec{}, viewLog: map[string][]viewAt{},
 	}
 	s.chain = make([]chan struct{}, cfg.keys)
 	s.keyOps = make([]int, cfg.keys)
+	s.keyLock = make([]chan struct{}, cfg.keys)
+	for i := range s.keyLock {
+		s.keyLock[i] = make(chan struct{}, 1)
+	}
 	return s
 }
 
@@ -159,6 +196,9 @@ func (s *simRun) startBus() error {
 	}
 	if cfg.incarnation {
 		opts.Incarnation = uidOf
+	}
+	if os.Getenv("OPBUS_SIM_LOG") != "" { // the bus's debug log, to study one seed
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	b, err := New(opts)
 	if err != nil {
@@ -236,7 +276,7 @@ func (s *simRun) handler(gen int, h simHandler) HandlerFunc {
 		case !known:
 			s.violate("never-observed", "%s: handler %s called with uid %q, never observed", name, h.id, uid)
 		case epoch < s.maxEpoch[name]:
-			s.violate("stale-incarnation", "%s: handler %s (%v) called for incarnation %d (uid %s) after incarnation %d began", name, h.id, ev.Type, epoch, uid, s.maxEpoch[name])
+			s.violate("stale-incarnation", "%s: handler %s (%v) of bus %d called for incarnation %d (uid %s) after incarnation %d began", name, h.id, ev.Type, gen, epoch, uid, s.maxEpoch[name])
 		case ev.Type != Delete && s.deleting[ek]:
 			s.violate("stale-incarnation", "%s: handler %s (%v) called for incarnation %d after its deletion began", name, h.id, ev.Type, epoch)
 		}
@@ -252,7 +292,8 @@ func (s *simRun) handler(gen int, h simHandler) HandlerFunc {
 		}
 		now := time.Now()
 		if f, ok := s.fails[hk]; ok && !fromDispatch && f.gen == gen && f.epoch == epoch && f.view == v &&
-			f.changes == s.viewChanges[hk] && f.dispatches == s.dispatches[name] && now.Before(f.at.Add(f.min-time.Millisecond)) {
+			f.changes == s.viewChanges[hk] && f.dispatches == s.dispatches[name] && now.Before(f.at.Add(f.min-time.Millisecond)) &&
+			!s.changedBetween(hk, f.seq, seqOf(doc), v) {
 			s.violate("backoff", "%s: handler %s ran again %v after failing on an unchanged value, before its retry was due (%v)", name, h.id, now.Sub(f.at), f.min)
 		}
 		block := s.armed && !fromDispatch && gen == s.gen
@@ -310,7 +351,11 @@ func (s *simRun) record(gen int, h simHandler, ev *Event, name string, epoch int
 		return
 	}
 	if h.id == "resume" {
-		s.resumeFail[fmt.Sprint(gen, "/", name)] = !ok
+		if ok {
+			delete(s.resumeFail, fmt.Sprint(gen, "/", name))
+		} else {
+			s.resumeFail[fmt.Sprint(gen, "/", name)] = epoch
+		}
 	}
 	if !ok {
 		s.lastRes[hk] = resRec{epoch: epoch, view: v}
@@ -318,7 +363,7 @@ func (s *simRun) record(gen int, h simHandler, ev *Event, name string, epoch int
 			s.deleteDone[fmt.Sprint(name, "/", epoch, "/", h.id)] = true
 		}
 		if !fromDispatch {
-			f := failRec{gen: gen, epoch: epoch, view: v, at: time.Now(), changes: s.viewChanges[hk], dispatches: s.dispatches[name]}
+			f := failRec{gen: gen, epoch: epoch, view: v, at: time.Now(), changes: s.viewChanges[hk], dispatches: s.dispatches[name], seq: seqOf(ev.Object())}
 			switch be.kind {
 			case beRetryAfter:
 				f.min = be.delay
@@ -387,11 +432,16 @@ func (s *simRun) observe(o simOp) {
 		s.m.observeDelete(name)
 		s.docs[o.key] = nil
 	} else {
+		s.obsSeq++
+		doc["metadata"].(map[string]any)["resourceVersion"] = strconv.Itoa(s.obsSeq) // ignored by the bus
 		s.uidEpoch[name+"/"+uidOf(doc)] = s.epoch[o.key]
 		for _, h := range simHandlers(s.cfg, s.gen) {
-			if cur == nil || view(h, cur, s.cfg.listKeys) != view(h, doc, s.cfg.listKeys) {
-				s.viewChanges[name+"/"+h.id]++
+			hk := name + "/" + h.id
+			nv := view(h, doc, s.cfg.listKeys)
+			if cur == nil || view(h, cur, s.cfg.listKeys) != nv {
+				s.viewChanges[hk]++
 			}
+			s.viewLog[hk] = append(s.viewLog[hk], viewAt{s.obsSeq, nv})
 		}
 		s.docs[o.key] = doc
 		s.m.observe(name, doc, s.epoch[o.key], s.gen)
@@ -407,11 +457,13 @@ func (s *simRun) observe(o simOp) {
 		return
 	}
 	var err error
+	s.keyLock[o.key] <- struct{}{}
 	if deleted {
 		err = b.ObserveDelete(context.Background(), simKey(o.key), doc)
 	} else {
 		err = b.Observe(context.Background(), simKey(o.key), doc)
 	}
+	<-s.keyLock[o.key]
 	if err != nil {
 		s.mu.Lock()
 		s.violate("observe", "%s: Observe: %v", name, err)
@@ -442,7 +494,16 @@ func (s *simRun) dispatch(b *Bus, k int, doc map[string]any, deleted bool) {
 			if s.isBroken() {
 				return // a panic escaped: the key may be busy for ever
 			}
+			s.keyLock[k] <- struct{}{}
+			s.mu.Lock()
+			stale := i > 0 && s.keyOps[k] != start
+			s.mu.Unlock()
+			if stale {
+				<-s.keyLock[k]
+				return
+			}
 			escaped, err := s.dispatchOnce(b, k, doc, deleted)
+			<-s.keyLock[k]
 			s.mu.Lock()
 			if escaped != nil {
 				s.violate("when-panic", "%s: a panic escaped Dispatch: %v", simName(k), escaped)
@@ -450,6 +511,9 @@ func (s *simRun) dispatch(b *Bus, k int, doc map[string]any, deleted bool) {
 			}
 			if errors.Is(err, ErrClosed) && (i == 0 || !deleted) {
 				s.lost[k] = lostRec{del: deleted, doc: doc}
+				if i == 0 && !deleted {
+					s.m.refused(simName(k), s.uidEpoch[simName(k)+"/"+uidOf(doc)])
+				}
 			}
 			newer := s.keyOps[k] != start
 			s.mu.Unlock()
