@@ -93,7 +93,7 @@ type Bus struct {
 	busy       []*keyState   // keys being dispatched by workers
 	queued     int           // states waiting across all keys
 	pending    int           // keys queued or busy
-	idle       chan struct{} // closed while pending == 0
+	idle       chan struct{} // made by Wait while pending > 0; closed when it reaches 0
 	stats      counters
 	seq        uint64         // observations pushed, for Dispatch to find its own
 	timerSeq   uint64         // retry timers armed
@@ -144,9 +144,7 @@ func New(opts *Options) (*Bus, error) {
 		owners:      map[string]string{},
 		index:       map[string]int{},
 		keys:        map[Key]*keyState{},
-		idle:        make(chan struct{}),
 	}
-	close(b.idle)
 	b.wake = sync.NewCond(&b.mu)
 	if b.store == nil {
 		b.store = NewMemoryStore()
@@ -327,6 +325,13 @@ func (b *Bus) ObserveDelete(ctx context.Context, key Key, last map[string]any) e
 // ends. Retries scheduled for later do not count.
 func (b *Bus) Wait(ctx context.Context) error {
 	b.mu.Lock()
+	if b.pending == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	if b.idle == nil {
+		b.idle = make(chan struct{})
+	}
 	idle := b.idle
 	b.mu.Unlock()
 	select {

@@ -101,18 +101,22 @@ func (d *dispatch) correlation() string {
 func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation, ok bool, err error) {
 	b.mu.Lock()
 	o, ok = b.take(ks, force)
-	if ok {
-		ks.inflight = &o
-	}
+	ks.inflight, ks.flying = o, ok
 	b.mu.Unlock()
 	if !ok {
 		return o, false, nil
 	}
-	defer func() {
-		b.mu.Lock()
-		ks.inflight = nil
-		b.mu.Unlock()
-	}()
+	err = b.pass(ctx, ks, &o, force)
+	b.mu.Lock()
+	ks.inflight, ks.flying = observation{}, false
+	b.mu.Unlock()
+	return o, true, err
+}
+
+// pass loads the record of ks if needed and dispatches o, or the pending
+// states of the record, which go before it.
+func (b *Bus) pass(ctx context.Context, ks *keyState, op *observation, force bool) error {
+	o := *op
 	if ks.rec == nil {
 		if err := b.load(ctx, ks); err != nil {
 			ks.loadFails++
@@ -121,7 +125,7 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation
 			ks.blocked = true
 			b.retryAt(ks, time.Now().Add(b.backoff.Delay(ks.loadFails)))
 			b.mu.Unlock()
-			return o, true, err
+			return err
 		}
 		ks.loadFails = 0
 		if p := ks.rec.pending; len(p) > 0 {
@@ -141,13 +145,14 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation
 			b.mu.Lock()
 			b.unshift(ks, append(os, o)...)
 			o, _ = b.take(ks, true)
-			ks.inflight = &o
+			ks.inflight = o
 			ks.taken = true
 			b.mu.Unlock()
 		}
 	}
-	err = b.process(ctx, ks, &o, force)
-	return o, true, err
+	err := b.process(ctx, ks, &o, force)
+	*op = o
+	return err
 }
 
 // process dispatches one observation of ks, whose record is loaded. The
@@ -229,8 +234,9 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 		// missed it): delete the live one first, with its last state.
 		b.mu.Lock()
 		b.unshift(ks, *o)
-		b.mu.Unlock()
 		*o = observation{deleted: true, inc: ks.rec.inc, new: ks.cur}
+		ks.inflight = *o // what shutdown must keep if this pass is abandoned
+		b.mu.Unlock()
 		return true
 	}
 	if !ks.live {

@@ -32,7 +32,8 @@ type keyState struct {
 	timerSeq  uint64    // the timer that may fire; older ones are stale
 	timerAt   time.Time // when it fires
 	retryDue  bool
-	inflight  *observation      // the observation being dispatched, for shutdown
+	inflight  observation       // the observation being dispatched, for shutdown
+	flying    bool              // inflight is set
 	taken     bool              // the stored pending states are in queue (or inflight) now
 	published Slots             // the slots as of the last commit (nil: none), for Status
 	values    map[string]string // the values as of the last commit, for Value
@@ -101,17 +102,20 @@ func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	b.mu.Lock()
+	cmp := b.cmp
+	b.mu.Unlock()
 	if o.deleted {
 		if o.new != nil {
-			if err := checkDocument(o.new); err != nil {
+			if err := cmp.checkDocument(o.new); err != nil {
 				return within(err, "opbus: last state of %v", key)
 			}
 		}
-	} else if err := checkDocument(o.new); err != nil {
+	} else if err := cmp.checkDocument(o.new); err != nil {
 		return within(err, "opbus: state of %v", key)
 	}
 	if o.hasOld && o.old != nil {
-		if err := checkDocument(o.old); err != nil {
+		if err := cmp.checkDocument(o.old); err != nil {
 			return within(err, "opbus: previous state of %v", key)
 		}
 	}
@@ -200,16 +204,12 @@ func (b *Bus) schedule(ks *keyState) {
 }
 
 // countPending recounts the keys with work (listed or being dispatched) and
-// opens or closes the idle channel; b.mu is held.
+// wakes Wait when none is left; b.mu is held.
 func (b *Bus) countPending() {
-	n := len(b.ready) + len(b.busy)
-	wasIdle := b.pending == 0
-	b.pending = n
-	switch {
-	case n == 0 && !wasIdle:
+	b.pending = len(b.ready) + len(b.busy)
+	if b.pending == 0 && b.idle != nil {
 		close(b.idle)
-	case n > 0 && wasIdle:
-		b.idle = make(chan struct{})
+		b.idle = nil
 	}
 }
 

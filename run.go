@@ -194,13 +194,35 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		b.wake.Wait()
 	}
 	b.acquire(ks)
-	b.push(ks, o)
+	// With nothing queued before it, the state needs no queue.
+	direct := len(ks.queue) == 0 && !ks.deleting && !ks.blocked
+	if direct {
+		b.seq++
+		o.seq = b.seq
+	} else {
+		b.push(ks, o)
+	}
 	mine := b.seq
 	b.mu.Unlock()
 
 	var err error
 	for {
-		got, ok, perr := b.step(ctx, ks, true)
+		var got observation
+		var ok bool
+		var perr error
+		if direct {
+			direct = false
+			b.mu.Lock()
+			ks.inflight, ks.flying = o, true
+			b.mu.Unlock()
+			perr = b.pass(ctx, ks, &o, true)
+			got, ok = o, true
+			b.mu.Lock()
+			ks.inflight, ks.flying = observation{}, false
+			b.mu.Unlock()
+		} else {
+			got, ok, perr = b.step(ctx, ks, true)
+		}
 		if !ok {
 			err = fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", key)
 			break
@@ -281,9 +303,9 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken}
 		switch {
 		case ks.busy:
-			if ks.inflight != nil && !ks.inflight.retry {
-				l.states = append(l.states, *ks.inflight)
-			} else if ks.inflight != nil && (ks.cur != nil || ks.deleting) {
+			if ks.flying && !ks.inflight.retry {
+				l.states = append(l.states, ks.inflight)
+			} else if ks.flying && (ks.cur != nil || ks.deleting) {
 				l.states = append(l.states, observation{new: ks.cur, deleted: ks.deleting})
 			}
 		case ks.retryDue || ks.deleting || (ks.blocked && ks.cur != nil):

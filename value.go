@@ -183,13 +183,46 @@ const shownPrefix = 8
 // state: a non-nil map holding only values [Validate] accepts, nested at
 // most maxNesting levels deep.
 func checkDocument(obj map[string]any) error {
+	return defaultComparer.checkDocument(obj)
+}
+
+// checkDocument is checkDocument for a bus that diffs with c: what c
+// ignores (per-write noise such as managedFields, often the largest part
+// of a Kubernetes object) is never read, so the common walk skips it.
+func (c *Comparer) checkDocument(obj map[string]any) error {
 	if obj == nil {
 		return errors.New("opbus: document is nil: expected a map[string]any, empty for an object with no fields")
 	}
-	if plain(obj, 0) {
+	if c.plain(obj, c.all, 0, "") {
 		return nil
 	}
 	return validate(obj, nil)
+}
+
+// plain is the package's plain that skips the paths c ignores.
+func (c *Comparer) plain(v any, mask uint64, depth int, listKey string) bool {
+	if mask&c.ignores == 0 {
+		return plain(v, depth)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			next, ignored, field := c.step(mask, depth, MapKey(k))
+			if !ignored && !c.plain(e, next, depth+1, field) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for i, e := range x {
+			next, ignored, field := c.step(mask, depth, elementSegment(e, i, listKey))
+			if !ignored && !c.plain(e, next, depth+1, field) {
+				return false
+			}
+		}
+		return true
+	}
+	return plain(v, depth)
 }
 
 // plain reports, without allocating, whether v holds only the values that
