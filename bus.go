@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"maps"
@@ -95,9 +96,23 @@ type Bus struct {
 	pending    int           // keys queued or busy
 	idle       chan struct{} // made by Wait while pending > 0; closed when it reaches 0
 	stats      counters
-	seq        uint64         // observations pushed, for Dispatch to find its own
-	timerSeq   uint64         // retry timers armed
-	ended      map[Key]string // keys forgotten after their deletion → that incarnation
+	seq        uint64                    // observations pushed, for Dispatch to find its own
+	timerSeq   uint64                    // retry timers armed
+	ended      map[Key]string            // keys forgotten after their deletion → that incarnation
+	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
+	stripes    [64]sync.Mutex            // order a key's store writes with shutdown's (see stripe)
+}
+
+// stripe returns the lock that orders the store writes of key with
+// shutdown's saving of pending states; keys share 64 locks.
+func (b *Bus) stripe(key Key) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(key.Kind))
+	h.Write([]byte{0})
+	h.Write([]byte(key.Namespace))
+	h.Write([]byte{0})
+	h.Write([]byte(key.Name))
+	return &b.stripes[h.Sum32()%uint32(len(b.stripes))]
 }
 
 type handler struct {
@@ -141,6 +156,7 @@ func New(opts *Options) (*Bus, error) {
 		listKeys:    opts.ListKeys,
 		incarnation: opts.Incarnation,
 		ended:       map[Key]string{},
+		flying:      map[*keyState]observation{},
 		owners:      map[string]string{},
 		index:       map[string]int{},
 		keys:        map[Key]*keyState{},

@@ -35,15 +35,16 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		}
 	}
 	b.publish(ctx, d)
-	if ks.saved && ks.sunk {
-		ks.storeFails = 0
+	if ks.saved && ks.sunk && ks.x != nil {
+		ks.x.storeFails = 0
 	}
 }
 
 // save writes the record of ks unless shutdown abandoned this pass.
 func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
-	ks.storeMu.Lock()
-	defer ks.storeMu.Unlock()
+	mu := b.stripe(ks.key)
+	mu.Lock()
+	defer mu.Unlock()
 	if ks.abandoned.Load() {
 		return errAbandoned
 	}
@@ -91,8 +92,9 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 
 // storeFailed asks for a retry after a store or sink failure.
 func (d *dispatch) storeFailed() {
-	d.ks.storeFails++
-	d.retryAt(time.Now().Add(d.b.backoff.Delay(d.ks.storeFails)))
+	x := d.b.extra(d.ks)
+	x.storeFails++
+	d.retryAt(time.Now().Add(d.b.backoff.Delay(x.storeFails)))
 }
 
 // dropOrphans removes what handlers, collectors and slots that are no
@@ -126,12 +128,13 @@ func (b *Bus) dropOrphans(d *dispatch) {
 // deleted and nothing of it is kept.
 func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
 	ks := d.ks
-	ks.storeMu.Lock()
+	mu := b.stripe(ks.key)
+	mu.Lock()
 	err := errAbandoned
 	if !ks.abandoned.Load() {
 		err = b.store.Delete(ctx, ks.key)
 	}
-	ks.storeMu.Unlock()
+	mu.Unlock()
 	if err != nil {
 		d.errs = append(d.errs, fmt.Errorf("opbus: deleting record of %v: %w", ks.key, err))
 		d.storeFailed()
@@ -147,10 +150,13 @@ func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
 	b.log.Debug("opbus: object deleted", slog.String("key", ks.key.String()))
 	inc := d.rec.inc
 	ks.rec, ks.cur, ks.live, ks.deleting = nil, nil, false, false
-	ks.clean, ks.behind, ks.resumeOwed = 0, nil, nil
-	ks.ended, ks.endedInc = true, inc
-	ks.sunk, ks.saved, ks.storeFails = true, true, 0
+	ks.clean, ks.ended, ks.sunk, ks.saved = 0, true, true, true
 	b.mu.Lock()
+	if ks.x != nil || inc != "" {
+		x := ks.extraLocked()
+		x.behind, x.resumeOwed, x.storeFails, x.loadFails = nil, nil, 0, 0
+		x.endedInc = inc
+	}
 	ks.published, ks.values, ks.shown = nil, nil, true
 	ks.stopTimer()
 	b.mu.Unlock()

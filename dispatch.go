@@ -101,14 +101,22 @@ func (d *dispatch) correlation() string {
 func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation, ok bool, err error) {
 	b.mu.Lock()
 	o, ok = b.take(ks, force)
-	ks.inflight, ks.flying = o, ok
+	if ok {
+		fl := o
+		if o.retry && (ks.cur != nil || ks.deleting) {
+			// What shutdown keeps if this pass is abandoned: the state
+			// retried (the caller owns ks, so it may read it here).
+			fl = observation{new: ks.cur, deleted: ks.deleting}
+		}
+		b.flying[ks] = fl
+	}
 	b.mu.Unlock()
 	if !ok {
 		return o, false, nil
 	}
 	err = b.pass(ctx, ks, &o, force)
 	b.mu.Lock()
-	ks.inflight, ks.flying = observation{}, false
+	delete(b.flying, ks)
 	b.mu.Unlock()
 	return o, true, err
 }
@@ -119,16 +127,19 @@ func (b *Bus) pass(ctx context.Context, ks *keyState, op *observation, force boo
 	o := *op
 	if ks.rec == nil {
 		if err := b.load(ctx, ks); err != nil {
-			ks.loadFails++
 			b.mu.Lock()
+			x := ks.extraLocked()
+			x.loadFails++
 			b.unshift(ks, o)
 			ks.blocked = true
-			b.retryAt(ks, time.Now().Add(b.backoff.Delay(ks.loadFails)))
+			b.retryAt(ks, time.Now().Add(b.backoff.Delay(x.loadFails)))
 			b.mu.Unlock()
 			return err
 		}
-		ks.loadFails = 0
-		if p := ks.rec.pending; len(p) > 0 {
+		if ks.x != nil {
+			ks.x.loadFails = 0
+		}
+		if p := ks.rec.states(); len(p) > 0 {
 			// States an earlier run left pending are older than any
 			// observed since: they go first.
 			ks.rec.pending = nil
@@ -145,7 +156,7 @@ func (b *Bus) pass(ctx context.Context, ks *keyState, op *observation, force boo
 			b.mu.Lock()
 			b.unshift(ks, append(os, o)...)
 			o, _ = b.take(ks, true)
-			ks.inflight = o
+			b.flying[ks] = o
 			ks.taken = true
 			b.mu.Unlock()
 		}
@@ -179,10 +190,11 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		d.new = ks.cur
 	}
 	if !ks.seen && !o.hasOld && !o.deleted && ks.rec.hasAny() {
-		ks.resumeOwed = make([]bool, len(b.handlers))
+		owed := make([]bool, len(b.handlers))
 		for _, h := range b.handlers {
-			ks.resumeOwed[h.idx] = h.wants(Resume)
+			owed[h.idx] = h.wants(Resume)
 		}
+		b.extra(ks).resumeOwed = owed
 	}
 	ks.seen = true
 
@@ -214,7 +226,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 // a record of its own.
 func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 	if o.deleted {
-		if (o.inc != "" && o.inc == ks.endedInc) || (!ks.live && ks.ended && o.inc == "") {
+		if (o.inc != "" && o.inc == ks.endedInc()) || (!ks.live && ks.ended && o.inc == "") {
 			b.log.Debug("opbus: deletion of an incarnation already deleted", "key", ks.key.String())
 			return false
 		}
@@ -235,7 +247,7 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 		b.mu.Lock()
 		b.unshift(ks, *o)
 		*o = observation{deleted: true, inc: ks.rec.inc, new: ks.cur}
-		ks.inflight = *o // what shutdown must keep if this pass is abandoned
+		b.flying[ks] = *o // what shutdown must keep if this pass is abandoned
 		b.mu.Unlock()
 		return true
 	}
@@ -258,7 +270,10 @@ func (b *Bus) restart(ks *keyState, inc string) {
 	ks.rec = newRecord(len(b.handlers))
 	ks.rec.inc = inc
 	ks.saved = false
-	ks.resumeOwed, ks.behind, ks.clean = nil, nil, 0
+	ks.clean = 0
+	if ks.x != nil {
+		ks.x.resumeOwed, ks.x.behind = nil, nil
+	}
 }
 
 // load reads the record of ks.
@@ -276,7 +291,7 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 	rec, err := decodeRecord(ks.key, data, b.index)
 	if err != nil {
 		b.log.Error("opbus: stored record cannot be read; its handlers wait until it is repaired or deleted", "key", ks.key.String(), "err", err)
-		if b.sink != nil && ks.loadFails == 0 {
+		if b.sink != nil && (ks.x == nil || ks.x.loadFails == 0) {
 			msg := err.Error()
 			_ = b.sink.PutStatus(ctx, ks.key, ks.cur, Error(msg), Slots{busSlot: Error(msg)})
 			ks.sunk = false
@@ -313,7 +328,23 @@ func (ks *keyState) setClean(i int, on bool) {
 	}
 }
 
-func (ks *keyState) owesResume(i int) bool { return i < len(ks.resumeOwed) && ks.resumeOwed[i] }
+func (ks *keyState) owesResume(i int) bool {
+	return ks.x != nil && i < len(ks.x.resumeOwed) && ks.x.resumeOwed[i]
+}
+
+// paid notes that handler i owes no Resume run any more.
+func (ks *keyState) paid(i int) {
+	if ks.x != nil && i < len(ks.x.resumeOwed) {
+		ks.x.resumeOwed[i] = false
+	}
+}
+
+// forgetBehind drops what handler i last handled before it failed.
+func (ks *keyState) forgetBehind(i int) {
+	if ks.x != nil {
+		delete(ks.x.behind, i)
+	}
+}
 
 // waiting reports whether h is failing on the value cur and must not run
 // now: it failed for good, or its retry is not due yet.
@@ -403,7 +434,7 @@ func (d *dispatch) recovered(h *handler) {
 	d.putSlot(h.id, d.rec.good[h.id])
 	delete(d.rec.good, h.id)
 	delete(d.rec.fails, h.id)
-	delete(d.ks.behind, h.idx)
+	d.ks.forgetBehind(h.idx)
 	d.dirty = true
 }
 
@@ -423,7 +454,12 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 	if typ != Delete {
 		changes = d.changes()
 	}
-	if base, ok := d.ks.behind[h.idx]; ok {
+	var base map[string]any
+	var behind bool
+	if x := d.ks.x; x != nil {
+		base, behind = x.behind[h.idx]
+	}
+	if behind {
 		old = base // the handler failed since: diff from what it last handled
 		changes = nil
 		if base != nil && typ != Delete {
@@ -501,10 +537,8 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	d.rec.digests[h.idx] = cur
 	delete(d.rec.fails, h.id)
 	delete(d.rec.good, h.id)
-	delete(d.ks.behind, h.idx)
-	if h.idx < len(d.ks.resumeOwed) {
-		d.ks.resumeOwed[h.idx] = false
-	}
+	d.ks.forgetBehind(h.idx)
+	d.ks.paid(h.idx)
 	d.ks.setClean(h.idx, typ != Delete)
 	d.putSlot(h.id, st)
 	d.dirty = true
@@ -532,11 +566,13 @@ func (b *Bus) failed(d *dispatch, h *handler, ev *Event, cur digest, st Status, 
 		d.rec.good[h.id], _ = d.rec.slots.Get(h.id) // zero if it had none
 	}
 	d.putSlot(h.id, st)
-	if d.ks.behind == nil {
-		d.ks.behind = map[int]map[string]any{}
-	}
-	if _, ok := d.ks.behind[h.idx]; !ok && ev.Type != Delete {
-		d.ks.behind[h.idx] = ev.Old
+	if x := b.extra(d.ks); ev.Type != Delete {
+		if x.behind == nil {
+			x.behind = map[int]map[string]any{}
+		}
+		if _, ok := x.behind[h.idx]; !ok {
+			x.behind[h.idx] = ev.Old
+		}
 	}
 	d.ks.setClean(h.idx, false)
 	f := d.rec.fails[h.id]
@@ -552,9 +588,7 @@ func (b *Bus) failed(d *dispatch, h *handler, ev *Event, cur digest, st Status, 
 	if errors.Is(err, ErrPermanent) {
 		b.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)
 		f.permanent, f.at = true, time.Time{}
-		if h.idx < len(d.ks.resumeOwed) {
-			d.ks.resumeOwed[h.idx] = false
-		}
+		d.ks.paid(h.idx)
 		return
 	}
 	delay, asked := retryDelay(err)

@@ -3,7 +3,6 @@ package opbus
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -28,39 +27,73 @@ type keyState struct {
 	queuedNow bool // in Bus.ready
 	busy      bool
 	blocked   bool // the queue waits for the retry timer: a deletion or a record load is unfinished
-	timer     *time.Timer
-	timerSeq  uint64    // the timer that may fire; older ones are stale
-	timerAt   time.Time // when it fires
 	retryDue  bool
-	inflight  observation       // the observation being dispatched, for shutdown
-	flying    bool              // inflight is set
-	taken     bool              // the stored pending states are in queue (or inflight) now
+	taken     bool              // the stored pending states are in queue (or in flight) now
 	published Slots             // the slots as of the last commit (nil: none), for Status
 	values    map[string]string // the values as of the last commit, for Value
+	x         *keyExtra         // what only some keys need; made under Bus.mu
 
-	// storeMu orders this key's store writes with shutdown's. abandoned,
-	// set under it, drops the results of a pass that outlived shutdown,
-	// and stops that pass before its next handler.
-	storeMu   sync.Mutex
+	// abandoned, set under the key's stripe lock (Bus.stripe), drops the
+	// results of a pass that outlived shutdown, and stops that pass before
+	// its next handler.
 	abandoned atomic.Bool
 
 	// owned by the dispatching goroutine
-	rec        *record
-	cur        map[string]any // the latest dispatched state
-	live       bool           // an incarnation is current: observed, not deleted
-	deleting   bool           // cur is the last state of an incarnation being deleted
-	behind     map[int]map[string]any
-	clean      uint64 // bit per handler (the first 64): its digest is that of cur
-	resumeOwed []bool // by handler index: a Resume run is owed by this Bus
-	seen       bool   // a state was dispatched by this Bus
-	sunk       bool   // the sink has the current slots
-	saved      bool   // the store has the current record
-	shown      bool   // published holds the slots of the last commit
-	ended      bool   // the last incarnation's deletion is finished, and none began since
-	endedInc   string // the incarnation whose deletion is finished
-	loadFails  int    // consecutive failures to load the record
-	storeFails int    // consecutive failures to save the record or publish the status
+	rec      *record
+	cur      map[string]any // the latest dispatched state
+	live     bool           // an incarnation is current: observed, not deleted
+	deleting bool           // cur is the last state of an incarnation being deleted
+	clean    uint64         // bit per handler (the first 64): its digest is that of cur
+	seen     bool           // a state was dispatched by this Bus
+	sunk     bool           // the sink has the current slots
+	saved    bool           // the store has the current record
+	shown    bool           // published holds the slots of the last commit
+	ended    bool           // the last incarnation's deletion is finished, and none began since
 }
+
+// keyExtra is the part of a key's state that only keys with retries,
+// failures, Resume handlers or a finished deletion need, kept apart so that
+// the common key costs less memory. It is made under Bus.mu; its timer
+// fields are guarded by Bus.mu, the rest belong to the dispatching
+// goroutine.
+type keyExtra struct {
+	timer    *time.Timer
+	timerSeq uint64    // the timer that may fire; older ones are stale
+	timerAt  time.Time // when it fires
+
+	behind     map[int]map[string]any // handler index → the state it last handled, while it fails
+	resumeOwed []bool                 // by handler index: a Resume run is owed by this Bus
+	endedInc   string                 // the incarnation whose deletion is finished
+	loadFails  int                    // consecutive failures to load the record
+	storeFails int                    // consecutive failures to save the record or publish the status
+}
+
+// extra returns the extra state of ks, making it; b.mu is not held.
+func (b *Bus) extra(ks *keyState) *keyExtra {
+	if ks.x != nil {
+		return ks.x
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return ks.extraLocked()
+}
+
+// extraLocked is extra with b.mu held.
+func (ks *keyState) extraLocked() *keyExtra {
+	if ks.x == nil {
+		ks.x = &keyExtra{}
+	}
+	return ks.x
+}
+
+func (ks *keyState) endedInc() string {
+	if ks.x == nil {
+		return ""
+	}
+	return ks.x.endedInc
+}
+
+func (ks *keyState) hasTimer() bool { return ks.x != nil && ks.x.timer != nil }
 
 // keyState returns the state of key, creating it; b.mu is held.
 func (b *Bus) keyState(key Key) *keyState {
@@ -68,7 +101,10 @@ func (b *Bus) keyState(key Key) *keyState {
 	if !ok {
 		ks = &keyState{key: key, sunk: true, saved: true}
 		if inc, ok := b.ended[key]; ok {
-			ks.ended, ks.endedInc = true, inc
+			ks.ended = true
+			if inc != "" {
+				ks.x = &keyExtra{endedInc: inc}
+			}
 			delete(b.ended, key)
 		}
 		b.keys[key] = ks
@@ -265,11 +301,12 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 		ks.retryDue = true // saved as pending by persistPending
 		return
 	}
-	if ks.timer != nil {
-		if !ks.timerAt.After(t) {
+	x := ks.extraLocked()
+	if x.timer != nil {
+		if !x.timerAt.After(t) {
 			return // an earlier retry is armed; it re-arms for the rest
 		}
-		ks.timer.Stop()
+		x.timer.Stop()
 	}
 	d := max(time.Until(t), 0)
 	b.stats.retried.Add(1)
@@ -278,14 +315,14 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 	}
 	b.timerSeq++
 	seq := b.timerSeq
-	ks.timerSeq, ks.timerAt = seq, t
-	ks.timer = time.AfterFunc(d, func() {
+	x.timerSeq, x.timerAt = seq, t
+	x.timer = time.AfterFunc(d, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if ks.timerSeq != seq || b.keys[ks.key] != ks {
+		if x.timerSeq != seq || b.keys[ks.key] != ks {
 			return // stopped, replaced, or of a key state that is gone
 		}
-		ks.timer = nil
+		x.timer = nil
 		if b.stopping {
 			return
 		}
@@ -296,10 +333,12 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 
 // stopTimer disarms the retry timer of ks; b.mu is held.
 func (ks *keyState) stopTimer() {
-	if ks.timer != nil {
-		ks.timer.Stop()
-		ks.timer = nil
+	if x := ks.x; x != nil {
+		if x.timer != nil {
+			x.timer.Stop()
+			x.timer = nil
+		}
+		x.timerSeq = 0
 	}
-	ks.timerSeq = 0
 	ks.retryDue = false
 }

@@ -45,7 +45,27 @@ type record struct {
 	good    Slots               // handler ID → its slot at its last success, while it is failing
 	slots   Slots
 	values  map[string]string // named values set by handlers and state machines
-	pending []pendingState    // observed states not handled when the bus stopped, oldest first
+	pending *pendingStates    // observed states not handled when the bus stopped, oldest first; nil for none
+}
+
+// pendingStates is a list behind a pointer: most records have none, and a
+// pointer costs a third of a slice in every record kept in memory.
+type pendingStates []pendingState
+
+// states returns the pending states, oldest first.
+func (r *record) states() []pendingState {
+	if r.pending == nil {
+		return nil
+	}
+	return *r.pending
+}
+
+// addPending appends a pending state.
+func (r *record) addPending(p pendingState) {
+	if r.pending == nil {
+		r.pending = &pendingStates{}
+	}
+	*r.pending = append(*r.pending, p)
 }
 
 // failure is a handler's failure on one value: how many attempts failed,
@@ -125,7 +145,7 @@ func (r *record) encode(ids []string) ([]byte, error) {
 	if len(r.values) > 0 {
 		w.Values = r.values
 	}
-	for _, p := range r.pending {
+	for _, p := range r.states() {
 		snap, err := encodeSnapshot(p.Object)
 		if err != nil {
 			return nil, fmt.Errorf("pending state: %w", err)
@@ -201,7 +221,7 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 		if err != nil {
 			return fail("pending state %d: %v", i, err)
 		}
-		r.pending = append(r.pending, pendingState{Deleted: p.Deleted, Object: obj})
+		r.addPending(pendingState{Deleted: p.Deleted, Object: obj})
 	}
 	return r, nil
 }
@@ -267,7 +287,7 @@ func decodeRecordV1(key Key, data []byte, handlers int) (*record, error) {
 				return fail("pending state: %v", err)
 			}
 		}
-		r.pending = []pendingState{p}
+		r.addPending(p)
 	}
 	return r, nil
 }

@@ -48,7 +48,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.mu.Lock()
 	b.stopping = true
 	for _, ks := range b.keys {
-		if ks.timer != nil {
+		if ks.hasTimer() {
 			ks.stopTimer()
 			ks.retryDue = true // saved as pending
 		}
@@ -129,9 +129,9 @@ func (b *Bus) release(ks *keyState) {
 			break
 		}
 	}
-	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && ks.timer == nil && b.keys[ks.key] == ks && !b.stopping {
+	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && !ks.hasTimer() && b.keys[ks.key] == ks && !b.stopping {
 		delete(b.keys, ks.key)
-		b.remember(ks.key, ks.endedInc)
+		b.remember(ks.key, ks.endedInc())
 	} else {
 		b.schedule(ks)
 	}
@@ -213,12 +213,12 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		if direct {
 			direct = false
 			b.mu.Lock()
-			ks.inflight, ks.flying = o, true
+			b.flying[ks] = o
 			b.mu.Unlock()
 			perr = b.pass(ctx, ks, &o, true)
 			got, ok = o, true
 			b.mu.Lock()
-			ks.inflight, ks.flying = observation{}, false
+			delete(b.flying, ks)
 			b.mu.Unlock()
 		} else {
 			got, ok, perr = b.step(ctx, ks, true)
@@ -270,7 +270,7 @@ func (b *Bus) resumePending(ctx context.Context) {
 		}
 		if err == nil {
 			rec, derr := decodeRecord(key, data, b.index)
-			if derr == nil && len(rec.pending) == 0 {
+			if derr == nil && len(rec.states()) == 0 {
 				continue
 			}
 		}
@@ -303,10 +303,8 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken}
 		switch {
 		case ks.busy:
-			if ks.flying && !ks.inflight.retry {
-				l.states = append(l.states, ks.inflight)
-			} else if ks.flying && (ks.cur != nil || ks.deleting) {
-				l.states = append(l.states, observation{new: ks.cur, deleted: ks.deleting})
+			if in, ok := b.flying[ks]; ok && !in.retry {
+				l.states = append(l.states, in)
 			}
 		case ks.retryDue || ks.deleting || (ks.blocked && ks.cur != nil):
 			if ks.cur != nil || ks.deleting {
@@ -353,7 +351,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 // them apart, since it does not know which deletions this one finished;
 // b.mu is held and ks is not busy.
 func (ks *keyState) dropRepeats(states []observation) []observation {
-	live, ended, endedInc := ks.live, ks.ended, ks.endedInc
+	live, ended, endedInc := ks.live, ks.ended, ks.endedInc()
 	out := states[:0:0]
 	for _, o := range states {
 		if !o.deleted {
@@ -384,8 +382,9 @@ func (ks *keyState) replacedBy(b *Bus, q []observation) bool {
 // pass moved them to the queue), so they replace, not extend, the stored
 // ones.
 func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observation, abandoned, taken bool) error {
-	ks.storeMu.Lock()
-	defer ks.storeMu.Unlock()
+	mu := b.stripe(ks.key)
+	mu.Lock()
+	defer mu.Unlock()
 	rec := ks.rec
 	if abandoned {
 		ks.abandoned.Store(true) // the stuck pass's own writes are dropped
@@ -402,7 +401,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 			return err // never overwrite what cannot be read
 		}
 	}
-	if len(states) == 0 && len(rec.pending) > 0 {
+	if len(states) == 0 && len(rec.states()) > 0 {
 		return nil // the record holds its pending states already
 	}
 	if taken {
@@ -418,7 +417,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 		kept = append([]observation{states[0]}, collapse(b, states[1:])...)
 	}
 	for _, o := range kept {
-		rec.pending = append(rec.pending, pendingState{Object: b.cmp.Strip(o.new), Deleted: o.deleted})
+		rec.addPending(pendingState{Object: b.cmp.Strip(o.new), Deleted: o.deleted})
 	}
 	data, err := rec.encode(b.ids)
 	if err != nil {
@@ -428,7 +427,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 		b.log.Error("opbus: saving pending work", "key", ks.key.String(), "err", err)
 		return err
 	}
-	b.log.Debug("opbus: saved pending states", slog.String("key", ks.key.String()), slog.Int("states", len(rec.pending)))
+	b.log.Debug("opbus: saved pending states", slog.String("key", ks.key.String()), slog.Int("states", len(rec.states())))
 	return nil
 }
 
