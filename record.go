@@ -116,43 +116,7 @@ func encodeDigest(d digest) string { return base64.RawURLEncoding.EncodeToString
 
 // encode writes the record; ids names the handlers by index.
 func (r *record) encode(ids []string) ([]byte, error) {
-	w := wireRecord{Version: RecordVersion, Inc: r.inc}
-	for i, d := range r.digests {
-		if d.isZero() {
-			continue
-		}
-		if w.Digests == nil {
-			w.Digests = map[string]string{}
-		}
-		w.Digests[ids[i]] = encodeDigest(d)
-	}
-	for id, f := range r.fails {
-		if w.Fails == nil {
-			w.Fails = map[string]wireFailure{}
-		}
-		wf := wireFailure{On: encodeDigest(f.on), N: f.n, Permanent: f.permanent}
-		if !f.at.IsZero() {
-			wf.At = f.at.UnixMilli()
-		}
-		w.Fails[id] = wf
-	}
-	if len(r.slots) > 0 {
-		w.Slots = r.slots
-	}
-	if len(r.good) > 0 {
-		w.Good = r.good
-	}
-	if len(r.values) > 0 {
-		w.Values = r.values
-	}
-	for _, p := range r.states() {
-		snap, err := encodeSnapshot(p.Object)
-		if err != nil {
-			return nil, fmt.Errorf("pending state: %w", err)
-		}
-		w.Pending = append(w.Pending, wirePending{Deleted: p.Deleted, Snapshot: snap})
-	}
-	return json.Marshal(w)
+	return appendRecordJSON(make([]byte, 0, 256), r, ids)
 }
 
 // decodeRecord reads a stored record strictly: unknown fields, a wrong
