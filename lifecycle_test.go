@@ -420,3 +420,20 @@ func TestPendingRoundTrip(t *testing.T) {
 		t.Fatalf("after the restart the handler saw %#v, want %#v", seen, state)
 	}
 }
+
+// TestWildcardOverMap: a [*] subscription over a map runs for every new
+// value of any of its entries, with the change in Event.Changes.
+func TestWildcardOverMap(t *testing.T) {
+	b := newBus(t, nil)
+	var h recorder
+	must(t, b.Handle("sel", h.handle, On{Fields: []string{"spec.selector[*]"}}))
+	for _, v := range []string{"x", "y", "z"} {
+		must(t, b.Dispatch(t.Context(), podKey, map[string]any{"spec": map[string]any{"selector": map[string]any{"a": v, "b": "same"}}}))
+	}
+	if h.count() != 3 {
+		t.Fatalf("handler ran %d times, want 3", h.count())
+	}
+	if c := h.last().Changes; len(c) != 1 || c[0].Path.String() != "spec.selector.a" || c[0].New != "z" {
+		t.Fatalf("changes %v, want spec.selector.a to z", c)
+	}
+}

@@ -278,8 +278,10 @@ func (b *Bus) resumePending(ctx context.Context) {
 		// key's first pass loads it again (with backoff, reporting a
 		// corrupt record), so that nothing pending is left behind.
 		b.mu.Lock()
-		ks := b.keyState(key)
-		if ks.rec == nil {
+		if _, known := b.keys[key]; !known {
+			// A key already known (observed, or being dispatched) reads its
+			// record, pending states included, at its first pass.
+			ks := b.keyState(key)
 			ks.retryDue = true
 			b.schedule(ks)
 		}

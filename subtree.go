@@ -255,15 +255,16 @@ func mayOverlap(f, c Path) bool {
 }
 
 // maySame reports whether segments a and b may address the same child. A
-// map key is told apart from a list element: a value that turns from map
-// to list (or back) is a change at its parent.
+// map key is told apart from a list element (a value that turns from map
+// to list, or back, is a change at its parent); [*] may be either.
 func maySame(a, b Segment) bool {
+	if a.Kind == SegAny || b.Kind == SegAny {
+		return true // [*] stands for map keys as well as list elements
+	}
 	if a.Kind == SegKey || b.Kind == SegKey {
 		return a.Kind == b.Kind && a.Key == b.Key
 	}
 	switch {
-	case a.Kind == SegAny || b.Kind == SegAny:
-		return true
 	case a.Kind == SegIndex && b.Kind == SegIndex:
 		return a.Index == b.Index
 	case a.Kind == SegMatch && b.Kind == SegMatch && a.Key == b.Key:
