@@ -27,6 +27,15 @@ var simListKeys = map[string]string{"containers": "name", "containerStatuses": "
 // simIgnore is what every simulated bus ignores besides DefaultIgnore.
 var simIgnore = []string{"metadata.labels"}
 
+// simMapWildcard registers handler sel, which reads spec.selector[*]: the
+// values of a map whose keys hold NUL and other odd bytes. It is off until
+// the engine runs a [*] subscription on a change of a map value: today
+// touches (subtree.go) finds that a change at spec.selector.a cannot
+// change spec.selector[*] (maySame matches [*] with no map key), so the
+// handler runs once per incarnation and never again (see
+// testdata/sim-findings.md, "Open").
+const simMapWildcard = false
+
 // simHandler describes one registered handler of the simulation.
 type simHandler struct {
 	id       string
@@ -50,11 +59,40 @@ func simHandlers(cfg simConfig, gen int) []simHandler {
 		{id: "del", types: []EventType{Delete}},
 		{id: "del2", types: []EventType{Delete}},
 		{id: "resume", types: []EventType{Resume}},
+		{id: "moved", fields: []string{"spec.image"}},
+		{id: "verdict", fields: []string{"spec.replicas"}},
+	}
+	if simMapWildcard {
+		hs = append(hs, simHandler{id: "sel", fields: []string{"spec.selector[*]"}})
 	}
 	if cfg.revisionBumps > 0 && gen >= cfg.revisionBumps {
 		hs[0].revision = "r2"
 	}
+	if cfg.fieldSwap > 0 && gen >= cfg.fieldSwap {
+		// The same value at another path (rule 4).
+		hs[slices.IndexFunc(hs, func(h simHandler) bool { return h.id == "moved" })].fields = []string{"spec.template.image"}
+	}
+	if cfg.removed > 0 && gen == cfg.removed {
+		hs = slices.DeleteFunc(hs, func(h simHandler) bool { return h.id == "verdict" }) // rule 19
+	}
 	return hs
+}
+
+// simVariants returns every form a handler takes in some generation: a
+// state observed by one bus may be handled by the next (pending states).
+func simVariants(cfg simConfig) []simHandler {
+	var out []simHandler
+	seen := map[string]bool{}
+	for gen := range max(cfg.revisionBumps, cfg.fieldSwap, cfg.removed+1) + 1 {
+		for _, h := range simHandlers(cfg, gen) {
+			id := fmt.Sprint(h.id, h.fields, h.revision)
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, h)
+			}
+		}
+	}
+	return out
 }
 
 func (h simHandler) wants(t EventType) bool {
@@ -183,7 +221,21 @@ func view(h simHandler, doc map[string]any, listKeys bool) string {
 			b.WriteByte(';')
 			continue
 		}
-		// The only pattern used: status.conditions[*].status.
+		if f == "spec.selector[*]" {
+			// A map: the set of key → value.
+			v, _ := Lookup(doc, MustParsePath("spec.selector"))
+			m, _ := v.(map[string]any)
+			var parts []string
+			for k, v := range m {
+				var vb strings.Builder
+				canon(&vb, v, "", listKeys)
+				parts = append(parts, strconv.Quote(k)+":"+vb.String())
+			}
+			slices.Sort(parts)
+			b.WriteString(strings.Join(parts, ",") + ";")
+			continue
+		}
+		// The other pattern used: status.conditions[*].status.
 		l, _ := Lookup(doc, MustParsePath("status.conditions"))
 		list, _ := l.([]any)
 		keys, keyed := elementKeys(list, "type")
@@ -247,6 +299,8 @@ func behaviourOf(id, key, v string) behaviour {
 	n := int(h/64%3) + 1
 	d := time.Duration(h/256%4+1) * 50 * time.Millisecond
 	switch id {
+	case "verdict":
+		return behaviour{kind: beSucceed}
 	case "create", "resume":
 		if h%4 == 0 {
 			return behaviour{kind: beFail, failures: n}
@@ -279,6 +333,9 @@ func successStatus(id, key, v string) Status {
 		return Status{}
 	}
 	h := mix("status", id, key, v)
+	if id == "verdict" {
+		return Blocked(fmt.Sprintf("%s %x", id, h>>40))
+	}
 	levels := []Level{LevelActive, LevelWaiting, LevelMaintenance, LevelBlocked}
 	return Status{Level: levels[h%4], Message: fmt.Sprintf("%s %x", id, h>>40)}
 }
@@ -374,7 +431,7 @@ func (m *model) observe(k string, doc map[string]any, epoch int, gen int) {
 		vals = map[string]map[string]bool{}
 		mk.values[epoch] = vals
 	}
-	for _, h := range simHandlers(m.cfg, gen) {
+	for _, h := range simVariants(m.cfg) {
 		if vals[h.id] == nil {
 			vals[h.id] = map[string]bool{}
 		}
@@ -470,6 +527,12 @@ func (m *model) expected(k string, gen int) (map[string]expectHandler, map[strin
 			hs[h.id] = expectHandler{value: v}
 			slots[h.id] = expectSlot{status: successStatus(h.id, k, v)}
 		}
+	}
+	if m.cfg.removed > 0 && gen == m.cfg.removed {
+		// CHOICE: the slot of a handler no longer registered goes at the
+		// object's next commit (rule 19); whether one came since the
+		// restart depends on timing.
+		slots["verdict"] = expectSlot{dontCare: true}
 	}
 	if st, panics := collectStatus(mk.doc); panics {
 		slots["coll"] = expectSlot{errorOnly: true}

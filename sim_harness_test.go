@@ -47,6 +47,7 @@ var simSkip = func() map[string]bool {
 }()
 
 type okRec struct {
+	gen    int
 	epoch  int
 	view   string
 	excuse int
@@ -140,6 +141,7 @@ type simRun struct {
 	keyOps      []int           // per key: operations made, so a retried Dispatch stops once a newer state exists
 	obsSeq      int             // observations stamped into metadata.resourceVersion
 	viewLog     map[string][]viewAt
+	forgotten   map[string]int  // name → the incarnation a bus without handler verdict committed
 	keyLock     []chan struct{} // per key: a caller's calls for one key do not overlap (a retry, then a newer state); a channel, so that waiting on it lets fake time move
 	inflight    sync.WaitGroup
 }
@@ -153,6 +155,7 @@ func newSimRun(cfg simConfig, dir string) *simRun {
 		lastRes: map[string]resRec{}, deleteDone: map[string]bool{}, created: map[string]string{},
 		resumeFail: map[string]int{}, fails: map[string]failRec{}, viewChanges: map[string]int{},
 		dispatches: map[string]int{}, lost: map[int]lostRec{}, viewLog: map[string][]viewAt{},
+		forgotten: map[string]int{},
 	}
 	s.chain = make([]chan struct{}, cfg.keys)
 	s.keyOps = make([]int, cfg.keys)
@@ -162,8 +165,6 @@ func newSimRun(cfg simConfig, dir string) *simRun {
 	}
 	return s
 }
-
-func simKey(k int) Key { return Key{Kind: "Pod", Namespace: "sim", Name: simName(k)} }
 
 // uidOf is the Incarnation function of the tests: metadata.uid.
 func uidOf(doc map[string]any) string {
@@ -214,7 +215,9 @@ func (s *simRun) startBus() error {
 			return err
 		}
 	}
-	if err := b.Collect("coll", s.collect); err != nil {
+	if err := b.Collect("coll", func(ctx context.Context, key Key, obj map[string]any) Status {
+		return s.collect(gen, key, obj)
+	}); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -235,9 +238,17 @@ func (s *simRun) when(ev *Event) bool {
 	return ok
 }
 
-func (s *simRun) collect(ctx context.Context, key Key, obj map[string]any) Status {
+// collect is the collector of the bus of generation gen.
+func (s *simRun) collect(gen int, key Key, obj map[string]any) Status {
 	if obj == nil {
 		return Status{}
+	}
+	if s.cfg.removed > 0 && gen == s.cfg.removed {
+		// A pass of the bus without handler verdict: the object's commit
+		// forgets it (rule 19), so it must run again when it returns.
+		s.mu.Lock()
+		s.forgotten[key.Name] = s.uidEpoch[key.Name+"/"+uidOf(obj)]
+		s.mu.Unlock()
 	}
 	st, panics := collectStatus(obj)
 	if panics {
@@ -388,7 +399,7 @@ func (s *simRun) record(gen int, h simHandler, ev *Event, name string, epoch int
 			s.violate("double-success", "%s: handler %s (%v) succeeded twice in a row on the same value in incarnation %d", name, h.id, ev.Type, epoch)
 		}
 	}
-	s.lastOK[hk] = okRec{epoch: epoch, view: v, excuse: s.excuse[name]}
+	s.lastOK[hk] = okRec{gen: gen, epoch: epoch, view: v, excuse: s.excuse[name]}
 	s.lastRes[hk] = resRec{epoch: epoch, view: v, ok: true}
 	if ev.Type == Delete {
 		s.deleteDone[fmt.Sprint(name, "/", epoch, "/", h.id)] = true
@@ -402,14 +413,14 @@ func (s *simRun) record(gen int, h simHandler, ev *Event, name string, epoch int
 
 // observe performs an observation operation.
 func (s *simRun) observe(o simOp) {
-	name := simName(o.key)
+	name := s.cfg.name(o.key)
 	s.mu.Lock()
 	cur := s.docs[o.key]
 	var doc map[string]any
 	deleted := false
 	switch o.kind {
 	case opCreate:
-		doc = baseDoc(o.key, o.n)
+		doc = baseDoc(s.cfg.name(o.key), o.n)
 		if cur == nil || s.cfg.incarnation {
 			s.nextEpoch++
 			s.epoch[o.key] = s.nextEpoch
@@ -459,9 +470,9 @@ func (s *simRun) observe(o simOp) {
 	var err error
 	s.keyLock[o.key] <- struct{}{}
 	if deleted {
-		err = b.ObserveDelete(context.Background(), simKey(o.key), doc)
+		err = b.ObserveDelete(context.Background(), s.cfg.key(o.key), doc)
 	} else {
-		err = b.Observe(context.Background(), simKey(o.key), doc)
+		err = b.Observe(context.Background(), s.cfg.key(o.key), doc)
 	}
 	<-s.keyLock[o.key]
 	if err != nil {
@@ -506,13 +517,13 @@ func (s *simRun) dispatch(b *Bus, k int, doc map[string]any, deleted bool) {
 			<-s.keyLock[k]
 			s.mu.Lock()
 			if escaped != nil {
-				s.violate("when-panic", "%s: a panic escaped Dispatch: %v", simName(k), escaped)
+				s.violate("when-panic", "%s: a panic escaped Dispatch: %v", s.cfg.name(k), escaped)
 				s.broken = true
 			}
 			if errors.Is(err, ErrClosed) && (i == 0 || !deleted) {
 				s.lost[k] = lostRec{del: deleted, doc: doc}
 				if i == 0 && !deleted {
-					s.m.refused(simName(k), s.uidEpoch[simName(k)+"/"+uidOf(doc)])
+					s.m.refused(s.cfg.name(k), s.uidEpoch[s.cfg.name(k)+"/"+uidOf(doc)])
 				}
 			}
 			newer := s.keyOps[k] != start
@@ -530,165 +541,7 @@ func (s *simRun) dispatchOnce(b *Bus, k int, doc map[string]any, deleted bool) (
 	defer func() { escaped = recover() }()
 	ctx := context.WithValue(context.Background(), dispatchMark{}, true)
 	if deleted {
-		return nil, b.DispatchDelete(ctx, simKey(k), doc)
+		return nil, b.DispatchDelete(ctx, s.cfg.key(k), doc)
 	}
-	return nil, b.Dispatch(ctx, simKey(k), doc)
-}
-
-// restart stops Run and starts a new bus on the same store.
-func (s *simRun) restart(o simOp) {
-	if o.block && !simSkip["block"] && s.docs[o.key] != nil {
-		s.mu.Lock()
-		s.armed = true
-		s.mu.Unlock()
-		s.observe(simOp{kind: opUpdate, key: o.key, field: "replicas", n: s.rv + 1})
-		synctest.Wait()
-	}
-	s.store.setQuiet(true) // CHOICE: no faults while pending work is saved; see the report
-	s.cancel()
-	start := time.Now()
-	select {
-	case err := <-s.runDone:
-		if err != nil {
-			s.mu.Lock()
-			s.violate("shutdown", "Run returned %v", err)
-			s.mu.Unlock()
-		}
-	case <-time.After(time.Hour):
-		s.mu.Lock()
-		s.violate("shutdown", "Run did not return within an hour of its context ending")
-		s.broken = true
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Lock()
-	if took := time.Since(start); took > simShutdownTimeout+time.Second+100*time.Millisecond {
-		s.violate("shutdown", "Run returned %v after its context ended; ShutdownTimeout is %v (+1s)", took, simShutdownTimeout)
-	}
-	s.returned[s.gen] = true
-	s.armed = false
-	for k := range s.cfg.keys {
-		s.excuse[simName(k)]++
-	}
-	s.mu.Unlock()
-	s.inflight.Wait()
-
-	s.mu.Lock()
-	s.gen++
-	relist := o.relist || s.gen == s.cfg.revisionBumps
-	s.mu.Unlock()
-	if err := s.startBus(); err != nil {
-		s.mu.Lock()
-		s.violate("setup", "%v", err)
-		s.broken = true
-		s.mu.Unlock()
-		return
-	}
-	s.store.setQuiet(false)
-	s.mu.Lock()
-	b, gen := s.bus, s.gen
-	type item struct {
-		k   int
-		doc map[string]any
-		del bool
-	}
-	var again []item
-	for k := range s.cfg.keys {
-		l, lost := s.lost[k]
-		if lost && l.del && s.docs[k] == nil {
-			// Never reached the bus: the caller tells the next one.
-			again = append(again, item{k: k, doc: l.doc, del: true})
-		}
-		if doc := s.docs[k]; doc != nil && (relist || lost) {
-			s.m.observe(simName(k), doc, s.epoch[k], gen)
-			again = append(again, item{k: k, doc: doc})
-		}
-	}
-	s.lost = map[int]lostRec{}
-	s.mu.Unlock()
-	for _, it := range again {
-		observe := b.Observe
-		if it.del {
-			observe = b.ObserveDelete
-		}
-		if err := observe(context.Background(), simKey(it.k), it.doc); err != nil {
-			s.mu.Lock()
-			s.violate("observe", "%s: Observe: %v", simName(it.k), err)
-			s.mu.Unlock()
-		}
-	}
-}
-
-// run performs the operations and checks the bus against the model.
-func (s *simRun) run(ops []simOp) {
-	var err error
-	var inner interface {
-		Store
-		Lister
-	} = NewMemoryStore()
-	if s.cfg.fileStore {
-		if inner, err = NewFileStore(s.dir); err != nil {
-			s.violate("setup", "%v", err)
-			return
-		}
-	}
-	s.store = &faultStore{inner: inner, onFault: func(name string) {
-		s.mu.Lock()
-		s.excuse[name]++
-		s.mu.Unlock()
-	}}
-	if err := s.startBus(); err != nil {
-		s.violate("setup", "%v", err)
-		return
-	}
-	for _, o := range ops {
-		if s.isBroken() {
-			break
-		}
-		switch o.kind {
-		case opCreate, opUpdate, opDelete:
-			s.observe(o)
-		case opRestart:
-			s.restart(o)
-		case opFault:
-			if simSkip[o.field] {
-				continue // OPBUS_SIM_SKIP=corrupt (or load, save, delete)
-			}
-			s.store.arm(simName(o.key), o.field, int(o.n))
-		case opSettle:
-			synctest.Wait()
-		case opSleep:
-			time.Sleep(time.Duration(o.n) * time.Millisecond)
-		}
-	}
-	if !s.isBroken() {
-		// Quiescence: every retry due has run (handlers fail a bounded
-		// number of times per value, backoff is capped at 200ms).
-		synctest.Wait()
-		for range 10 {
-			time.Sleep(time.Second)
-			synctest.Wait()
-		}
-		s.inflight.Wait()
-		synctest.Wait()
-		s.store.setQuiet(true)
-		s.check()
-	}
-	s.store.setQuiet(true)
-	s.cancel()
-	select {
-	case <-s.runDone:
-	case <-time.After(time.Hour):
-	}
-	s.inflight.Wait()
-	time.Sleep(simShutdownTimeout + 10*time.Second) // let abandoned handlers end
-	if s.dir != "" {
-		os.RemoveAll(s.dir)
-	}
-}
-
-func (s *simRun) isBroken() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.broken
+	return nil, b.Dispatch(ctx, s.cfg.key(k), doc)
 }

@@ -6,6 +6,7 @@ package opbus
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,14 +18,36 @@ type simConfig struct {
 	maxBacklog    int  // Options.MaxBacklog; 0 for the default
 	workers       int
 	fileStore     bool
-	keys          int // objects, 2–4
-	revisionBumps int // from this generation of bus on, the spec handler's revision is r2; 0: never
+	keys          int  // objects, 2–4
+	revisionBumps int  // from this generation of bus on, the spec handler's revision is r2; 0: never
+	fieldSwap     int  // from this generation on, handler moved reads spec.template.image, not spec.image; 0: never
+	removed       int  // the bus of this generation lacks handler verdict (an upgrade), the next has it again (a rollback); 0: never
+	longNames     bool // odd keys have 253-character names
 }
 
 func (c simConfig) String() string {
-	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d fileStore=%v keys=%d revisionBump=%d",
-		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.fileStore, c.keys, c.revisionBumps)
+	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d fileStore=%v keys=%d revisionBump=%d fieldSwap=%d removed=%d longNames=%v",
+		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.fileStore, c.keys, c.revisionBumps, c.fieldSwap, c.removed, c.longNames)
 }
+
+// relists reports whether the bus of generation gen starts with the source
+// observing every live object again: it does when the handlers changed, as
+// an operator upgraded or rolled back lists its objects when it starts.
+func (c simConfig) relists(gen int) bool {
+	return gen > 0 && (gen == c.revisionBumps || gen == c.fieldSwap || gen == c.removed || gen == c.removed+1)
+}
+
+// name is the object name of key index k: with long names, odd keys have
+// the longest name Kubernetes allows.
+func (c simConfig) name(k int) string {
+	n := fmt.Sprintf("k%d", k)
+	if c.longNames && k%2 == 1 {
+		n += "-" + strings.Repeat("x", 253-len(n)-1)
+	}
+	return n
+}
+
+func (c simConfig) key(k int) Key { return Key{Kind: "Pod", Namespace: "sim", Name: c.name(k)} }
 
 type opKind int
 
@@ -36,6 +59,8 @@ const (
 	opFault                 // the store fails its next n calls of one kind for the key
 	opSettle                // synctest.Wait: let every goroutine run until blocked
 	opSleep                 // advance fake time by n milliseconds
+	opBurst                 // observe, without pause, updates, the deletion and a new incarnation (uid n), then an update
+	opBad                   // observe a document the bus must refuse: nil (n even) or containing itself (n odd)
 )
 
 // simOp is one operation. It carries everything it needs, so that any
@@ -48,6 +73,7 @@ type simOp struct {
 	dispatch bool // an observation made with Dispatch/DispatchDelete, concurrently with Run
 	relist   bool // opRestart: the source observes every live object again on start
 	block    bool // opRestart: a handler ignores its context past ShutdownTimeout first
+	burst    bool // opRestart: then a burst (opBurst, uid n) queues behind the blocked handler
 }
 
 func (o simOp) String() string {
@@ -64,7 +90,17 @@ func (o simOp) String() string {
 	case opDelete:
 		return fmt.Sprintf("%s %s delete", via, k)
 	case opRestart:
+		if o.burst {
+			return fmt.Sprintf("restart relist=%v block=%v (blocking handler on %s, then a burst to uid=u%d)", o.relist, o.block, k, o.n)
+		}
 		return fmt.Sprintf("restart relist=%v block=%v (blocking handler on %s)", o.relist, o.block, k)
+	case opBurst:
+		return fmt.Sprintf("%s %s burst: %s", via, k, strings.Join(burstOps(o.key, o.n, o.dispatch), ", "))
+	case opBad:
+		if o.n%2 == 0 {
+			return fmt.Sprintf("%s %s nil document", via, k)
+		}
+		return fmt.Sprintf("%s %s document containing itself", via, k)
 	case opFault:
 		return fmt.Sprintf("store %s: next %d %s fail", k, o.n, o.field)
 	case opSettle:
@@ -83,7 +119,30 @@ func formatOps(ops []simOp) string {
 	return b.String()
 }
 
-var simFields = []string{"replicas", "image", "big", "c0image", "appstate", "sidestate", "cond", "noise", "reorder", "dup"}
+var simFields = []string{"replicas", "image", "big", "c0image", "appstate", "sidestate", "cond", "noise", "reorder", "dup", "selector"}
+
+// burst returns the observations of a burst, uid its new incarnation's:
+// two to four updates, the deletion, the new incarnation, an update. Only
+// the last may be made with Dispatch (a caller that waits for nothing
+// before).
+func burst(k int, uid int64, dispatch bool) []simOp {
+	var ops []simOp
+	h := mix("burst", strconv.FormatInt(uid, 10))
+	for i := range 2 + int(h%3) {
+		ops = append(ops, simOp{kind: opUpdate, key: k, field: simFields[int(h>>(8*i+4))%len(simFields)], n: int64(h>>(8*i+2)) % 1000})
+	}
+	ops = append(ops, simOp{kind: opDelete, key: k}, simOp{kind: opCreate, key: k, n: uid},
+		simOp{kind: opUpdate, key: k, field: "replicas", n: int64(h>>50) % 1000, dispatch: dispatch})
+	return ops
+}
+
+func burstOps(k int, uid int64, dispatch bool) []string {
+	var out []string
+	for _, o := range burst(k, uid, dispatch) {
+		out = append(out, strings.SplitN(o.String(), " ", 3)[2]) // less "observe kN"
+	}
+	return out
+}
 
 // genConfig draws a configuration.
 func genConfig(r *rand.Rand) simConfig {
@@ -100,6 +159,13 @@ func genConfig(r *rand.Rand) simConfig {
 	if r.IntN(4) == 0 {
 		c.revisionBumps = 1 + r.IntN(2)
 	}
+	if r.IntN(4) == 0 {
+		c.fieldSwap = 1 + r.IntN(2)
+	}
+	if r.IntN(4) == 0 {
+		c.removed = 1 + r.IntN(2)
+	}
+	c.longNames = c.fileStore && r.IntN(2) == 0
 	return c
 }
 
@@ -123,6 +189,16 @@ func genOps(r *rand.Rand, cfg simConfig, n int) []simOp {
 			alive[k] = false
 		case w < 68:
 			o = simOp{kind: opRestart, key: k, relist: r.IntN(2) == 0, block: r.IntN(4) == 0}
+			if o.block && alive[k] && r.IntN(2) == 0 {
+				uid++
+				o.burst, o.n = true, uid
+			}
+		case w < 70:
+			uid++
+			o = simOp{kind: opBurst, key: k, n: uid, dispatch: o.dispatch}
+			alive[k] = true
+		case w < 71:
+			o = simOp{kind: opBad, key: k, n: r.Int64N(2), dispatch: o.dispatch}
 		case w < 75:
 			o = simOp{kind: opFault, key: k, field: []string{"load", "save", "delete", "corrupt"}[r.IntN(4)], n: 1 + r.Int64N(2)}
 		case w < 90:
@@ -135,11 +211,8 @@ func genOps(r *rand.Rand, cfg simConfig, n int) []simOp {
 	return ops
 }
 
-// simName is the object name of key index k.
-func simName(k int) string { return fmt.Sprintf("k%d", k) }
-
-// baseDoc is a new object.
-func baseDoc(k int, uid int64) map[string]any {
+// baseDoc is a new object named name.
+func baseDoc(name string, uid int64) map[string]any {
 	el := func(kv ...string) map[string]any {
 		m := map[string]any{}
 		for i := 0; i < len(kv); i += 2 {
@@ -151,18 +224,35 @@ func baseDoc(k int, uid int64) map[string]any {
 		"apiVersion": "v1",
 		"kind":       "Pod",
 		"metadata": map[string]any{
-			"name": simName(k), "uid": fmt.Sprintf("u%d", uid), "resourceVersion": "1",
+			"name": name, "uid": fmt.Sprintf("u%d", uid), "resourceVersion": "1",
 			"labels": map[string]any{"noise": "0"},
 		},
 		"spec": map[string]any{
 			"replicas": int64(1), "image": "img:1", "big": int64(1<<60 + 1),
 			"containers": []any{el("name", "app", "image", "a:1"), el("name", "side", "image", "s:1")},
+			"template":   map[string]any{"image": "img:1"},
+			"selector":   selectors(0),
 		},
 		"status": map[string]any{
 			"containerStatuses": []any{el("name", "app", "state", "waiting"), el("name", "side", "state", "waiting")},
 			"conditions":        []any{el("type", "Ready", "status", "False"), el("type", "Synced", "status", "False")},
 		},
 	}
+}
+
+// selectors returns one of the values of spec.selector, a map read with
+// [*]: keys hold NUL and other bytes, and the first two differ only in
+// where a key ends and its value begins.
+func selectors(n int64) map[string]any {
+	switch n % 4 {
+	case 0:
+		return map[string]any{"a": "xy\x00n"}
+	case 1:
+		return map[string]any{"a\x00s\x04xy": nil}
+	case 2:
+		return map[string]any{"app": "web", "tier\x00\xff": "x"}
+	}
+	return map[string]any{"app": "web", "tier": "\x00\xffx"}
 }
 
 // simClone copies maps and lists; the bus keeps a reference to what it is
@@ -210,6 +300,9 @@ func mutate(doc map[string]any, o simOp, rv int64) map[string]any {
 		if n%5 == 0 {
 			spec["image"] = fmt.Sprintf("img:\xff%d", n%3) // invalid UTF-8
 		}
+		spec["template"] = map[string]any{"image": spec["image"]} // a copy, as a controller keeps one
+	case "selector":
+		spec["selector"] = selectors(n)
 	case "big":
 		spec["big"] = int64(1<<60 + n%4) // beyond 2^53: float64 would lose it
 	case "c0image":

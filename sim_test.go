@@ -63,14 +63,14 @@ func (s *simRun) check() {
 	defer s.mu.Unlock()
 	ctx := context.Background()
 	for k := range s.cfg.keys {
-		name := simName(k)
+		name := s.cfg.name(k)
 		hs, slots := s.m.expected(name, s.gen)
-		overall, got, err := s.bus.Status(ctx, simKey(k))
+		overall, got, err := s.bus.Status(ctx, s.cfg.key(k))
 		if err != nil {
 			s.violate("status", "%s: Status: %v", name, err)
 			continue
 		}
-		data, err := s.store.inner.Load(ctx, simKey(k))
+		data, err := s.store.inner.Load(ctx, s.cfg.key(k))
 		if err != nil {
 			s.violate("status", "%s: Load: %v", name, err)
 		}
@@ -113,6 +113,11 @@ func (s *simRun) check() {
 			handled := last.ok && last.epoch == epoch && last.view == want.value
 			if lo, seen := s.lastOK[name+"/"+id]; !handled && seen && lo.epoch == epoch && lo.view == want.value {
 				handled = true // rule 10: the value returned to the one last handled
+			}
+			if f, ok := s.forgotten[name]; ok && id == "verdict" && f == epoch && s.gen > s.cfg.removed && handled {
+				if lo := s.lastOK[name+"/"+id]; lo.gen <= s.cfg.removed {
+					s.violate("rollback", "%s: handler verdict, forgotten by bus %d, is back but did not run again: its last success is of bus %d", name, s.cfg.removed, lo.gen)
+				}
 			}
 			if !handled {
 				s.violate("unhandled", "%s: handler %s did not handle the final value %s of incarnation %d; its last result: ok=%v incarnation=%d value %s",
