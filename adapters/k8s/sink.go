@@ -63,6 +63,10 @@ func (sk *sink) PutStatus(ctx context.Context, key opbus.Key, obj map[string]any
 // putConditions writes the conditions of the slots and Ready through the
 // status subresource, with the object's resource version as a
 // precondition: on a conflict it reads the object again and re-applies.
+// It starts from the informer's copy, unless the store has just written
+// the object (the record is written before the status) and the copy is
+// older than that write: then it reads the object first, which costs a
+// read instead of a refused write and a read.
 // It writes nothing when the conditions are already as wanted.
 func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
 	if r.pruned.Load() {
@@ -73,7 +77,7 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var cur map[string]any
-		if u, ok := r.cached(key); ok && first {
+		if u, ok := r.cached(key); ok && first && !sk.s.store.ahead(key, u.GetResourceVersion()) {
 			cur = u.Object
 		} else {
 			u, err := r.api(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
@@ -202,7 +206,7 @@ func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var cur *unstructured.Unstructured
-		if u, ok := r.cached(key); ok && first {
+		if u, ok := r.cached(key); ok && first && !s.store.ahead(key, u.GetResourceVersion()) {
 			cur = u
 		} else {
 			u, err := r.api(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})

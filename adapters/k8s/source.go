@@ -234,6 +234,11 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 		}
 	}
 	for _, r := range rs {
+		own, err := newOwnWrites(r.finalizer, s.ours)
+		if err != nil {
+			return fmt.Errorf("k8s: %w", err)
+		}
+		r.own = own
 		r.buildInformers(s.dyn)
 	}
 	s.mu.Lock()

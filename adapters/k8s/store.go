@@ -162,6 +162,16 @@ func (st *store) settle(key opbus.Key, rv string) {
 	}
 }
 
+// ahead reports whether the store wrote the object of key at a resource
+// version later than rv: a copy of the object at rv is out of date, and a
+// write under rv would conflict.
+func (st *store) ahead(key opbus.Key, rv string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	w, ok := st.recent[key]
+	return ok && olderThan(rv, w.rv)
+}
+
 // forget drops what the store remembers of key: the object is gone.
 func (st *store) forget(key opbus.Key) {
 	st.mu.Lock()
