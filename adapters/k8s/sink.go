@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -38,7 +39,10 @@ func (sk *sink) WrittenPaths() []string {
 	return []string{annotationPath(AnnotationStatus)}
 }
 
-// PutStatus implements [opbus.StatusSink].
+// PutStatus implements [opbus.StatusSink]. It writes only to the object
+// of obj's metadata.uid: a status of an object that is gone, written while
+// the bus finishes its deletion, must not land on another object that
+// took its name.
 func (sk *sink) PutStatus(ctx context.Context, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
 	r, err := sk.s.resourceFor(key)
 	if err != nil {
@@ -87,6 +91,9 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 			cur = u.Object
 		}
 		first = false
+		if id := uid(obj); id != "" && uid(cur) != id {
+			return errGone
+		}
 		existing, _ := conditions(cur)
 		merged, changed := mergeConditions(existing, want, sk.s.ours)
 		if !changed {
@@ -103,7 +110,7 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 			metav1.PatchOptions{FieldManager: sk.s.name}, "status")
 		return err
 	})
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || errors.Is(err, errGone) {
 		return nil
 	}
 	if err != nil {
@@ -140,15 +147,17 @@ func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, o
 		}
 		value = string(b)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{AnnotationStatus: value},
-	}})
+	meta := map[string]any{"annotations": map[string]any{AnnotationStatus: value}}
+	if id := uid(obj); id != "" {
+		meta["uid"] = id // a precondition, as in [store]
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
 	}
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: sk.s.name})
-	if apierrors.IsNotFound(err) {
+	if isGone(err) {
 		return nil
 	}
 	if err != nil {
@@ -193,16 +202,21 @@ func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any)
 		return err
 	}
 	if u, ok := r.cached(key); ok && hasFinalizer(u.Object) || last != nil && hasFinalizer(last) {
-		return sk.s.removeFinalizer(ctx, r, key)
+		return sk.s.removeFinalizer(ctx, r, key, uid(last))
 	}
 	return nil
 }
 
+// errGone stops a write whose object is gone (another object has its
+// name).
+var errGone = errors.New("the object is gone")
+
 // removeFinalizer removes [Finalizer] from the object of key with a merge
 // patch of metadata.finalizers, under the object's resource version; on a
 // conflict it reads the object again. An object that is gone, or does not
-// carry the finalizer, needs nothing.
-func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key) error {
+// carry the finalizer, needs nothing; so does another object of the same
+// name, when id (the uid of the object whose finalizer goes) is set.
+func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key, id string) error {
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var cur *unstructured.Unstructured
@@ -216,7 +230,7 @@ func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key
 			cur = u
 		}
 		first = false
-		if !hasFinalizer(cur.Object) {
+		if !hasFinalizer(cur.Object) || id != "" && uid(cur.Object) != id {
 			return nil
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{

@@ -109,8 +109,12 @@ func (s *Source) Sink() opbus.StatusSink { return s.sink }
 
 // BusOptions returns a copy of o (nil means the zero Options) completed for
 // this Source: its Store and Sink, [ListKeys] added to o.ListKeys (o's own
-// win), [Ignore] added to o.Ignore, and the Source's Logger if o has none.
-// Pass the result to [opbus.New].
+// win), [Ignore] added to o.Ignore, the Source's Logger if o has none, and
+// [Incarnation] as the Incarnation, replacing o's: the adapter writes a
+// record, a status or a finalizer only on the object of the incarnation
+// they belong to, which it knows by that ID. Pass the result to
+// [opbus.New]; a bus built otherwise must set Incarnation to [Incarnation]
+// too.
 func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	out := &opbus.Options{}
 	if o != nil {
@@ -130,8 +134,15 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	if out.Logger == nil {
 		out.Logger = s.opts.Logger
 	}
+	out.Incarnation = Incarnation
 	return out
 }
+
+// Incarnation returns an object's metadata.uid, which tells apart two
+// objects that had the same name one after the other: for the bus, they
+// are two incarnations of one key, which share nothing. [Source.BusOptions]
+// sets it as [opbus.Options].Incarnation.
+func Incarnation(obj map[string]any) string { return uid(obj) }
 
 // Run watches the resources and runs bus until ctx ends, then returns
 // after the bus has drained (see [opbus.Bus.Run]). Before the bus starts,
