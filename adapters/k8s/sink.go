@@ -22,8 +22,9 @@ import (
 type sink struct {
 	s *Source
 
-	mu    sync.Mutex
-	shown map[opbus.Key]opbus.Status // overall status in AnnotationStatus, as last written
+	mu     sync.Mutex
+	shown  map[opbus.Key]opbus.Status // overall status in AnnotationStatus, as last written
+	passes passes
 }
 
 var (
@@ -197,6 +198,7 @@ func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any)
 	sk.mu.Lock()
 	delete(sk.shown, key)
 	sk.mu.Unlock()
+	sk.forgetPass(key)
 	r, err := sk.s.resourceFor(key)
 	if err != nil {
 		return err

@@ -239,6 +239,11 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 	if err := checkSubscriptions(subs, ignore); err != nil {
 		return err
 	}
+	if rs[0].mode == StatusConditions {
+		if err := bus.Collect(generationCollector, s.sink.collect); err != nil {
+			return fmt.Errorf("k8s: registering the collector of observed generations: %w", err)
+		}
+	}
 	if len(ignore) > 0 {
 		if err := bus.Ignore(ignore...); err != nil {
 			return fmt.Errorf("k8s: declaring the paths the adapter writes: %w", err)

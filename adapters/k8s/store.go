@@ -153,6 +153,9 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 	st.mu.Lock()
 	st.setInc(key, inc)
 	st.mu.Unlock()
+	if r.mode == StatusConditions {
+		st.s.sink.observed(ctx, r, key, inc, data)
+	}
 	return nil
 }
 
