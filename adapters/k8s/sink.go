@@ -58,11 +58,12 @@ func (sk *sink) PutStatus(ctx context.Context, key opbus.Key, obj map[string]any
 	}
 	switch r.mode {
 	case StatusConditions:
-		return sk.putConditions(ctx, r, key, obj, overall, slots)
+		err = sk.putConditions(ctx, r, key, obj, overall, slots)
 	case StatusAnnotation:
-		return sk.putAnnotation(ctx, r, key, obj, overall)
+		err = sk.putAnnotation(ctx, r, key, obj, overall)
 	}
-	return nil
+	sk.s.refused(ctx, r, key, ReasonStatusRefused, err)
+	return err
 }
 
 // putConditions writes the conditions of the slots and Ready through the

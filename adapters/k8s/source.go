@@ -40,6 +40,8 @@ type Source struct {
 	store  *store
 	sink   *sink
 
+	refusals refusals
+
 	mu    sync.Mutex
 	ran   bool
 	kinds map[string]*resource // by key kind; set once by Run

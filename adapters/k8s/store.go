@@ -118,6 +118,7 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 	}
 	if u, ok := r.cached(key); ok {
 		if err := checkSize(key, u.Object, AnnotationRecord, len(data)); err != nil {
+			st.s.refused(ctx, r, key, ReasonRecordRefused, err)
 			return err
 		}
 	}
@@ -147,8 +148,11 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
+		err = fmt.Errorf("k8s: saving record of %v: %w", key, err)
+		st.s.refused(ctx, r, key, ReasonRecordRefused, err)
+		return err
 	}
+	st.s.refused(ctx, r, key, ReasonRecordRefused, nil)
 	st.remember(key, u.GetResourceVersion(), slices.Clone(data))
 	st.mu.Lock()
 	st.setInc(key, inc)

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -113,6 +114,27 @@ func TestIsGone(t *testing.T) {
 		{"nil", nil, false},
 	} {
 		if got := isGone(tc.err); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRefusedForGood(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"too large here", fmt.Errorf("k8s: x: %w", ErrTooLarge), true},
+		{"denied by admission", apierrors.NewForbidden(gr, "p", errors.New("denied by policy")), true},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", nil), true},
+		{"too large there", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), true},
+		{"a conflict", apierrors.NewConflict(gr, "p", nil), false},
+		{"unavailable", apierrors.NewServiceUnavailable("x"), false},
+		{"throttled", apierrors.NewTooManyRequests("x", 1), false},
+	} {
+		if got := refusedForGood(tc.err); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}
