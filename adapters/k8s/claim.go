@@ -50,7 +50,7 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 	rv := u.GetResourceVersion()
 	if isDeleting(obj) {
 		if hasFinalizer(obj) && (!r.finalizer || !hasRecord(obj)) && !w.isDeleting(uid(obj)) {
-			return w.s.removeFinalizer(ctx, r, key)
+			return w.s.removeFinalizer(ctx, r, key, uid(obj))
 		}
 		return nil
 	}

@@ -190,3 +190,49 @@ func changeOfPhase(i int, phase string) string {
 	}
 	return fmt.Sprintf("change status.phase: %q → %q", prev, phase)
 }
+
+// TestObservedGenerationFollowsHandledSpec changes a Widget's spec in a
+// way that leaves every status as it was: the conditions are still
+// written again, with the new generation as observedGeneration, so that a
+// client waiting for observedGeneration to reach metadata.generation
+// (kubectl wait, Argo CD, Flux) sees the change handled.
+func TestObservedGenerationFollowsHandledSpec(t *testing.T) {
+	t.Parallel()
+	env := kubeenv.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+
+	var r runs
+	start(t, k8s.Options{
+		Config:    env.AdminConfig(),
+		Resources: []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{ns}}},
+	}, func(b *opbus.Bus) {
+		must(t, b.Handle("size", r.handler(func(*opbus.Event) opbus.Status { return opbus.Active("fine") }),
+			opbus.On{Fields: []string{"spec.size"}}))
+	})
+	observed := func(gen int64) func() bool {
+		return func() bool {
+			u := get(t, c, widgetsGVR, ns, "w")
+			conds := conditionsOf(u)
+			return checkCondition(conds, "Ready", metav1.ConditionTrue, "Active", "fine", gen) == nil &&
+				checkCondition(conds, "size", metav1.ConditionTrue, "Active", "fine", gen) == nil
+		}
+	}
+	createWidget(t, c, ns, "w", `{"size":1}`)
+	eventually(t, "the conditions observe generation 1", observed(1))
+	u := patch(t, c, widgetsGVR, ns, "w", `{"spec":{"size":2}}`)
+	if u.GetGeneration() != 2 {
+		t.Fatalf("generation %d after a spec change, want 2", u.GetGeneration())
+	}
+	eventually(t, "size handles the new spec", func() bool { return r.count("size", "w") == 2 })
+	deadline := time.Now().Add(5 * time.Second)
+	for !observed(2)() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the conditions still observe generation %d, not 2, 5s after size handled it: %v",
+				conditionsOf(get(t, c, widgetsGVR, ns, "w"))["Ready"].ObservedGeneration, conditionsOf(get(t, c, widgetsGVR, ns, "w")))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	steady(t, "handler runs", 500*time.Millisecond, r.total)
+}

@@ -29,6 +29,13 @@
 // adapter writes itself; [ListKeys] makes diffs address list elements by
 // name (status.containerStatuses[name=app].state).
 //
+// Updates that change only what the adapter writes (the annotations, its
+// conditions, its finalizer) and the resource version never reach the
+// bus: each write of the adapter would otherwise come back through the
+// informer as a state, to be queued and dispatched for nothing. A handler
+// that fails therefore runs on its backoff's schedule
+// ([opbus.Options].Backoff), whatever the adapter writes meanwhile.
+//
 // # Keys
 //
 // An object's [opbus.Key] holds its namespace, its name and its kind as
@@ -36,6 +43,22 @@
 // "Widget.example.com" for any other, so that kinds of the same name in
 // different groups never share keys, records or handlers. Use the same
 // strings in [opbus.On].Kinds.
+//
+// # Incarnations
+//
+// Two objects that have the same name one after the other, such as the
+// Pods of a StatefulSet, are two incarnations of one key for the bus:
+// [Source.BusOptions] sets [opbus.Options].Incarnation to [Incarnation],
+// which returns metadata.uid. Nothing crosses from one to the next: an
+// object created while the delete handlers of the previous one are still
+// retried waits until they have succeeded, and then its handlers run as
+// for any new object. The record holds the uid it was written for, and
+// the adapter writes a record, a status or a finalizer only to the object
+// of that uid (a metadata.uid precondition on its patches): what is
+// written for an object that is gone is dropped, never written onto the
+// object that took its name. A record copied onto another object (kubectl
+// get -o yaml | kubectl create) is of another uid: the bus logs it and
+// starts afresh.
 //
 // # The record
 //
@@ -66,7 +89,10 @@
 // and the slot's message; and a summary of type [ConditionReady], True
 // when the overall level is active, with reason the overall level and
 // message the overall message. Every condition carries the
-// metadata.generation of the state the handlers saw as observedGeneration;
+// metadata.generation of the state the handlers saw as observedGeneration,
+// rewritten after a pass that handled a new state even when no status
+// changed (the adapter learns the pass's state through a collector named
+// opbus.dev/generation, which never fills a slot);
 // lastTransitionTime changes only when a condition's status does (the
 // rules of meta.SetStatusCondition). Conditions of slots that are gone are
 // removed; other writers' conditions are kept as they are. The status is
@@ -87,6 +113,12 @@
 // paths on every kind it sees, one Source either writes conditions for
 // all its resources or for none of them; otherwise the Ready condition of
 // a Pod would be hidden along with the adapter's own.
+//
+// A record or status write refused for good — past [MaxAnnotationBytes],
+// invalid, forbidden, denied by an admission policy — is retried by the
+// bus with its backoff, and reported once (until its message changes or a
+// write goes through) with a Warning Event of reason
+// [ReasonRecordRefused] or [ReasonStatusRefused] on the object.
 //
 // # Deletion
 //

@@ -107,14 +107,24 @@ type operator struct {
 // register adds its handlers.
 func start(t *testing.T, opts k8s.Options, register func(b *opbus.Bus)) *operator {
 	t.Helper()
+	return startBus(t, opts, opbus.Options{}, register)
+}
+
+// startBus is start with options for the bus; a zero ShutdownTimeout
+// means 10s.
+func startBus(t *testing.T, opts k8s.Options, bopts opbus.Options, register func(b *opbus.Bus)) *operator {
+	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
+	}
+	if bopts.ShutdownTimeout == 0 {
+		bopts.ShutdownTimeout = 10 * time.Second
 	}
 	src, err := k8s.New(&opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus, err := opbus.New(src.BusOptions(&opbus.Options{ShutdownTimeout: 10 * time.Second}))
+	bus, err := opbus.New(src.BusOptions(&bopts))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,9 @@ func TestBusOptions(t *testing.T) {
 	if strings.Join(opts.Ignore, " ") != strings.Join(want, " ") {
 		t.Errorf("Ignore = %q, want %q (no repeats of opbus.DefaultIgnore)", opts.Ignore, want)
 	}
+	if opts.Incarnation == nil || opts.Incarnation(map[string]any{"metadata": map[string]any{"uid": "u1"}}) != "u1" {
+		t.Errorf("BusOptions did not set Incarnation to metadata.uid")
+	}
 	bus, err := opbus.New(opts)
 	if err != nil {
 		t.Fatal(err)

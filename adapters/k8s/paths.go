@@ -75,3 +75,49 @@ func conditionPath(t string) string {
 // one element by value, so a Source that adds its finalizer ignores the
 // whole list; see [Resource].Finalizer.
 const finalizersPath = "metadata.finalizers"
+
+// ownWrites tells the updates that change only what the adapter writes
+// on an object of one resource — its annotations, its conditions, its
+// finalizer — and what the API server changes on every write. The bus
+// would ignore them anyway, but each would still be queued and dispatched
+// as a state; [watch] drops them instead, so that the adapter's writes
+// never reach the bus.
+type ownWrites struct {
+	cmp        *opbus.Comparer
+	conditions map[string]bool // condition types the sink writes
+}
+
+// newOwnWrites returns the ownWrites of a resource; finalizer says whether
+// the adapter keeps [Finalizer] on its objects, conditions names the
+// condition types it writes.
+func newOwnWrites(finalizer bool, conditions map[string]bool) (*ownWrites, error) {
+	ignore := []string{
+		"metadata.resourceVersion",
+		"metadata.managedFields",
+		annotationPath(AnnotationRecord),
+		annotationPath(AnnotationStatus),
+	}
+	if finalizer {
+		ignore = append(ignore, finalizersPath)
+	}
+	cmp, err := opbus.NewComparer(&opbus.CompareOptions{Ignore: ignore, ListKeys: map[string]string{"status.conditions": "type"}})
+	if err != nil {
+		return nil, err
+	}
+	return &ownWrites{cmp: cmp, conditions: conditions}, nil
+}
+
+// only reports whether every change from old to new is at a path the
+// adapter writes or in the API server's per-write noise. A condition list
+// that cannot be keyed by type (two conditions of one type) is compared by
+// index, and its changes count as someone else's.
+func (o *ownWrites) only(old, new map[string]any) bool {
+	for _, c := range o.cmp.Compare(old, new) {
+		p := c.Path
+		if len(p) < 3 || p[0] != opbus.MapKey("status") || p[1] != opbus.MapKey("conditions") ||
+			p[2].Kind != opbus.SegMatch || p[2].Key != "type" || !o.conditions[p[2].Value] {
+			return false
+		}
+	}
+	return true
+}

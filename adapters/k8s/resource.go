@@ -26,6 +26,7 @@ type resource struct {
 	hasStatus  bool       // the resource has a status subresource
 	mode       StatusMode // never StatusAuto
 	finalizer  bool       // Finalizer is set and a handler wants deletes
+	own        *ownWrites // set by Source.prepare
 	pruned     atomic.Bool
 	client     dynamic.NamespaceableResourceInterface
 	informers  map[string]cache.SharedIndexInformer // by namespace; "" for all

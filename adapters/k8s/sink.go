@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -21,8 +22,9 @@ import (
 type sink struct {
 	s *Source
 
-	mu    sync.Mutex
-	shown map[opbus.Key]opbus.Status // overall status in AnnotationStatus, as last written
+	mu     sync.Mutex
+	shown  map[opbus.Key]opbus.Status // overall status in AnnotationStatus, as last written
+	passes passes
 }
 
 var (
@@ -38,7 +40,10 @@ func (sk *sink) WrittenPaths() []string {
 	return []string{annotationPath(AnnotationStatus)}
 }
 
-// PutStatus implements [opbus.StatusSink].
+// PutStatus implements [opbus.StatusSink]. It writes only to the object
+// of obj's metadata.uid: a status of an object that is gone, written while
+// the bus finishes its deletion, must not land on another object that
+// took its name.
 func (sk *sink) PutStatus(ctx context.Context, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
 	r, err := sk.s.resourceFor(key)
 	if err != nil {
@@ -53,16 +58,21 @@ func (sk *sink) PutStatus(ctx context.Context, key opbus.Key, obj map[string]any
 	}
 	switch r.mode {
 	case StatusConditions:
-		return sk.putConditions(ctx, r, key, obj, overall, slots)
+		err = sk.putConditions(ctx, r, key, obj, overall, slots)
 	case StatusAnnotation:
-		return sk.putAnnotation(ctx, r, key, obj, overall)
+		err = sk.putAnnotation(ctx, r, key, obj, overall)
 	}
-	return nil
+	sk.s.refused(ctx, r, key, ReasonStatusRefused, err)
+	return err
 }
 
 // putConditions writes the conditions of the slots and Ready through the
 // status subresource, with the object's resource version as a
 // precondition: on a conflict it reads the object again and re-applies.
+// It starts from the informer's copy, unless the store has just written
+// the object (the record is written before the status) and the copy is
+// older than that write: then it reads the object first, which costs a
+// read instead of a refused write and a read.
 // It writes nothing when the conditions are already as wanted.
 func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
 	if r.pruned.Load() {
@@ -73,7 +83,7 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var cur map[string]any
-		if u, ok := r.cached(key); ok && first {
+		if u, ok := r.cached(key); ok && first && !sk.s.store.ahead(key, u.GetResourceVersion()) {
 			cur = u.Object
 		} else {
 			u, err := r.api(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
@@ -83,6 +93,9 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 			cur = u.Object
 		}
 		first = false
+		if id := uid(obj); id != "" && uid(cur) != id {
+			return errGone
+		}
 		existing, _ := conditions(cur)
 		merged, changed := mergeConditions(existing, want, sk.s.ours)
 		if !changed {
@@ -99,7 +112,7 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 			metav1.PatchOptions{FieldManager: sk.s.name}, "status")
 		return err
 	})
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || errors.Is(err, errGone) {
 		return nil
 	}
 	if err != nil {
@@ -136,15 +149,17 @@ func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, o
 		}
 		value = string(b)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{AnnotationStatus: value},
-	}})
+	meta := map[string]any{"annotations": map[string]any{AnnotationStatus: value}}
+	if id := uid(obj); id != "" {
+		meta["uid"] = id // a precondition, as in [store]
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
 	}
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: sk.s.name})
-	if apierrors.IsNotFound(err) {
+	if isGone(err) {
 		return nil
 	}
 	if err != nil {
@@ -184,25 +199,31 @@ func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any)
 	sk.mu.Lock()
 	delete(sk.shown, key)
 	sk.mu.Unlock()
+	sk.forgetPass(key)
 	r, err := sk.s.resourceFor(key)
 	if err != nil {
 		return err
 	}
 	if u, ok := r.cached(key); ok && hasFinalizer(u.Object) || last != nil && hasFinalizer(last) {
-		return sk.s.removeFinalizer(ctx, r, key)
+		return sk.s.removeFinalizer(ctx, r, key, uid(last))
 	}
 	return nil
 }
 
+// errGone stops a write whose object is gone (another object has its
+// name).
+var errGone = errors.New("the object is gone")
+
 // removeFinalizer removes [Finalizer] from the object of key with a merge
 // patch of metadata.finalizers, under the object's resource version; on a
 // conflict it reads the object again. An object that is gone, or does not
-// carry the finalizer, needs nothing.
-func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key) error {
+// carry the finalizer, needs nothing; so does another object of the same
+// name, when id (the uid of the object whose finalizer goes) is set.
+func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key, id string) error {
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var cur *unstructured.Unstructured
-		if u, ok := r.cached(key); ok && first {
+		if u, ok := r.cached(key); ok && first && !s.store.ahead(key, u.GetResourceVersion()) {
 			cur = u
 		} else {
 			u, err := r.api(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
@@ -212,7 +233,7 @@ func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key
 			cur = u
 		}
 		first = false
-		if !hasFinalizer(cur.Object) {
+		if !hasFinalizer(cur.Object) || id != "" && uid(cur.Object) != id {
 			return nil
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{

@@ -40,6 +40,8 @@ type Source struct {
 	store  *store
 	sink   *sink
 
+	refusals refusals
+
 	mu    sync.Mutex
 	ran   bool
 	kinds map[string]*resource // by key kind; set once by Run
@@ -109,8 +111,12 @@ func (s *Source) Sink() opbus.StatusSink { return s.sink }
 
 // BusOptions returns a copy of o (nil means the zero Options) completed for
 // this Source: its Store and Sink, [ListKeys] added to o.ListKeys (o's own
-// win), [Ignore] added to o.Ignore, and the Source's Logger if o has none.
-// Pass the result to [opbus.New].
+// win), [Ignore] added to o.Ignore, the Source's Logger if o has none, and
+// [Incarnation] as the Incarnation, replacing o's: the adapter writes a
+// record, a status or a finalizer only on the object of the incarnation
+// they belong to, which it knows by that ID. Pass the result to
+// [opbus.New]; a bus built otherwise must set Incarnation to [Incarnation]
+// too.
 func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	out := &opbus.Options{}
 	if o != nil {
@@ -130,8 +136,15 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	if out.Logger == nil {
 		out.Logger = s.opts.Logger
 	}
+	out.Incarnation = Incarnation
 	return out
 }
+
+// Incarnation returns an object's metadata.uid, which tells apart two
+// objects that had the same name one after the other: for the bus, they
+// are two incarnations of one key, which share nothing. [Source.BusOptions]
+// sets it as [opbus.Options].Incarnation.
+func Incarnation(obj map[string]any) string { return uid(obj) }
 
 // Run watches the resources and runs bus until ctx ends, then returns
 // after the bus has drained (see [opbus.Bus.Run]). Before the bus starts,
@@ -228,12 +241,22 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 	if err := checkSubscriptions(subs, ignore); err != nil {
 		return err
 	}
+	if rs[0].mode == StatusConditions {
+		if err := bus.Collect(generationCollector, s.sink.collect); err != nil {
+			return fmt.Errorf("k8s: registering the collector of observed generations: %w", err)
+		}
+	}
 	if len(ignore) > 0 {
 		if err := bus.Ignore(ignore...); err != nil {
 			return fmt.Errorf("k8s: declaring the paths the adapter writes: %w", err)
 		}
 	}
 	for _, r := range rs {
+		own, err := newOwnWrites(r.finalizer, s.ours)
+		if err != nil {
+			return fmt.Errorf("k8s: %w", err)
+		}
+		r.own = own
 		r.buildInformers(s.dyn)
 	}
 	s.mu.Lock()

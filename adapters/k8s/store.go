@@ -33,6 +33,16 @@ var ErrTooLarge = errors.New("annotations too large")
 // remembers each record it wrote, with the resource version the write
 // returned, until the cache holds that version or a later one.
 //
+// A record belongs to one incarnation of its key: one object, known by its
+// metadata.uid, which the bus writes into the record (its "inc", with
+// [Incarnation] as the bus's Incarnation). Save and Delete write only to
+// the object of that uid: the object of the same name may be another one,
+// created after the first was deleted while the bus still finishes the
+// first one's deletion. When the object of the record's uid is gone, the
+// write has nowhere to go and is dropped. The store remembers, per key,
+// the uid of the last record it saved, or of the object it last loaded
+// a record from, for Delete.
+//
 // Records are digests and statuses, not copies of objects: when the bus
 // saves a state it could not handle before stopping (its "pending" work),
 // Save drops it, because the informer lists every object again when the
@@ -42,6 +52,7 @@ type store struct {
 
 	mu     sync.Mutex
 	recent map[opbus.Key]written
+	incs   map[opbus.Key]string // uid of the incarnation whose record the bus holds
 }
 
 // written is a record the store wrote and the cache may not show yet.
@@ -72,6 +83,9 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	}
 	u, cached := r.cached(key)
 	st.mu.Lock()
+	if cached && st.incs[key] == "" {
+		st.setInc(key, uid(u.Object))
+	}
 	w, ok := st.recent[key]
 	if ok && (!cached || olderThan(u.GetResourceVersion(), w.rv)) {
 		st.mu.Unlock()
@@ -104,21 +118,48 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 	}
 	if u, ok := r.cached(key); ok {
 		if err := checkSize(key, u.Object, AnnotationRecord, len(data)); err != nil {
+			st.s.refused(ctx, r, key, ReasonRecordRefused, err)
 			return err
 		}
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{AnnotationRecord: string(data)},
-	}})
+	inc := recordInc(data)
+	if bare(data) {
+		// A record that holds only its incarnation says nothing that no
+		// record does not, for the object of that incarnation: a bus
+		// saves one for each new object, even one no handler handles.
+		if u, ok := r.cached(key); ok && uid(u.Object) == inc {
+			if cur, err := st.Load(ctx, key); err == nil && cur == nil {
+				return nil
+			}
+		}
+	}
+	meta := map[string]any{"annotations": map[string]any{AnnotationRecord: string(data)}}
+	if inc != "" {
+		meta["uid"] = inc // a precondition: see [store]
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
 	}
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: st.s.name})
-	if err != nil {
-		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
+	if inc != "" && isGone(err) {
+		st.s.log.Debug("k8s: the object of the record's incarnation is gone; the record is not saved", "key", key.String(), "uid", inc)
+		return nil
 	}
+	if err != nil {
+		err = fmt.Errorf("k8s: saving record of %v: %w", key, err)
+		st.s.refused(ctx, r, key, ReasonRecordRefused, err)
+		return err
+	}
+	st.s.refused(ctx, r, key, ReasonRecordRefused, nil)
 	st.remember(key, u.GetResourceVersion(), slices.Clone(data))
+	st.mu.Lock()
+	st.setInc(key, inc)
+	st.mu.Unlock()
+	if r.mode == StatusConditions {
+		st.s.sink.observed(ctx, r, key, inc, data)
+	}
 	return nil
 }
 
@@ -129,18 +170,96 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	if err != nil {
 		return err
 	}
-	patch := []byte(`{"metadata":{"annotations":{"` + AnnotationRecord + `":null}}}`)
+	st.mu.Lock()
+	inc := st.incs[key]
+	st.mu.Unlock()
+	meta := map[string]any{"annotations": map[string]any{AnnotationRecord: nil}}
+	if inc != "" {
+		meta["uid"] = inc
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return fmt.Errorf("k8s: deleting record of %v: %w", key, err)
+	}
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: st.s.name})
-	if apierrors.IsNotFound(err) {
+	if isGone(err) {
 		st.forget(key)
+		st.mu.Lock()
+		delete(st.incs, key)
+		st.mu.Unlock()
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("k8s: deleting record of %v: %w", key, err)
 	}
 	st.remember(key, u.GetResourceVersion(), nil)
+	st.mu.Lock()
+	delete(st.incs, key)
+	st.mu.Unlock()
 	return nil
+}
+
+// setInc notes the uid of the incarnation whose record the bus holds for
+// key; st.mu must be held.
+func (st *store) setInc(key opbus.Key, inc string) {
+	if inc == "" {
+		return
+	}
+	if st.incs == nil {
+		st.incs = map[opbus.Key]string{}
+	}
+	st.incs[key] = inc
+}
+
+// recordInc returns the incarnation a record is of: its "inc" member, ""
+// if it has none or cannot be read.
+func recordInc(data []byte) string {
+	var rec struct {
+		Inc string `json:"inc"`
+	}
+	if json.Unmarshal(data, &rec) != nil {
+		return ""
+	}
+	return rec.Inc
+}
+
+// bare reports whether a record holds nothing but its version and its
+// incarnation.
+func bare(data []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return false
+	}
+	for k := range m {
+		if k != "v" && k != "inc" {
+			return false
+		}
+	}
+	return true
+}
+
+// isGone reports whether a write with a metadata.uid precondition failed
+// because the object of that uid is gone: no object has the name, or the
+// object that has it is another one (the API server refuses to change a
+// uid).
+func isGone(err error) bool {
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 func (st *store) remember(key opbus.Key, rv string, data []byte) {
@@ -160,6 +279,16 @@ func (st *store) settle(key opbus.Key, rv string) {
 	if w, ok := st.recent[key]; ok && !olderThan(rv, w.rv) {
 		delete(st.recent, key)
 	}
+}
+
+// ahead reports whether the store wrote the object of key at a resource
+// version later than rv: a copy of the object at rv is out of date, and a
+// write under rv would conflict.
+func (st *store) ahead(key opbus.Key, rv string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	w, ok := st.recent[key]
+	return ok && olderThan(rv, w.rv)
 }
 
 // forget drops what the store remembers of key: the object is gone.

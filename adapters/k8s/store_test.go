@@ -2,8 +2,13 @@ package k8s
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/opbus/opbus"
 )
@@ -69,6 +74,68 @@ func TestOlderThan(t *testing.T) {
 	for _, c := range cases {
 		if got := olderThan(c.a, c.b); got != c.want {
 			t.Errorf("olderThan(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+func TestRecordIncAndBare(t *testing.T) {
+	for _, tc := range []struct {
+		data string
+		inc  string
+		bare bool
+	}{
+		{`{"v":2,"inc":"u1"}`, "u1", true},
+		{`{"v":2}`, "", true},
+		{`{"v":2,"inc":"u1","digests":{"h":"x"}}`, "u1", false},
+		{`not json`, "", false},
+	} {
+		if got := recordInc([]byte(tc.data)); got != tc.inc {
+			t.Errorf("recordInc(%s): got %q, want %q", tc.data, got, tc.inc)
+		}
+		if got := bare([]byte(tc.data)); got != tc.bare {
+			t.Errorf("bare(%s): got %v, want %v", tc.data, got, tc.bare)
+		}
+	}
+}
+
+func TestIsGone(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"not found", apierrors.NewNotFound(gr, "p"), true},
+		{"another uid", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "uid"), "u1", "field is immutable")}), true},
+		{"another invalid field", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", field.ErrorList{
+			field.Invalid(field.NewPath("spec", "x"), "1", "bad")}), false},
+		{"a conflict", apierrors.NewConflict(gr, "p", nil), false},
+		{"nil", nil, false},
+	} {
+		if got := isGone(tc.err); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRefusedForGood(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"too large here", fmt.Errorf("k8s: x: %w", ErrTooLarge), true},
+		{"denied by admission", apierrors.NewForbidden(gr, "p", errors.New("denied by policy")), true},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", nil), true},
+		{"too large there", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), true},
+		{"a conflict", apierrors.NewConflict(gr, "p", nil), false},
+		{"unavailable", apierrors.NewServiceUnavailable("x"), false},
+		{"throttled", apierrors.NewTooManyRequests("x", 1), false},
+	} {
+		if got := refusedForGood(tc.err); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

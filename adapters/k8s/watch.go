@@ -152,6 +152,9 @@ func (w *watch) changed(r *resource, old, u *unstructured.Unstructured) {
 		w.observe(w.bus.Observe(w.ctx, key, obj), key)
 		return
 	}
+	if r.own.only(old.Object, obj) {
+		return // the adapter's own write, or a resync
+	}
 	w.observe(w.bus.ObserveUpdate(w.ctx, key, old.Object, obj), key)
 }
 
