@@ -28,13 +28,10 @@ var simListKeys = map[string]string{"containers": "name", "containerStatuses": "
 var simIgnore = []string{"metadata.labels"}
 
 // simMapWildcard registers handler sel, which reads spec.selector[*]: the
-// values of a map whose keys hold NUL and other odd bytes. It is off until
-// the engine runs a [*] subscription on a change of a map value: today
-// touches (subtree.go) finds that a change at spec.selector.a cannot
-// change spec.selector[*] (maySame matches [*] with no map key), so the
-// handler runs once per incarnation and never again (see
-// testdata/sim-findings.md, "Open").
-const simMapWildcard = false
+// values of a map whose keys hold NUL and other odd bytes (defect 8). It
+// was off while the engine ran a [*] subscription over a map only once
+// (touches took [*] for a list element only; see testdata/sim-findings.md).
+const simMapWildcard = true
 
 // simHandler describes one registered handler of the simulation.
 type simHandler struct {
