@@ -56,6 +56,19 @@ type Options struct {
 	Incarnation func(obj map[string]any) string
 }
 
+// check reports the first option that cannot be used, naming its field.
+func (o *Options) check() error {
+	switch {
+	case o.Workers < 0:
+		return fmt.Errorf("opbus: Options.Workers is %d: expected a positive count, or 0 for the default", o.Workers)
+	case o.MaxBacklog < 0:
+		return fmt.Errorf("opbus: Options.MaxBacklog is %d: expected a positive bound, or 0 for the default", o.MaxBacklog)
+	case o.ShutdownTimeout < 0:
+		return fmt.Errorf("opbus: Options.ShutdownTimeout is %v: expected a positive duration, or 0 for the default", o.ShutdownTimeout)
+	}
+	return o.Backoff.check()
+}
+
 // ErrClosed is returned by calls made after Run has returned.
 var ErrClosed = errors.New("opbus: bus is closed")
 
@@ -137,11 +150,15 @@ type collector struct {
 	fn CollectFunc
 }
 
-// New returns a Bus. Bad ignored paths or list keys are an error naming
-// them.
+// New returns a Bus. A bad option (a negative count or duration, a
+// backoff that cannot work, a bad ignored path or list key) is an error
+// naming it.
 func New(opts *Options) (*Bus, error) {
 	if opts == nil {
 		opts = &Options{}
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	b := &Bus{
 		store:       opts.Store,
@@ -296,6 +313,9 @@ func (b *Bus) Slot(id string) error {
 func (b *Bus) claim(id, what string) error {
 	if id == "" {
 		return fmt.Errorf("opbus: %s: empty ID: every %s needs a name for its slot", what, what)
+	}
+	if id == busSlot {
+		return fmt.Errorf("opbus: %s %q: the name is the bus's own slot (for records it cannot read); choose another", what, id)
 	}
 	if b.frozen {
 		return fmt.Errorf("opbus: %s %q: the bus has started; register before Run, Observe or Dispatch", what, id)

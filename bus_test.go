@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var podKey = Key{Kind: "Pod", Namespace: "default", Name: "web"}
@@ -319,4 +320,38 @@ type countingStore struct {
 func (s *countingStore) Save(ctx context.Context, key Key, data []byte) error {
 	s.saves++
 	return s.MemoryStore.Save(ctx, key, data)
+}
+
+// TestOptionsChecked: New names the option it cannot use, and a negative
+// Jitter turns jitter off.
+func TestOptionsChecked(t *testing.T) {
+	for _, tt := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Workers: -1}, "Options.Workers is -1"},
+		{Options{MaxBacklog: -2}, "Options.MaxBacklog is -2"},
+		{Options{ShutdownTimeout: -time.Second}, "Options.ShutdownTimeout is -1s"},
+		{Options{Backoff: Backoff{Factor: 0.5}}, "Options.Backoff.Factor is 0.5"},
+		{Options{Backoff: Backoff{Jitter: 1.5}}, "Options.Backoff.Jitter is 1.5"},
+		{Options{Backoff: Backoff{Initial: time.Minute, Max: time.Second}}, "Options.Backoff.Max (1s) is below Initial (1m0s)"},
+		{Options{Backoff: Backoff{Initial: -time.Second}}, "Options.Backoff.Initial is -1s"},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := New(&tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	b := Backoff{Initial: time.Second, Jitter: -1}
+	for n := 1; n < 5; n++ {
+		if got, want := b.Delay(n), time.Second<<(n-1); got != want {
+			t.Fatalf("Delay(%d) with no jitter = %v, want %v", n, got, want)
+		}
+	}
+	bus := newBus(t, nil)
+	if err := bus.Handle("opbus", func(context.Context, *Event) (Status, error) { return Status{}, nil }, On{}); err == nil {
+		t.Fatal(`a handler took the bus's own slot "opbus"`)
+	}
 }

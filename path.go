@@ -110,6 +110,13 @@ func (p *pathParser) parse() (Path, error) {
 	if p.in == "" {
 		return p.fail(0, "empty path: expected a key such as status.phase")
 	}
+	// The two syntaxes users know from elsewhere get an answer in ours.
+	switch p.in[0] {
+	case '$':
+		return p.fail(0, "looks like JSONPath: opbus paths have no '$' or '$.' (write status.phase, spec.containers[name=app].image)")
+	case '/':
+		return p.fail(0, "looks like a JSON Pointer: opbus paths are dotted (write spec.version for /spec/version, spec.containers[0] for /spec/containers/0)")
+	}
 	for p.pos < len(p.in) {
 		c := p.in[p.pos]
 		switch {
@@ -252,6 +259,9 @@ func (p *pathParser) match(open int) (Path, error) {
 		return p.fail(p.pos, "missing field name before '=': expected field=value")
 	}
 	p.pos++ // '='
+	if p.pos < len(p.in) && p.in[p.pos] == '=' {
+		return p.fail(p.pos-1, "'==' in [%s==…]: a match has one '=', as in [%s=value]", field, field)
+	}
 	var value string
 	if p.pos < len(p.in) && p.in[p.pos] == '"' {
 		v, err := p.quoted()

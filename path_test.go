@@ -58,6 +58,24 @@ func TestParsePathValid(t *testing.T) {
 	}
 }
 
+// TestParsePathOtherSyntaxes: JSONPath, JSON Pointer and '==' matches are
+// errors that say how opbus writes the same path.
+func TestParsePathOtherSyntaxes(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"$.spec.version", "looks like JSONPath"},
+		{"$['spec']", "looks like JSONPath"},
+		{"/spec/version", "looks like a JSON Pointer"},
+		{"status.conditions[type==Ready]", "a match has one '='"},
+	} {
+		t.Run(tt.in, func(t *testing.T) {
+			_, err := ParsePath(tt.in)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.in) {
+				t.Fatalf("ParsePath(%q) = %v, want an error naming the path that says %q", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
 func TestParsePathInvalid(t *testing.T) {
 	tests := []struct {
 		in     string

@@ -9,7 +9,7 @@ import (
 
 // ErrPermanent marks an error that retrying will not fix: the handler runs
 // again only when its subscribed value changes. Test with errors.Is.
-var ErrPermanent = errors.New("permanent")
+var ErrPermanent = errors.New("opbus: permanent failure")
 
 type permanentError struct{ err error }
 
@@ -67,7 +67,11 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Backoff spaces out the retries of a failing handler: the n-th retry waits
 // Initial·Factorⁿ⁻¹, capped at Max, scaled by a random factor in
-// [1-Jitter, 1+Jitter]. The zero Backoff means 1s, ×2, capped at 5m, ±20%.
+// [1-Jitter, 1+Jitter]. The zero Backoff means 1s, ×2, capped at 5m (or at
+// Initial, if longer), ±20%; each zero field takes its default, and a
+// negative Jitter means none.
+// [New] rejects a Factor below 1, a Jitter of 1 or more, and a Max below
+// Initial.
 type Backoff struct {
 	Initial time.Duration
 	Max     time.Duration
@@ -80,15 +84,38 @@ func (b Backoff) withDefaults() Backoff {
 		b.Initial = time.Second
 	}
 	if b.Max <= 0 {
-		b.Max = 5 * time.Minute
+		b.Max = max(5*time.Minute, b.Initial)
 	}
 	if b.Factor < 1 {
 		b.Factor = 2
 	}
-	if b.Jitter < 0 || b.Jitter >= 1 || b.Jitter == 0 {
+	switch {
+	case b.Jitter == 0:
 		b.Jitter = 0.2
+	case b.Jitter < 0:
+		b.Jitter = 0 // asked for none
+	case b.Jitter >= 1:
+		b.Jitter = 0.2 // (New rejects it)
 	}
 	return b
+}
+
+// check reports a field that cannot be used, naming it.
+func (b Backoff) check() error {
+	switch {
+	case b.Initial < 0:
+		return fmt.Errorf("opbus: Options.Backoff.Initial is %v: expected a positive duration, or 0 for 1s", b.Initial)
+	case b.Max < 0:
+		return fmt.Errorf("opbus: Options.Backoff.Max is %v: expected a positive duration, or 0 for 5m", b.Max)
+	case b.Factor != 0 && b.Factor < 1:
+		return fmt.Errorf("opbus: Options.Backoff.Factor is %v: expected 1 or more (each retry waits at least as long as the last), or 0 for 2", b.Factor)
+	case b.Jitter >= 1:
+		return fmt.Errorf("opbus: Options.Backoff.Jitter is %v: expected less than 1, 0 for ±20%%, or a negative value for none", b.Jitter)
+	}
+	if d := b.withDefaults(); b.Max > 0 && d.Max < d.Initial {
+		return fmt.Errorf("opbus: Options.Backoff.Max (%v) is below Initial (%v): expected Max ≥ Initial", d.Max, d.Initial)
+	}
+	return nil
 }
 
 // Delay returns the wait before retry number n (1 for the first retry).

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju"
@@ -87,6 +88,20 @@ func entries(t *testing.T) []entry {
 			"opbus: value at x: not a finite number: JSON has no NaN or infinity"},
 		{"value", `{"ch": make(chan int)}`, func() error { return opbus.Validate(map[string]any{"ch": make(chan int)}) },
 			"opbus: value at ch: unsupported type chan int: expected map[string]any, []any, string, bool, nil or a number"},
+		{"path", "$.spec.version", func() error { _, err := opbus.ParsePath("$.spec.version"); return err },
+			`opbus: field path $.spec.version: at offset 0: looks like JSONPath: opbus paths have no '$' or '$.' (write status.phase, spec.containers[name=app].image)`},
+		{"path", "/spec/version", func() error { _, err := opbus.ParsePath("/spec/version"); return err },
+			`opbus: field path /spec/version: at offset 0: looks like a JSON Pointer: opbus paths are dotted (write spec.version for /spec/version, spec.containers[0] for /spec/containers/0)`},
+		{"path", "status.conditions[type==Ready]", func() error { _, err := opbus.ParsePath("status.conditions[type==Ready]"); return err },
+			`opbus: field path status.conditions[type==Ready]: at offset 22: '==' in [type==…]: a match has one '=', as in [type=value]`},
+		{"options", "Workers: -1", func() error { _, err := opbus.New(&opbus.Options{Workers: -1}); return err },
+			"opbus: Options.Workers is -1: expected a positive count, or 0 for the default"},
+		{"options", "Backoff{Factor: 0.5}", func() error { _, err := opbus.New(&opbus.Options{Backoff: opbus.Backoff{Factor: 0.5}}); return err },
+			"opbus: Options.Backoff.Factor is 0.5: expected 1 or more (each retry waits at least as long as the last), or 0 for 2"},
+		{"options", "Backoff{Initial: time.Minute, Max: time.Second}", func() error {
+			_, err := opbus.New(&opbus.Options{Backoff: opbus.Backoff{Initial: time.Minute, Max: time.Second}})
+			return err
+		}, "opbus: Options.Backoff.Max (1s) is below Initial (1m0s): expected Max ≥ Initial"},
 		{"status", `level "Blocked"`, func() error { _, err := opbus.ParseLevel("Blocked"); return err },
 			`opbus: unknown status level "Blocked": expected one of unknown, active, waiting, maintenance, blocked, error`},
 		{"stored record", "not JSON", func() error { return dispatchOn(storeWith("{oops")) },
