@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,12 +73,7 @@ func conditionStatus(l opbus.Level) metav1.ConditionStatus {
 
 func condition(typ string, s opbus.Status, gen int64) metav1.Condition {
 	msg := s.Message
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage]
-		for !utf8.ValidString(msg) {
-			msg = msg[:len(msg)-1]
-		}
-	}
+	msg = truncate(msg, maxMessage)
 	return metav1.Condition{
 		Type:               typ,
 		Status:             conditionStatus(s.Level),

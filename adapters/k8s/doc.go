@@ -103,7 +103,12 @@
 // kubelet ([StatusAnnotation], the default there), the overall status goes
 // to [AnnotationStatus] as JSON, and each change of it emits a core/v1
 // Event on the object: reason the level in CamelCase, type Warning for
-// blocked and error, Normal otherwise.
+// blocked and error, Normal otherwise. As client-go's recorder does, an
+// Event that repeats one already emitted (same object, type, reason and
+// message, among the last 4096) is counted on it — its count and
+// lastTimestamp go up — instead of created again, and each object may
+// emit a burst of 25 Events, then one every 5 minutes; the others are
+// dropped. Messages are cut at 1024 bytes, on a character boundary.
 //
 // The bus ignores everything the adapter writes: the two annotations
 // (declared by the Store and the Sink, see [opbus.PathWriter]), and,

@@ -41,6 +41,7 @@ type Source struct {
 	sink   *sink
 
 	refusals refusals
+	eventLog eventLog
 
 	mu    sync.Mutex
 	ran   bool
