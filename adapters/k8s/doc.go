@@ -117,7 +117,10 @@
 // metadata.finalizers when a finalizer is in use. Since the bus ignores
 // paths on every kind it sees, one Source either writes conditions for
 // all its resources or for none of them; otherwise the Ready condition of
-// a Pod would be hidden along with the adapter's own.
+// a Pod would be hidden along with the adapter's own. A bus ignores at
+// most 64 paths, its own Ignore and ListKeys included, so a Source that
+// writes conditions supports about 55 slots; with more, Run stops at once
+// with an error that names the slots and the limit.
 //
 // A record or status write refused for good — past [MaxAnnotationBytes],
 // invalid, forbidden, denied by an admission policy — is retried by the
