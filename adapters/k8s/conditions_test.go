@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -150,5 +152,35 @@ func TestReason(t *testing.T) {
 		if got := reason(l); got != want {
 			t.Errorf("reason(%v) = %q, want %q", l, got, want)
 		}
+	}
+}
+
+func TestGoneConditions(t *testing.T) {
+	ours := map[string]bool{ConditionReady: true, "a": true, "opbus": true}
+	tests := []struct {
+		name   string
+		record string // the annotation; "-" for none
+		slots  opbus.Slots
+		want   []string
+	}{
+		{"no record", "-", opbus.Slots{"a": opbus.Active("")}, nil},
+		{"empty record", "", opbus.Slots{"a": opbus.Active("")}, nil},
+		{"unreadable record", "{", opbus.Slots{"a": opbus.Active("")}, nil},
+		{"nothing removed", `{"v":3,"slots":{"a":{"level":"active"}}}`, opbus.Slots{"a": opbus.Active("")}, nil},
+		{"b removed", `{"v":3,"slots":{"a":{"level":"active"},"b":{"level":"blocked"}}}`, opbus.Slots{"a": opbus.Active("")}, []string{"b"}},
+		{"renamed, type mapped", `{"v":3,"slots":{"my slot":{"level":"blocked"}}}`, nil, []string{ConditionType("my slot")}},
+		{"a slot still registered but empty now", `{"v":3,"slots":{"a":{"level":"active"}}}`, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := map[string]any{"metadata": map[string]any{}}
+			if tt.record != "-" {
+				obj["metadata"] = map[string]any{"annotations": map[string]any{AnnotationRecord: tt.record}}
+			}
+			got := slices.Sorted(maps.Keys(goneConditions(obj, tt.slots, ours)))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -95,7 +95,11 @@
 // opbus.dev/generation, which never fills a slot);
 // lastTransitionTime changes only when a condition's status does (the
 // rules of meta.SetStatusCondition). Conditions of slots that are gone are
-// removed; other writers' conditions are kept as they are. The status is
+// removed, including those of a handler no longer registered (renamed or
+// removed): the bus drops its slot at the object's next commit, and the
+// adapter, which finds the slot in the record the object held before,
+// removes its condition in the same status write. Other writers'
+// conditions are kept as they are. The status is
 // patched only when a condition changed, under the object's resource
 // version; a conflict is retried after reading the object again.
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,6 +81,11 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 			key, r.gvr.GroupResource())
 	}
 	want := wantConditions(overall, slots, generation(obj), sk.s.ours)
+	owned := sk.s.ours
+	if gone := goneConditions(obj, slots, sk.s.ours); len(gone) > 0 {
+		owned = maps.Clone(owned)
+		maps.Copy(owned, gone)
+	}
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var cur map[string]any
@@ -97,7 +103,7 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 			return errGone
 		}
 		existing, _ := conditions(cur)
-		merged, changed := mergeConditions(existing, want, sk.s.ours)
+		merged, changed := mergeConditions(existing, want, owned)
 		if !changed {
 			return nil
 		}
@@ -255,4 +261,35 @@ func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key
 	}
 	s.log.Debug("k8s: finalizer removed", "key", key.String())
 	return nil
+}
+
+// goneConditions returns the condition types of the slots that the record
+// in obj (the record before this pass) holds, slots (after it) does not,
+// and that no registered slot writes: the slots of handlers that are no
+// longer registered, which the bus drops at this commit. Their conditions
+// were written by the adapter, and go with them.
+func goneConditions(obj map[string]any, slots opbus.Slots, ours map[string]bool) map[string]bool {
+	v, ok := annotation(obj, AnnotationRecord)
+	if !ok || v == "" {
+		return nil
+	}
+	var rec struct {
+		Slots map[string]json.RawMessage `json:"slots"`
+	}
+	if json.Unmarshal([]byte(v), &rec) != nil {
+		return nil
+	}
+	var gone map[string]bool
+	for id := range rec.Slots {
+		if _, kept := slots[id]; kept {
+			continue
+		}
+		if t := ConditionType(id); !ours[t] {
+			if gone == nil {
+				gone = map[string]bool{}
+			}
+			gone[t] = true
+		}
+	}
+	return gone
 }
