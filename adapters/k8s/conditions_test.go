@@ -89,13 +89,13 @@ func TestMergeConditions(t *testing.T) {
 	existing = append(existing, toList(t, at(condition("phase", opbus.Waiting("no phase"), 1)))...)
 
 	t.Run("unchanged", func(t *testing.T) {
-		want := wantConditions(opbus.Blocked("size 5"), opbus.Slots{"size": opbus.Blocked("size 5"), "phase": opbus.Waiting("no phase")}, 1, ours)
+		want := wantConditions(opbus.Blocked("size 5"), opbus.Slots{"size": opbus.Blocked("size 5"), "phase": opbus.Waiting("no phase")}, 1, namesFor(""), ours)
 		if _, changed := mergeConditions(existing, want, ours); changed {
 			t.Error("changed = true for the same conditions: the status would be patched for nothing")
 		}
 	})
 	t.Run("message only", func(t *testing.T) {
-		want := wantConditions(opbus.Blocked("size 6"), opbus.Slots{"size": opbus.Blocked("size 6"), "phase": opbus.Waiting("no phase")}, 2, ours)
+		want := wantConditions(opbus.Blocked("size 6"), opbus.Slots{"size": opbus.Blocked("size 6"), "phase": opbus.Waiting("no phase")}, 2, namesFor(""), ours)
 		out, changed := mergeConditions(existing, want, ours)
 		if !changed {
 			t.Fatal("changed = false")
@@ -106,7 +106,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("status change, slot gone", func(t *testing.T) {
-		want := wantConditions(opbus.Active("ok"), opbus.Slots{"size": opbus.Active("ok")}, 2, ours)
+		want := wantConditions(opbus.Active("ok"), opbus.Slots{"size": opbus.Active("ok")}, 2, namesFor(""), ours)
 		out, changed := mergeConditions(existing, want, ours)
 		if !changed {
 			t.Fatal("changed = false")
@@ -129,7 +129,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("first", func(t *testing.T) {
-		want := wantConditions(opbus.Status{}, nil, 3, ours)
+		want := wantConditions(opbus.Status{}, nil, 3, namesFor(""), ours)
 		out, changed := mergeConditions(nil, want, ours)
 		got := fromList(t, out)
 		if !changed || len(got) != 1 || got["Ready"].Status != metav1.ConditionUnknown || got["Ready"].Reason != "Unknown" {
@@ -137,7 +137,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("undeclared slot", func(t *testing.T) {
-		want := wantConditions(opbus.Active(""), opbus.Slots{"collector": opbus.Active("")}, 1, ours)
+		want := wantConditions(opbus.Active(""), opbus.Slots{"collector": opbus.Active("")}, 1, namesFor(""), ours)
 		if len(want) != 1 {
 			t.Errorf("a condition for a slot the bus does not ignore: %v", want)
 		}
@@ -177,7 +177,7 @@ func TestGoneConditions(t *testing.T) {
 			if tt.record != "-" {
 				obj["metadata"] = map[string]any{"annotations": map[string]any{AnnotationRecord: tt.record}}
 			}
-			got := slices.Sorted(maps.Keys(goneConditions(obj, tt.slots, ours)))
+			got := slices.Sorted(maps.Keys(goneConditions(obj, tt.slots, namesFor(""), ours)))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}

@@ -154,6 +154,19 @@
 // Run returns [ErrLeadershipLost]. The records live on the objects, so the
 // new leader does not run again what the old one handled.
 //
+// # Several operators
+//
+// Operators of different [Options].Name on the same objects keep apart:
+// the default name writes [AnnotationRecord], [AnnotationStatus],
+// [Finalizer], [ConditionReady] and [ConditionType]s, and another name N
+// writes the same under the domain N.opbus.dev (N.opbus.dev/record,
+// N.opbus.dev/Ready, N.opbus.dev/<slot>…). Renaming an operator therefore
+// starts it afresh: its handlers run once more for every object, and the
+// names written under the old name stay until removed by hand. Each
+// operator's writes are another writer's to the other: subscribe
+// handlers to fields, since one that reads the whole object runs at
+// every write of the other operator.
+//
 // # Logs
 //
 // The adapter logs through [Options].Logger, and hands it to the client-go

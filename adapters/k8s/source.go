@@ -47,7 +47,8 @@ type Source struct {
 	ran   bool
 	kinds map[string]*resource // by key kind; set once by Run
 
-	ours map[string]bool // condition types the sink writes; set by Run before the bus starts
+	names *names          // what it writes, after its name
+	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
 }
 
 // DefaultQPS and DefaultBurst are the client-side rate limits of a Source
@@ -71,8 +72,9 @@ func New(opts *Options) (*Source, error) {
 	s := &Source{opts: *opts, name: opts.Name, log: opts.Logger}
 	s.opts.Resources = slices.Clone(opts.Resources)
 	if s.name == "" {
-		s.name = "opbus"
+		s.name = defaultName
 	}
+	s.names = namesFor(s.name)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -253,10 +255,10 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 			slots = append(slots, sub.ID)
 		}
 		slots = append(slots, s.opts.Slots...)
-		s.ours[ConditionReady] = true
-		ignore = append(ignore, conditionPath(ConditionReady))
+		s.ours[s.names.ready] = true
+		ignore = append(ignore, conditionPath(s.names.ready))
 		for _, id := range slots {
-			t := ConditionType(id)
+			t := s.names.condition(id)
 			if !s.ours[t] {
 				s.ours[t] = true
 				ignore = append(ignore, conditionPath(t))
@@ -290,7 +292,7 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 		}
 	}
 	for _, r := range rs {
-		own, err := newOwnWrites(r.finalizer, s.ours)
+		own, err := newOwnWrites(s.names, r.finalizer, s.ours)
 		if err != nil {
 			return fmt.Errorf("k8s: %w", err)
 		}
