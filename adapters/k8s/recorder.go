@@ -115,15 +115,15 @@ func (l *eventLog) plan(ev *corev1.Event) (prev *emitted, allowed bool) {
 		return &c, true
 	}
 	if len(l.seen) >= eventCacheSize {
-		l.evict()
+		l.evict(now)
 	}
 	l.seen[k] = &emitted{namespace: ev.Namespace, name: ev.Name, count: 1, first: ev.FirstTimestamp, used: l.clock}
 	return nil, true
 }
 
 // evict drops the least recently seen Event, and the buckets that are
-// full again.
-func (l *eventLog) evict() {
+// full again at now.
+func (l *eventLog) evict(now time.Time) {
 	var oldest eventKey
 	var at uint64
 	for k, e := range l.seen {
@@ -133,7 +133,7 @@ func (l *eventLog) evict() {
 	}
 	delete(l.seen, oldest)
 	for o, b := range l.buckets {
-		if b.tokens+float64(time.Since(b.at))/float64(eventRefill) >= eventBurst {
+		if b.tokens+float64(now.Sub(b.at))/float64(eventRefill) >= eventBurst {
 			delete(l.buckets, o)
 		}
 	}
