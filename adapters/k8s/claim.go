@@ -49,17 +49,17 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 	obj := u.Object
 	rv := u.GetResourceVersion()
 	if isDeleting(obj) {
-		if hasFinalizer(obj) && (!r.finalizer || !hasRecord(obj)) && !w.isDeleting(uid(obj)) {
+		if w.s.names.hasFinalizer(obj) && (!r.finalizer || !w.s.names.hasRecord(obj)) && !w.isDeleting(uid(obj)) {
 			return w.s.removeFinalizer(ctx, r, key, uid(obj))
 		}
 		return nil
 	}
 	meta := map[string]any{}
-	if !hasRecord(obj) {
-		meta["annotations"] = map[string]any{AnnotationRecord: ""}
+	if !w.s.names.hasRecord(obj) {
+		meta["annotations"] = map[string]any{w.s.names.record: ""}
 	}
-	if r.finalizer != hasFinalizer(obj) {
-		meta["finalizers"] = withFinalizer(obj, r.finalizer)
+	if r.finalizer != w.s.names.hasFinalizer(obj) {
+		meta["finalizers"] = w.s.names.withFinalizer(obj, r.finalizer)
 	}
 	if len(meta) > 0 {
 		meta["resourceVersion"] = rv
@@ -91,7 +91,7 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 	ready, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": rv},
 		"status": map[string]any{"conditions": []metav1.Condition{
-			withTime(condition(ConditionReady, opbus.Status{}, generation(obj))),
+			withTime(condition(w.s.names.ready, opbus.Status{}, generation(obj))),
 		}},
 	})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,12 +73,7 @@ func conditionStatus(l opbus.Level) metav1.ConditionStatus {
 
 func condition(typ string, s opbus.Status, gen int64) metav1.Condition {
 	msg := s.Message
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage]
-		for !utf8.ValidString(msg) {
-			msg = msg[:len(msg)-1]
-		}
-	}
+	msg = truncate(msg, maxMessage)
 	return metav1.Condition{
 		Type:               typ,
 		Status:             conditionStatus(s.Level),
@@ -93,10 +87,10 @@ func condition(typ string, s opbus.Status, gen int64) metav1.Condition {
 // slots: the summary Ready first, then one per slot in slot-name order.
 // Slots whose condition type is not in ours are left out: their writes
 // would not be ignored by the bus.
-func wantConditions(overall opbus.Status, slots opbus.Slots, gen int64, ours map[string]bool) []metav1.Condition {
-	out := []metav1.Condition{condition(ConditionReady, overall, gen)}
+func wantConditions(overall opbus.Status, slots opbus.Slots, gen int64, n *names, ours map[string]bool) []metav1.Condition {
+	out := []metav1.Condition{condition(n.ready, overall, gen)}
 	for _, id := range slots.Names() {
-		t := ConditionType(id)
+		t := n.condition(id)
 		if !ours[t] {
 			continue
 		}

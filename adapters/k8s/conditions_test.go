@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,13 +89,13 @@ func TestMergeConditions(t *testing.T) {
 	existing = append(existing, toList(t, at(condition("phase", opbus.Waiting("no phase"), 1)))...)
 
 	t.Run("unchanged", func(t *testing.T) {
-		want := wantConditions(opbus.Blocked("size 5"), opbus.Slots{"size": opbus.Blocked("size 5"), "phase": opbus.Waiting("no phase")}, 1, ours)
+		want := wantConditions(opbus.Blocked("size 5"), opbus.Slots{"size": opbus.Blocked("size 5"), "phase": opbus.Waiting("no phase")}, 1, namesFor(""), ours)
 		if _, changed := mergeConditions(existing, want, ours); changed {
 			t.Error("changed = true for the same conditions: the status would be patched for nothing")
 		}
 	})
 	t.Run("message only", func(t *testing.T) {
-		want := wantConditions(opbus.Blocked("size 6"), opbus.Slots{"size": opbus.Blocked("size 6"), "phase": opbus.Waiting("no phase")}, 2, ours)
+		want := wantConditions(opbus.Blocked("size 6"), opbus.Slots{"size": opbus.Blocked("size 6"), "phase": opbus.Waiting("no phase")}, 2, namesFor(""), ours)
 		out, changed := mergeConditions(existing, want, ours)
 		if !changed {
 			t.Fatal("changed = false")
@@ -104,7 +106,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("status change, slot gone", func(t *testing.T) {
-		want := wantConditions(opbus.Active("ok"), opbus.Slots{"size": opbus.Active("ok")}, 2, ours)
+		want := wantConditions(opbus.Active("ok"), opbus.Slots{"size": opbus.Active("ok")}, 2, namesFor(""), ours)
 		out, changed := mergeConditions(existing, want, ours)
 		if !changed {
 			t.Fatal("changed = false")
@@ -127,7 +129,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("first", func(t *testing.T) {
-		want := wantConditions(opbus.Status{}, nil, 3, ours)
+		want := wantConditions(opbus.Status{}, nil, 3, namesFor(""), ours)
 		out, changed := mergeConditions(nil, want, ours)
 		got := fromList(t, out)
 		if !changed || len(got) != 1 || got["Ready"].Status != metav1.ConditionUnknown || got["Ready"].Reason != "Unknown" {
@@ -135,7 +137,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("undeclared slot", func(t *testing.T) {
-		want := wantConditions(opbus.Active(""), opbus.Slots{"collector": opbus.Active("")}, 1, ours)
+		want := wantConditions(opbus.Active(""), opbus.Slots{"collector": opbus.Active("")}, 1, namesFor(""), ours)
 		if len(want) != 1 {
 			t.Errorf("a condition for a slot the bus does not ignore: %v", want)
 		}
@@ -150,5 +152,35 @@ func TestReason(t *testing.T) {
 		if got := reason(l); got != want {
 			t.Errorf("reason(%v) = %q, want %q", l, got, want)
 		}
+	}
+}
+
+func TestGoneConditions(t *testing.T) {
+	ours := map[string]bool{ConditionReady: true, "a": true, "opbus": true}
+	tests := []struct {
+		name   string
+		record string // the annotation; "-" for none
+		slots  opbus.Slots
+		want   []string
+	}{
+		{"no record", "-", opbus.Slots{"a": opbus.Active("")}, nil},
+		{"empty record", "", opbus.Slots{"a": opbus.Active("")}, nil},
+		{"unreadable record", "{", opbus.Slots{"a": opbus.Active("")}, nil},
+		{"nothing removed", `{"v":3,"slots":{"a":{"level":"active"}}}`, opbus.Slots{"a": opbus.Active("")}, nil},
+		{"b removed", `{"v":3,"slots":{"a":{"level":"active"},"b":{"level":"blocked"}}}`, opbus.Slots{"a": opbus.Active("")}, []string{"b"}},
+		{"renamed, type mapped", `{"v":3,"slots":{"my slot":{"level":"blocked"}}}`, nil, []string{ConditionType("my slot")}},
+		{"a slot still registered but empty now", `{"v":3,"slots":{"a":{"level":"active"}}}`, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := map[string]any{"metadata": map[string]any{}}
+			if tt.record != "-" {
+				obj["metadata"] = map[string]any{"annotations": map[string]any{AnnotationRecord: tt.record}}
+			}
+			got := slices.Sorted(maps.Keys(goneConditions(obj, tt.slots, namesFor(""), ours)))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

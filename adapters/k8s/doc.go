@@ -95,7 +95,11 @@
 // opbus.dev/generation, which never fills a slot);
 // lastTransitionTime changes only when a condition's status does (the
 // rules of meta.SetStatusCondition). Conditions of slots that are gone are
-// removed; other writers' conditions are kept as they are. The status is
+// removed, including those of a handler no longer registered (renamed or
+// removed): the bus drops its slot at the object's next commit, and the
+// adapter, which finds the slot in the record the object held before,
+// removes its condition in the same status write. Other writers'
+// conditions are kept as they are. The status is
 // patched only when a condition changed, under the object's resource
 // version; a conflict is retried after reading the object again.
 //
@@ -103,7 +107,12 @@
 // kubelet ([StatusAnnotation], the default there), the overall status goes
 // to [AnnotationStatus] as JSON, and each change of it emits a core/v1
 // Event on the object: reason the level in CamelCase, type Warning for
-// blocked and error, Normal otherwise.
+// blocked and error, Normal otherwise. As client-go's recorder does, an
+// Event that repeats one already emitted (same object, type, reason and
+// message, among the last 4096) is counted on it — its count and
+// lastTimestamp go up — instead of created again, and each object may
+// emit a burst of 25 Events, then one every 5 minutes; the others are
+// dropped. Messages are cut at 1024 bytes, on a character boundary.
 //
 // The bus ignores everything the adapter writes: the two annotations
 // (declared by the Store and the Sink, see [opbus.PathWriter]), and,
@@ -112,7 +121,10 @@
 // metadata.finalizers when a finalizer is in use. Since the bus ignores
 // paths on every kind it sees, one Source either writes conditions for
 // all its resources or for none of them; otherwise the Ready condition of
-// a Pod would be hidden along with the adapter's own.
+// a Pod would be hidden along with the adapter's own. A bus ignores at
+// most 64 paths, its own Ignore and ListKeys included, so a Source that
+// writes conditions supports about 55 slots; with more, Run stops at once
+// with an error that names the slots and the limit.
 //
 // A record or status write refused for good — past [MaxAnnotationBytes],
 // invalid, forbidden, denied by an admission policy — is retried by the
@@ -141,6 +153,19 @@
 // the old leader still works; a leader that cannot renew in time stops and
 // Run returns [ErrLeadershipLost]. The records live on the objects, so the
 // new leader does not run again what the old one handled.
+//
+// # Several operators
+//
+// Operators of different [Options].Name on the same objects keep apart:
+// the default name writes [AnnotationRecord], [AnnotationStatus],
+// [Finalizer], [ConditionReady] and [ConditionType]s, and another name N
+// writes the same under the domain N.opbus.dev (N.opbus.dev/record,
+// N.opbus.dev/Ready, N.opbus.dev/<slot>…). Renaming an operator therefore
+// starts it afresh: its handlers run once more for every object, and the
+// names written under the old name stay until removed by hand. Each
+// operator's writes are another writer's to the other: subscribe
+// handlers to fields, since one that reads the whole object runs at
+// every write of the other operator.
 //
 // # Logs
 //

@@ -41,9 +41,7 @@ func (s *Source) newEvent(u *unstructured.Unstructured, typ, reason, msg string)
 	if ns == "" {
 		ns = metav1.NamespaceDefault // where Events of cluster-scoped objects go
 	}
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage]
-	}
+	msg = truncate(msg, maxEventMessage)
 	t := metav1.NewTime(time.Now())
 	return &corev1.Event{
 		// Named as client-go's recorder names Events: object and time.
@@ -74,14 +72,7 @@ func (s *Source) emit(ctx context.Context, r *resource, u *unstructured.Unstruct
 		u.SetAPIVersion(r.gvr.GroupVersion().String())
 		u.SetKind(r.kind)
 	}
-	s.create(ctx, s.event(u, now, was), u)
-}
-
-// create creates an Event about u, and logs a failure.
-func (s *Source) create(ctx context.Context, ev *corev1.Event, u *unstructured.Unstructured) {
-	if _, err := s.events.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		s.log.Error("k8s: emitting an event", "object", u.GetNamespace()+"/"+u.GetName(), "reason", ev.Reason, "err", err)
-	}
+	s.record(ctx, s.event(u, now, was))
 }
 
 // Reasons of the Warning Events that report a write refused for good.
@@ -144,5 +135,5 @@ func (s *Source) refused(ctx context.Context, r *resource, key opbus.Key, reason
 		u.SetKind(r.kind)
 	}
 	s.log.Warn("k8s: a write was refused; the bus retries it with backoff", "key", key.String(), "reason", reason, "err", err)
-	s.create(ctx, s.newEvent(u, corev1.EventTypeWarning, reason, msg+" (retried with backoff)"), u)
+	s.record(ctx, s.newEvent(u, corev1.EventTypeWarning, reason, msg+" (retried with backoff)"))
 }

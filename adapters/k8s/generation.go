@@ -66,7 +66,7 @@ func (sk *sink) observed(ctx context.Context, r *resource, key opbus.Key, inc st
 	if !ok || inc != "" && p.uid != inc {
 		return
 	}
-	if u, ok := r.cached(key); ok && uid(u.Object) == p.uid && readyGeneration(u.Object) >= p.gen {
+	if u, ok := r.cached(key); ok && uid(u.Object) == p.uid && readyGeneration(u.Object, sk.s.names.ready) >= p.gen {
 		return
 	}
 	var rec struct {
@@ -83,11 +83,11 @@ func (sk *sink) observed(ctx context.Context, r *resource, key opbus.Key, inc st
 
 // readyGeneration returns the observedGeneration of the object's Ready
 // condition; -1 without one.
-func readyGeneration(obj map[string]any) int64 {
+func readyGeneration(obj map[string]any, ready string) int64 {
 	l, _ := conditions(obj)
 	for _, e := range l {
 		m, _ := e.(map[string]any)
-		if m["type"] != ConditionReady {
+		if m["type"] != ready {
 			continue
 		}
 		return generation(map[string]any{"metadata": map[string]any{"generation": m["observedGeneration"]}})

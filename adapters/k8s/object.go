@@ -25,10 +25,10 @@ func annotation(obj map[string]any, name string) (string, bool) {
 	return v, ok
 }
 
-// hasRecord reports whether the object carries [AnnotationRecord], even
+// hasRecord reports whether the object carries the record annotation, even
 // empty: the adapter has claimed it and its deletion is not handled yet.
-func hasRecord(obj map[string]any) bool {
-	_, ok := annotation(obj, AnnotationRecord)
+func (n *names) hasRecord(obj map[string]any) bool {
+	_, ok := annotation(obj, n.record)
 	return ok
 }
 
@@ -43,24 +43,24 @@ func finalizers(obj map[string]any) []string {
 	return out
 }
 
-// hasFinalizer reports whether the object carries [Finalizer].
-func hasFinalizer(obj map[string]any) bool {
+// hasFinalizer reports whether the object carries the finalizer.
+func (n *names) hasFinalizer(obj map[string]any) bool {
 	l, _ := metadata(obj)["finalizers"].([]any)
 	for _, f := range l {
-		if f == Finalizer {
+		if f == n.finalizer {
 			return true
 		}
 	}
 	return false
 }
 
-// withFinalizer returns the object's finalizers with [Finalizer] added or
+// withFinalizer returns the object's finalizers with the finalizer added or
 // removed, others in their order; nil when none are left, which a merge
 // patch turns into a removal of the list.
-func withFinalizer(obj map[string]any, on bool) []string {
-	fs := slices.DeleteFunc(finalizers(obj), func(f string) bool { return f == Finalizer })
+func (n *names) withFinalizer(obj map[string]any, on bool) []string {
+	fs := slices.DeleteFunc(finalizers(obj), func(f string) bool { return f == n.finalizer })
 	if on {
-		fs = append(fs, Finalizer)
+		fs = append(fs, n.finalizer)
 	}
 	if len(fs) == 0 {
 		return nil

@@ -36,8 +36,14 @@ type Options struct {
 	// (it still counts in the Ready condition's summary).
 	Slots []string
 	// Name names the operator: the field manager of its writes, the
-	// component of the Events it emits and the start of its default
-	// leader election identity. "" means "opbus".
+	// component of the Events it emits, the start of its default
+	// leader election identity, and the names it writes into objects,
+	// so that two operators of different names on the same objects keep
+	// apart. "" and "opbus" write [AnnotationRecord], [AnnotationStatus],
+	// [Finalizer], [ConditionReady] and [ConditionType]s; another name N
+	// writes N.opbus.dev/record, N.opbus.dev/status, N.opbus.dev/cleanup,
+	// N.opbus.dev/Ready and N.opbus.dev/<slot> (N made a DNS label, with a
+	// hash, when the name is not one). "" means "opbus".
 	Name string
 }
 

@@ -5,7 +5,11 @@ import (
 )
 
 // Names the adapter writes into the objects it watches, all under the
-// library's own domain so that they cannot clash with anyone else's.
+// library's own domain so that they cannot clash with anyone else's. These
+// are the names of an operator of the default name; one with another
+// [Options].Name N writes them under the domain N.opbus.dev instead
+// (N.opbus.dev/record, N.opbus.dev/Ready…), so that two operators on the
+// same objects keep apart.
 const (
 	// AnnotationRecord holds the bus's record of the object: the digests
 	// of the values its handlers last handled, its status slots, named
@@ -90,12 +94,12 @@ type ownWrites struct {
 // newOwnWrites returns the ownWrites of a resource; finalizer says whether
 // the adapter keeps [Finalizer] on its objects, conditions names the
 // condition types it writes.
-func newOwnWrites(finalizer bool, conditions map[string]bool) (*ownWrites, error) {
+func newOwnWrites(n *names, finalizer bool, conditions map[string]bool) (*ownWrites, error) {
 	ignore := []string{
 		"metadata.resourceVersion",
 		"metadata.managedFields",
-		annotationPath(AnnotationRecord),
-		annotationPath(AnnotationStatus),
+		annotationPath(n.record),
+		annotationPath(n.status),
 	}
 	if finalizer {
 		ignore = append(ignore, finalizersPath)

@@ -6,7 +6,7 @@ import (
 )
 
 func TestOwnWritesOnly(t *testing.T) {
-	own, err := newOwnWrites(true, map[string]bool{"Ready": true, "size": true})
+	own, err := newOwnWrites(namesFor(""), true, map[string]bool{"Ready": true, "size": true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestOwnWritesOnly(t *testing.T) {
 			}
 		})
 	}
-	noFinalizer, err := newOwnWrites(false, nil)
+	noFinalizer, err := newOwnWrites(namesFor(""), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

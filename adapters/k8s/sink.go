@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,7 +38,7 @@ var (
 // finalizer depend on the handlers registered, so [Source.Run] declares
 // them with [opbus.Bus.Ignore].
 func (sk *sink) WrittenPaths() []string {
-	return []string{annotationPath(AnnotationStatus)}
+	return []string{annotationPath(sk.s.names.status)}
 }
 
 // PutStatus implements [opbus.StatusSink]. It writes only to the object
@@ -79,7 +80,12 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 		return fmt.Errorf("k8s: %v: the API server drops status.conditions of %s: give the CRD's status schema a conditions list (or x-kubernetes-preserve-unknown-fields), or set Status: StatusAnnotation",
 			key, r.gvr.GroupResource())
 	}
-	want := wantConditions(overall, slots, generation(obj), sk.s.ours)
+	want := wantConditions(overall, slots, generation(obj), sk.s.names, sk.s.ours)
+	owned := sk.s.ours
+	if gone := goneConditions(obj, slots, sk.s.names, sk.s.ours); len(gone) > 0 {
+		owned = maps.Clone(owned)
+		maps.Copy(owned, gone)
+	}
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		var cur map[string]any
@@ -97,7 +103,7 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 			return errGone
 		}
 		existing, _ := conditions(cur)
-		merged, changed := mergeConditions(existing, want, sk.s.ours)
+		merged, changed := mergeConditions(existing, want, owned)
 		if !changed {
 			return nil
 		}
@@ -129,9 +135,9 @@ func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, o
 	sk.mu.Unlock()
 	if !known {
 		if u, ok := r.cached(key); ok {
-			last = parseStatus(u.Object)
+			last = parseStatus(u.Object, sk.s.names.status)
 		} else {
-			last = parseStatus(obj)
+			last = parseStatus(obj, sk.s.names.status)
 		}
 	}
 	if last == overall {
@@ -144,12 +150,12 @@ func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, o
 		if err != nil {
 			return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
 		}
-		if err := checkSize(key, obj, AnnotationStatus, len(b)); err != nil {
+		if err := checkSize(key, obj, sk.s.names.status, len(b)); err != nil {
 			return err
 		}
 		value = string(b)
 	}
-	meta := map[string]any{"annotations": map[string]any{AnnotationStatus: value}}
+	meta := map[string]any{"annotations": map[string]any{sk.s.names.status: value}}
 	if id := uid(obj); id != "" {
 		meta["uid"] = id // a precondition, as in [store]
 	}
@@ -181,8 +187,8 @@ func (sk *sink) setShown(key opbus.Key, s opbus.Status) {
 
 // parseStatus reads AnnotationStatus; the zero Status when absent or
 // unreadable.
-func parseStatus(obj map[string]any) opbus.Status {
-	v, ok := annotation(obj, AnnotationStatus)
+func parseStatus(obj map[string]any, name string) opbus.Status {
+	v, ok := annotation(obj, name)
 	if !ok {
 		return opbus.Status{}
 	}
@@ -204,7 +210,7 @@ func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any)
 	if err != nil {
 		return err
 	}
-	if u, ok := r.cached(key); ok && hasFinalizer(u.Object) || last != nil && hasFinalizer(last) {
+	if u, ok := r.cached(key); ok && sk.s.names.hasFinalizer(u.Object) || last != nil && sk.s.names.hasFinalizer(last) {
 		return sk.s.removeFinalizer(ctx, r, key, uid(last))
 	}
 	return nil
@@ -233,12 +239,12 @@ func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key
 			cur = u
 		}
 		first = false
-		if !hasFinalizer(cur.Object) || id != "" && uid(cur.Object) != id {
+		if !s.names.hasFinalizer(cur.Object) || id != "" && uid(cur.Object) != id {
 			return nil
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": cur.GetResourceVersion(),
-			"finalizers":      withFinalizer(cur.Object, false),
+			"finalizers":      s.names.withFinalizer(cur.Object, false),
 		}})
 		if err != nil {
 			return err
@@ -251,8 +257,39 @@ func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("k8s: removing finalizer %s from %v: %w", Finalizer, key, err)
+		return fmt.Errorf("k8s: removing finalizer %s from %v: %w", s.names.finalizer, key, err)
 	}
 	s.log.Debug("k8s: finalizer removed", "key", key.String())
 	return nil
+}
+
+// goneConditions returns the condition types of the slots that the record
+// in obj (the record before this pass) holds, slots (after it) does not,
+// and that no registered slot writes: the slots of handlers that are no
+// longer registered, which the bus drops at this commit. Their conditions
+// were written by the adapter, and go with them.
+func goneConditions(obj map[string]any, slots opbus.Slots, n *names, ours map[string]bool) map[string]bool {
+	v, ok := annotation(obj, n.record)
+	if !ok || v == "" {
+		return nil
+	}
+	var rec struct {
+		Slots map[string]json.RawMessage `json:"slots"`
+	}
+	if json.Unmarshal([]byte(v), &rec) != nil {
+		return nil
+	}
+	var gone map[string]bool
+	for id := range rec.Slots {
+		if _, kept := slots[id]; kept {
+			continue
+		}
+		if t := n.condition(id); !ours[t] {
+			if gone == nil {
+				gone = map[string]bool{}
+			}
+			gone[t] = true
+		}
+	}
+	return gone
 }

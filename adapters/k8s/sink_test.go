@@ -29,7 +29,7 @@ func fakeSource(t *testing.T, gvr schema.GroupVersionResource, kind string, mode
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: kind + "List"}, objs...)
 	cs := k8sfake.NewClientset()
-	s := &Source{name: "opbus", log: slog.New(slog.NewTextHandler(io.Discard, nil)), dyn: dyn, events: cs.CoreV1()}
+	s := &Source{name: "opbus", names: namesFor(""), log: slog.New(slog.NewTextHandler(io.Discard, nil)), dyn: dyn, events: cs.CoreV1()}
 	s.store, s.sink = &store{s: s}, &sink{s: s}
 	r := &resource{gvr: gvr, kind: kind, keyKind: KindOf(schema.GroupKind{Group: gvr.Group, Kind: kind}), namespaced: true,
 		mode: mode, client: dyn.Resource(gvr), informers: map[string]cache.SharedIndexInformer{}}

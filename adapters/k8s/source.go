@@ -41,12 +41,14 @@ type Source struct {
 	sink   *sink
 
 	refusals refusals
+	eventLog eventLog
 
 	mu    sync.Mutex
 	ran   bool
 	kinds map[string]*resource // by key kind; set once by Run
 
-	ours map[string]bool // condition types the sink writes; set by Run before the bus starts
+	names *names          // what it writes, after its name
+	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
 }
 
 // DefaultQPS and DefaultBurst are the client-side rate limits of a Source
@@ -70,8 +72,9 @@ func New(opts *Options) (*Source, error) {
 	s := &Source{opts: *opts, name: opts.Name, log: opts.Logger}
 	s.opts.Resources = slices.Clone(opts.Resources)
 	if s.name == "" {
-		s.name = "opbus"
+		s.name = defaultName
 	}
+	s.names = namesFor(s.name)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -199,6 +202,30 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 		kinds[r.keyKind] = r
 		rs = append(rs, r)
 	}
+	if err := s.declare(bus, rs); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		r.buildInformers(s.dyn)
+	}
+	s.mu.Lock()
+	s.kinds = kinds
+	s.mu.Unlock()
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = fmt.Sprintf("%s (%s, status: %v, finalizer: %v)", r.gvr, r.keyKind, r.mode, r.finalizer)
+	}
+	s.log.Debug("k8s: resources discovered", "resources", strings.Join(names, "; "), "took", time.Since(begin))
+	return nil
+}
+
+// maxIgnored is the number of ignored and list-key paths a bus supports
+// (opbus.NewComparer refuses more).
+const maxIgnored = 64
+
+// declare works out what the sink writes on the resources rs and declares
+// it to the bus: the condition types of the slots, the finalizers.
+func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 	if err := checkModes(rs); err != nil {
 		return err
 	}
@@ -228,10 +255,10 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 			slots = append(slots, sub.ID)
 		}
 		slots = append(slots, s.opts.Slots...)
-		s.ours[ConditionReady] = true
-		ignore = append(ignore, conditionPath(ConditionReady))
+		s.ours[s.names.ready] = true
+		ignore = append(ignore, conditionPath(s.names.ready))
 		for _, id := range slots {
-			t := ConditionType(id)
+			t := s.names.condition(id)
 			if !s.ours[t] {
 				s.ours[t] = true
 				ignore = append(ignore, conditionPath(t))
@@ -248,25 +275,29 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 	}
 	if len(ignore) > 0 {
 		if err := bus.Ignore(ignore...); err != nil {
+			if rs[0].mode == StatusConditions {
+				// The paths are the adapter's own and valid: the bus
+				// refused their number.
+				ids := make([]string, 0, len(subs)+len(s.opts.Slots))
+				for _, sub := range subs {
+					ids = append(ids, sub.ID)
+				}
+				ids = append(ids, s.opts.Slots...)
+				return fmt.Errorf("k8s: too many status slots for conditions: each of the %d slots (handlers and Options.Slots: %s) and Ready is a condition path the bus must ignore, "+
+					"%d in all, and a bus supports at most %d ignored and list-key paths, its own Ignore and ListKeys included; "+
+					"register fewer handlers on this bus, or set Status: StatusAnnotation: %w",
+					len(ids), strings.Join(ids, ", "), len(ignore), maxIgnored, err)
+			}
 			return fmt.Errorf("k8s: declaring the paths the adapter writes: %w", err)
 		}
 	}
 	for _, r := range rs {
-		own, err := newOwnWrites(r.finalizer, s.ours)
+		own, err := newOwnWrites(s.names, r.finalizer, s.ours)
 		if err != nil {
 			return fmt.Errorf("k8s: %w", err)
 		}
 		r.own = own
-		r.buildInformers(s.dyn)
 	}
-	s.mu.Lock()
-	s.kinds = kinds
-	s.mu.Unlock()
-	names := make([]string, len(rs))
-	for i, r := range rs {
-		names[i] = fmt.Sprintf("%s (%s, status: %v, finalizer: %v)", r.gvr, r.keyKind, r.mode, r.finalizer)
-	}
-	s.log.Debug("k8s: resources discovered", "resources", strings.Join(names, "; "), "took", time.Since(begin))
 	return nil
 }
 

@@ -68,7 +68,7 @@ var (
 
 // WrittenPaths implements [opbus.PathWriter].
 func (st *store) WrittenPaths() []string {
-	return []string{annotationPath(AnnotationRecord)}
+	return []string{annotationPath(st.s.names.record)}
 }
 
 // Load implements [opbus.Store]. An object the cache does not hold has no
@@ -96,7 +96,7 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	if !cached {
 		return nil, nil
 	}
-	v, _ := annotation(u.Object, AnnotationRecord)
+	v, _ := annotation(u.Object, st.s.names.record)
 	if v == "" {
 		return nil, nil
 	}
@@ -117,7 +117,7 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
 	}
 	if u, ok := r.cached(key); ok {
-		if err := checkSize(key, u.Object, AnnotationRecord, len(data)); err != nil {
+		if err := checkSize(key, u.Object, st.s.names.record, len(data)); err != nil {
 			st.s.refused(ctx, r, key, ReasonRecordRefused, err)
 			return err
 		}
@@ -133,7 +133,7 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 			}
 		}
 	}
-	meta := map[string]any{"annotations": map[string]any{AnnotationRecord: string(data)}}
+	meta := map[string]any{"annotations": map[string]any{st.s.names.record: string(data)}}
 	if inc != "" {
 		meta["uid"] = inc // a precondition: see [store]
 	}
@@ -173,7 +173,7 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	st.mu.Lock()
 	inc := st.incs[key]
 	st.mu.Unlock()
-	meta := map[string]any{"annotations": map[string]any{AnnotationRecord: nil}}
+	meta := map[string]any{"annotations": map[string]any{st.s.names.record: nil}}
 	if inc != "" {
 		meta["uid"] = inc
 	}

@@ -128,20 +128,20 @@ func (w *watch) changed(r *resource, old, u *unstructured.Unstructured) {
 			return // the bus has its deletion
 		}
 		if r.finalizer {
-			if hasFinalizer(obj) && hasRecord(obj) {
+			if w.s.names.hasFinalizer(obj) && w.s.names.hasRecord(obj) {
 				// Our finalizer holds it: the delete handlers run now.
 				w.markDeleting(id)
 				w.observe(w.bus.ObserveDelete(w.ctx, key, obj), key)
 				return
 			}
-			if hasFinalizer(obj) {
+			if w.s.names.hasFinalizer(obj) {
 				w.claims.Add(claim{r, key}) // handled before the record went: release it
 			}
-			if !hasRecord(obj) {
+			if !w.s.names.hasRecord(obj) {
 				return
 			}
 			// Our finalizer is missing: ordinary states until it is gone.
-		} else if hasFinalizer(obj) {
+		} else if w.s.names.hasFinalizer(obj) {
 			w.claims.Add(claim{r, key}) // left by an earlier configuration
 		}
 	} else if !w.claimed(r, obj) {
@@ -186,7 +186,7 @@ func (w *watch) deleted(r *resource, obj any) {
 		w.observe(w.bus.ObserveDelete(w.ctx, key, nil), key)
 		return
 	}
-	if w.unmarkDeleting(uid(u.Object)) || !hasRecord(u.Object) {
+	if w.unmarkDeleting(uid(u.Object)) || !w.s.names.hasRecord(u.Object) {
 		return
 	}
 	w.observe(w.bus.ObserveDelete(w.ctx, key, u.Object), key)
@@ -202,7 +202,7 @@ func (w *watch) observe(err error, key opbus.Key) {
 // claimed reports whether obj carries what the adapter writes before the
 // bus sees an object.
 func (w *watch) claimed(r *resource, obj map[string]any) bool {
-	if !hasRecord(obj) || r.finalizer != hasFinalizer(obj) {
+	if !w.s.names.hasRecord(obj) || r.finalizer != w.s.names.hasFinalizer(obj) {
 		return false
 	}
 	if r.mode == StatusConditions && !r.pruned.Load() {

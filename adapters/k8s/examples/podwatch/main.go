@@ -1,7 +1,8 @@
 // Podwatch is an operator that reports dying containers: a handler
 // subscribed to status.containerStatuses logs each container termination
 // (container name, exit code, reason) and sets its status slot, which the
-// adapter shows in the opbus.dev/status annotation of the Pod and in an
+// adapter shows in the podwatch.opbus.dev/status annotation of the Pod (the
+// operator is named podwatch: see k8s.Options.Name) and in an
 // Event; a whole-object handler counts every update.
 //
 // A container dying changes only its Pod's status, so frameworks that keep

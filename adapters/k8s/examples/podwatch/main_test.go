@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opbus/opbus"
-	"github.com/opbus/opbus/adapters/k8s"
 	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
 )
 
@@ -154,7 +153,7 @@ func TestRBAC(t *testing.T) {
 	}
 	eventually(t, "podwatch claims the pod", func() bool {
 		got, err := admin.Resource(pods).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})
-		_, ok := got.GetAnnotations()[k8s.AnnotationRecord]
+		_, ok := got.GetAnnotations()["podwatch.opbus.dev/record"] // Options.Name is podwatch
 		return err == nil && ok
 	})
 	patchStatus := func(state string) {
@@ -170,7 +169,7 @@ func TestRBAC(t *testing.T) {
 	eventually(t, "the status annotation says the container failed", func() bool {
 		got, err := admin.Resource(pods).Namespace(ns).Get(t.Context(), "web", metav1.GetOptions{})
 		var st opbus.Status
-		return err == nil && json.Unmarshal([]byte(got.GetAnnotations()[k8s.AnnotationStatus]), &st) == nil && st == want
+		return err == nil && json.Unmarshal([]byte(got.GetAnnotations()["podwatch.opbus.dev/status"]), &st) == nil && st == want
 	})
 	eventually(t, "an Event says Blocked", func() bool {
 		l, err := admin.Resource(schema.GroupVersionResource{Version: "v1", Resource: "events"}).Namespace(ns).List(t.Context(), metav1.ListOptions{})
