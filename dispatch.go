@@ -93,14 +93,18 @@ func (d *dispatch) correlation() string {
 	return d.id
 }
 
-// step takes the next observation of ks, which the caller holds busy, and
-// dispatches it. It returns the observation it took (ok false if there was
-// none) and the errors of its pass. force is Dispatch's: take the queue
-// even while it waits for a retry, and run failing handlers whatever their
-// backoff.
-func (b *Bus) step(ctx context.Context, ks *keyState, force bool) (o observation, ok bool, err error) {
+// step takes the next observation of ks, which the caller holds busy (or
+// given, one that needs no queue), and dispatches it. It returns the
+// observation it took (ok false if there was none) and the errors of its
+// pass. force is Dispatch's: take the queue even while it waits for a
+// retry, and run failing handlers whatever their backoff.
+func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observation) (o observation, ok bool, err error) {
 	b.mu.Lock()
-	o, ok = b.take(ks, force)
+	if given != nil {
+		o, ok = *given, true
+	} else {
+		o, ok = b.take(ks, force)
+	}
 	if ok {
 		fl := o
 		if o.retry && (ks.cur != nil || ks.deleting) {

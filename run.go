@@ -101,7 +101,7 @@ func (b *Bus) work(ctx context.Context) {
 		b.acquire(ks)
 		b.mu.Unlock()
 
-		if _, _, err := b.step(ctx, ks, false); err != nil {
+		if _, _, err := b.step(ctx, ks, false, nil); err != nil {
 			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
 
@@ -195,10 +195,11 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 	}
 	b.acquire(ks)
 	// With nothing queued before it, the state needs no queue.
-	direct := len(ks.queue) == 0 && !ks.deleting && !ks.blocked
-	if direct {
+	var first *observation
+	if len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
 		b.seq++
 		o.seq = b.seq
+		first = &o
 	} else {
 		b.push(ks, o)
 	}
@@ -207,22 +208,8 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 
 	var err error
 	for {
-		var got observation
-		var ok bool
-		var perr error
-		if direct {
-			direct = false
-			b.mu.Lock()
-			b.flying[ks] = o
-			b.mu.Unlock()
-			perr = b.pass(ctx, ks, &o, true)
-			got, ok = o, true
-			b.mu.Lock()
-			delete(b.flying, ks)
-			b.mu.Unlock()
-		} else {
-			got, ok, perr = b.step(ctx, ks, true)
-		}
+		got, ok, perr := b.step(ctx, ks, true, first)
+		first = nil
 		if !ok {
 			err = fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", key)
 			break
