@@ -55,15 +55,8 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 		return nil
 	}
 	meta := map[string]any{}
-	if rec, _ := annotation(obj, w.s.names.record); rec == "" {
-		// Absent, or emptied by someone else: write back the record the
-		// store last saved or read for this object, if any, so that what
-		// was handled stays handled after a restart.
-		if last := w.s.store.lastRecord(key, uid(obj)); last != nil {
-			meta["annotations"] = map[string]any{w.s.names.record: string(last)}
-		} else if !w.s.names.hasRecord(obj) {
-			meta["annotations"] = map[string]any{w.s.names.record: ""}
-		}
+	if !w.s.names.hasRecord(obj) {
+		meta["annotations"] = map[string]any{w.s.names.record: ""}
 	}
 	if r.finalizer != w.s.names.hasFinalizer(obj) {
 		meta["finalizers"] = w.s.names.withFinalizer(obj, r.finalizer)
@@ -87,19 +80,6 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 	}
 	if r.mode != StatusConditions {
 		return nil
-	}
-	if w.s.store.lastRecord(key, uid(obj)) != nil && !r.pruned.Load() {
-		// The bus has dispatched this object: write back its conditions
-		// from the bus's slots, should someone have removed them.
-		overall, slots, err := w.bus.Status(ctx, key)
-		if err == nil && len(slots) > 0 {
-			gen := generation(obj)
-			if p, ok := w.s.sink.pass(key); ok && p.uid == uid(obj) {
-				gen = p.gen
-			}
-			at := map[string]any{"metadata": map[string]any{"uid": uid(obj), "generation": gen}}
-			return w.s.sink.putConditions(ctx, r, key, at, overall, slots)
-		}
 	}
 	if _, ok := conditions(obj); ok {
 		return nil

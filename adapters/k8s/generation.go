@@ -40,15 +40,6 @@ func (sk *sink) collect(_ context.Context, key opbus.Key, obj map[string]any) op
 	return opbus.Status{}
 }
 
-// pass returns the incarnation and generation of the state of the bus's
-// latest pass on key.
-func (sk *sink) pass(key opbus.Key) (pass, bool) {
-	sk.passes.mu.Lock()
-	defer sk.passes.mu.Unlock()
-	p, ok := sk.passes.m[key]
-	return p, ok
-}
-
 // forgetPass drops what passes holds of key: its incarnation is deleted.
 func (sk *sink) forgetPass(key opbus.Key) {
 	sk.passes.mu.Lock()

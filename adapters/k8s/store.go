@@ -53,13 +53,6 @@ type store struct {
 	mu     sync.Mutex
 	recent map[opbus.Key]written
 	incs   map[opbus.Key]string // uid of the incarnation whose record the bus holds
-	known  map[opbus.Key]known  // the last record saved or read, to write back when removed
-}
-
-// known is the last record of an object that the store saved or read.
-type known struct {
-	uid  string
-	data []byte
 }
 
 // written is a record the store wrote and the cache may not show yet.
@@ -107,32 +100,7 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	if v == "" {
 		return nil, nil
 	}
-	if inc := recordInc([]byte(v)); inc == "" || inc == uid(u.Object) {
-		st.note(key, uid(u.Object), []byte(v))
-	}
 	return []byte(v), nil
-}
-
-// note remembers data as the last record of the object of uid id.
-func (st *store) note(key opbus.Key, id string, data []byte) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.known == nil {
-		st.known = map[opbus.Key]known{}
-	}
-	st.known[key] = known{uid: id, data: data}
-}
-
-// lastRecord returns the last record the store saved or read for the
-// object of uid id, nil if none: what to write back when someone else
-// removed or emptied the record annotation.
-func (st *store) lastRecord(key opbus.Key, id string) []byte {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if k, ok := st.known[key]; ok && k.uid == id {
-		return k.data
-	}
-	return nil
 }
 
 // Save implements [opbus.Store] with a JSON merge patch of the record
@@ -186,7 +154,6 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 	}
 	st.s.refused(ctx, r, key, ReasonRecordRefused, nil)
 	st.remember(key, u.GetResourceVersion(), slices.Clone(data))
-	st.note(key, uid(u.Object), slices.Clone(data))
 	st.mu.Lock()
 	st.setInc(key, inc)
 	st.mu.Unlock()
@@ -219,7 +186,6 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	if isGone(err) {
 		st.forget(key)
 		st.mu.Lock()
-		delete(st.known, key)
 		delete(st.incs, key)
 		st.mu.Unlock()
 		return nil
@@ -229,7 +195,6 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	}
 	st.remember(key, u.GetResourceVersion(), nil)
 	st.mu.Lock()
-	delete(st.known, key)
 	delete(st.incs, key)
 	st.mu.Unlock()
 	return nil
@@ -331,7 +296,6 @@ func (st *store) forget(key opbus.Key) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	delete(st.recent, key)
-	delete(st.known, key)
 }
 
 // olderThan reports whether resource version a is older than b. Resource

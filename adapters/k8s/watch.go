@@ -153,45 +153,9 @@ func (w *watch) changed(r *resource, old, u *unstructured.Unstructured) {
 		return
 	}
 	if r.own.only(old.Object, obj) {
-		if w.lost(r, old.Object, obj) {
-			w.claims.Add(claim{r, key}) // someone removed what the adapter wrote: write it back
-		}
 		return // the adapter's own write, or a resync
 	}
 	w.observe(w.bus.ObserveUpdate(w.ctx, key, old.Object, obj), key)
-}
-
-// lost reports whether an update removed something the adapter wrote and
-// keeps: one of its conditions, or the content of its record. The
-// adapter itself removes conditions only of slots that are gone, and
-// empties no record of a live object; claim writes them back from the
-// bus's slots and the store's last record, which cost no handler run.
-func (w *watch) lost(r *resource, old, new map[string]any) bool {
-	if was, _ := annotation(old, w.s.names.record); was != "" {
-		if now, _ := annotation(new, w.s.names.record); now == "" {
-			return true
-		}
-	}
-	if r.mode != StatusConditions {
-		return false
-	}
-	have := map[string]bool{}
-	l, _ := conditions(new)
-	for _, e := range l {
-		if m, ok := e.(map[string]any); ok {
-			t, _ := m["type"].(string)
-			have[t] = true
-		}
-	}
-	l, _ = conditions(old)
-	for _, e := range l {
-		if m, ok := e.(map[string]any); ok {
-			if t, _ := m["type"].(string); w.s.ours[t] && !have[t] {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // deleted handles an object that is gone. An object that no longer
