@@ -154,6 +154,14 @@
 // Run returns [ErrLeadershipLost]. The records live on the objects, so the
 // new leader does not run again what the old one handled.
 //
+// A replica that takes the Lease from a holder that did not release it
+// waits before it handles: the Lease's renew deadline, plus the bus's
+// [opbus.Options].ShutdownTimeout (as given to [Source.BusOptions]), plus
+// one second, from when it last saw the old holder's record change. The
+// old leader's handlers see their context cancelled only when its bus's
+// ShutdownTimeout ends, so keep that timeout short under leader election:
+// it bounds both the overlap it prevents and the takeover's delay.
+//
 // # Several operators
 //
 // Operators of different [Options].Name on the same objects keep apart:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
@@ -35,11 +36,11 @@ func (s *Source) elect(ctx context.Context, bus *opbus.Bus) error {
 		id = s.identity()
 	}
 	lease := le.Namespace + "/" + le.Name
-	lock := &resourcelock.LeaseLock{
+	lock := &watchedLock{LeaseLock: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
 		Client:     s.leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
+	}}
 	lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer lcancel()
 
@@ -58,8 +59,31 @@ func (s *Source) elect(ctx context.Context, bus *opbus.Bus) error {
 		}
 		leading = true
 		mu.Unlock()
+		prev, seen := lock.previous()
 		defer close(done)
 		defer lcancel() // release the Lease: nothing runs any more
+
+		if prev != "" {
+			// Taken from a holder that did not release it: that replica may
+			// still be handling. It stops within its renew deadline, and
+			// its handlers within the bus's shutdown timeout and the
+			// second the bus gives them after cancelling their context.
+			margin := s.takeoverMargin(le) - time.Since(seen)
+			s.log.Info("k8s: lease taken over; waiting for the previous leader to stop", "lease", lease, "previous", prev, "wait", margin)
+			t := time.NewTimer(margin)
+			select {
+			case <-t.C:
+			case <-leCtx.Done():
+			case <-ctx.Done():
+			}
+			t.Stop()
+			if leCtx.Err() != nil || ctx.Err() != nil {
+				if leCtx.Err() != nil && ctx.Err() == nil {
+					result = fmt.Errorf("%w: lease %s, identity %s", ErrLeadershipLost, lease, id)
+				}
+				return
+			}
+		}
 
 		s.log.Info("k8s: leading", "lease", lease, "identity", id)
 		wctx, cancel := context.WithCancel(ctx)
@@ -115,6 +139,61 @@ func (s *Source) elect(ctx context.Context, bus *opbus.Bus) error {
 	}
 	return result
 }
+
+// watchedLock is a Lease lock that remembers the last holder other than
+// itself that it read, and when it last saw that holder's record change:
+// the replica that may still be handling when this one takes the Lease.
+// A released Lease (no holder) has none.
+type watchedLock struct {
+	*resourcelock.LeaseLock
+	mu    sync.Mutex
+	other string
+	rec   resourcelock.LeaderElectionRecord
+	seen  time.Time
+}
+
+func (l *watchedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.LeaseLock.Get(ctx)
+	if err == nil && rec.HolderIdentity != l.Identity() {
+		l.mu.Lock()
+		if rec.HolderIdentity != l.rec.HolderIdentity || !rec.RenewTime.Equal(&l.rec.RenewTime) {
+			l.seen = time.Now()
+		}
+		l.other, l.rec = rec.HolderIdentity, *rec
+		l.mu.Unlock()
+	}
+	return rec, raw, err
+}
+
+// previous returns the last other holder read ("" if none, or if the
+// Lease was released) and when its record last changed.
+func (l *watchedLock) previous() (string, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.other, l.seen
+}
+
+// shutdownAbandon is how long a bus waits for handlers after cancelling
+// their context at the end of its shutdown timeout (opbus's abandonAfter).
+const shutdownAbandon = time.Second
+
+// takeoverMargin is how long a replica that took the Lease from a holder
+// that did not release it waits before it handles: the previous holder's
+// renew deadline, after which it knows it lost, plus the time its bus
+// takes to stop handlers ([opbus.Options].ShutdownTimeout, and one second
+// for handlers to return once their context is cancelled).
+func (s *Source) takeoverMargin(le LeaderElection) time.Duration {
+	s.mu.Lock()
+	shutdown := s.shutdown
+	s.mu.Unlock()
+	if shutdown == 0 {
+		shutdown = defaultShutdown
+	}
+	return le.RenewDeadline + shutdown + shutdownAbandon
+}
+
+// defaultShutdown is opbus's default [opbus.Options].ShutdownTimeout.
+const defaultShutdown = 30 * time.Second
 
 // identity returns a name for this replica: the Source's name, the host
 // name and a random suffix, so that two processes on one host differ.
