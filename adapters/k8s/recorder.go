@@ -72,6 +72,7 @@ type bucket struct {
 type eventLog struct {
 	mu      sync.Mutex
 	now     func() time.Time // nil means time.Now
+	burst   float64          // 0 means eventBurst; tests that are not about the limit raise it
 	seen    map[eventKey]*emitted
 	buckets map[objectRef]*bucket
 	clock   uint64
@@ -94,12 +95,16 @@ func (l *eventLog) plan(ev *corev1.Event) (prev *emitted, allowed bool) {
 		l.seen = map[eventKey]*emitted{}
 	}
 	b := l.buckets[obj]
+	burst := float64(eventBurst)
+	if l.burst > 0 {
+		burst = l.burst
+	}
 	if b == nil {
-		b = &bucket{tokens: eventBurst, at: now}
+		b = &bucket{tokens: burst, at: now}
 		l.buckets[obj] = b
 	}
 	b.tokens += float64(now.Sub(b.at)) / float64(eventRefill)
-	b.tokens = min(b.tokens, eventBurst)
+	b.tokens = min(b.tokens, burst)
 	b.at = now
 	if b.tokens < 1 {
 		return nil, false

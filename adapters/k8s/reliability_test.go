@@ -164,7 +164,7 @@ func TestAPIServerRestart(t *testing.T) {
 
 	var pods, widgets seen
 	var podCreates, widgetCreates atomic.Int64
-	start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{{GVR: podsGVR, Namespaces: []string{ns}}}}, func(b *opbus.Bus) {
+	podOp := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{{GVR: podsGVR, Namespaces: []string{ns}}}}, func(b *opbus.Bus) {
 		must(t, b.Handle("restarts", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 			if ev.Type == opbus.Create {
 				podCreates.Add(1)
@@ -177,6 +177,8 @@ func TestAPIServerRestart(t *testing.T) {
 			return restartsStatus(n), nil
 		}, opbus.On{Kinds: []string{"Pod"}, Fields: []string{"status.containerStatuses"}}))
 	})
+	k8s.SetEventBurst(podOp.src, 1<<20)
+
 	start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{ns}}}}, func(b *opbus.Bus) {
 		must(t, b.Handle("size", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 			if ev.Type == opbus.Create {
@@ -264,26 +266,19 @@ func TestAPIServerRestart(t *testing.T) {
 		}
 		waitConditions(t, c, ns, name, status, msg)
 	}
-	// An Event reports each Pod's final status, unless the Pod has used up
-	// its burst of 25 Events (rule K8): then the annotation alone shows it.
+	// An Event reports each Pod's final status (the Event limit of rule K8,
+	// tested on its own, is raised for this test: a Pod's status changes
+	// more often here than the burst allows).
 	eventually(t, "an Event reports each Pod's final status", func() bool {
 		l, err := c.Resource(podsGVR.GroupVersion().WithResource("events")).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
 		found := map[string]bool{}
-		emitted := map[string]int64{}
 		for _, e := range l.Items {
 			msg, _, _ := unstructured.NestedString(e.Object, "message")
 			name, _, _ := unstructured.NestedString(e.Object, "involvedObject", "name")
-			count, _, _ := unstructured.NestedInt64(e.Object, "count")
-			emitted[name] += count
 			if v, ok := finalPods[name]; ok && strings.HasPrefix(msg, restartsStatus(v).Message+" (was ") {
-				found[name] = true
-			}
-		}
-		for name := range finalPods {
-			if emitted[name] >= 25 {
 				found[name] = true
 			}
 		}

@@ -1,0 +1,13 @@
+package k8s
+
+// SetEventBurst raises the per-object Event burst of s, for tests whose
+// objects change status more often than the default allows and that are not
+// about the limit.
+func SetEventBurst(s *Source, n int) {
+	s.eventLog.mu.Lock()
+	defer s.eventLog.mu.Unlock()
+	s.eventLog.burst = float64(n)
+	for _, b := range s.eventLog.buckets {
+		b.tokens = max(b.tokens, float64(n))
+	}
+}
