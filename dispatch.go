@@ -20,11 +20,10 @@ type dispatch struct {
 	new   map[string]any
 	diff  Diff // old → new, computed on first use
 	diffd bool
-	all   Diff      // nil → new: the whole object as one change, for creates
-	id    string    // correlation ID, made when a handler first runs
-	now   time.Time // when the pass started: retries fall due against it
-	force bool      // run failing handlers whatever their backoff (Dispatch)
-	dirty bool      // rec changed
+	all   Diff   // nil → new: the whole object as one change, for creates
+	id    string // correlation ID, made when a handler first runs
+	force bool   // run failing handlers whatever their backoff (Dispatch)
+	dirty bool   // rec changed
 	errs  []error
 	due   time.Time // earliest retry due; zero for none
 }
@@ -181,7 +180,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 	if !o.retry && !b.incarnate(ks, o) {
 		return nil
 	}
-	d := &dispatch{b: b, ks: ks, rec: ks.rec, now: time.Now(), force: force}
+	d := &dispatch{b: b, ks: ks, rec: ks.rec, force: force}
 	switch {
 	case o.retry:
 		d.old, d.new = ks.cur, ks.cur
@@ -528,7 +527,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 		// Cancelled by shutdown: not a failure of the handler. The state
 		// is saved as pending and handled after a restart.
 		b.log.Warn("opbus: handler interrupted by shutdown", "key", d.ks.key.String(), "handler", h.id, "id", ev.ID, "err", err)
-		d.retryAt(d.now)
+		d.retryAt(time.Now())
 		return
 	}
 	if err != nil {

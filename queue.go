@@ -200,7 +200,7 @@ func (b *Bus) coalesce(ks *keyState, o *observation) {
 	out := q[:0]
 	skipped := false
 	for i, x := range q {
-		if i+1 < len(q) && !x.deleted && !q[i+1].deleted && x.inc == q[i+1].inc && !b.bounds(x, q[i+1]) {
+		if i+1 < len(q) && !x.deleted && !q[i+1].deleted && !b.bounds(x, q[i+1]) {
 			skipped = true
 			continue // superseded by the next state of the same incarnation
 		}
