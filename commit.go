@@ -77,6 +77,9 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 		}
 	}
 	if b.sink != nil && !ks.sunk {
+		if ks.abandoned.Load() {
+			return // shutdown or a halt took the key from this pass
+		}
 		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.Clone()); err != nil {
 			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
 			b.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)

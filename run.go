@@ -13,6 +13,15 @@ import (
 // abandoned: its state is saved as pending instead.
 var errAbandoned = errors.New("opbus: pass abandoned at shutdown")
 
+// ErrHalt, as the cause of Run's cancelled context (see
+// [context.WithCancelCause]), stops the bus at once instead of draining
+// it: running handlers' context is cancelled with that cause straight
+// away, and from then on the bus writes nothing — no record, no status,
+// no pending state. It is for a process that has lost its authority over
+// the objects, such as a Kubernetes replica that lost its Lease: whoever
+// takes over observes the objects afresh.
+var ErrHalt = errors.New("opbus: halted")
+
 // abandonAfter is how long Run waits for handlers to return once it has
 // cancelled their context, before it abandons them.
 const abandonAfter = time.Second
@@ -23,8 +32,9 @@ const abandonAfter = time.Second
 // more, and abandons a pass still running then: its results are not
 // committed. Every state that was observed but not handled is saved in its
 // object's record, so that it is handled after a restart. It returns nil
-// after a clean shutdown, or the errors saving that work. Run can be
-// called once.
+// after a clean shutdown, or the errors saving that work. A context
+// cancelled with a cause wrapping [ErrHalt] stops the bus at once instead.
+// Run can be called once.
 func (b *Bus) Run(ctx context.Context) error {
 	b.mu.Lock()
 	if b.running || b.closed {
@@ -37,14 +47,18 @@ func (b *Bus) Run(ctx context.Context) error {
 
 	b.resumePending(ctx)
 
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
 	var wg sync.WaitGroup
 	for range b.workers {
 		wg.Go(func() { b.work(hctx) })
 	}
 
 	<-ctx.Done()
+	if cause := context.Cause(ctx); errors.Is(cause, ErrHalt) {
+		b.halt(&wg, cancel, cause)
+		return nil
+	}
 	b.mu.Lock()
 	b.stopping = true
 	for _, ks := range b.keys {
@@ -70,7 +84,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	case <-drained:
 	case <-time.After(b.shutdown):
 		b.log.Warn("opbus: shutdown timeout: cancelling running handlers", "timeout", b.shutdown)
-		cancel()
+		cancel(nil)
 		select {
 		case <-drained:
 		case <-time.After(abandonAfter):

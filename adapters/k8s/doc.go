@@ -154,13 +154,14 @@
 // Run returns [ErrLeadershipLost]. The records live on the objects, so the
 // new leader does not run again what the old one handled.
 //
-// A replica that takes the Lease from a holder that did not release it
-// waits before it handles: the Lease's renew deadline, plus the bus's
-// [opbus.Options].ShutdownTimeout (as given to [Source.BusOptions]), plus
-// one second, from when it last saw the old holder's record change. The
-// old leader's handlers see their context cancelled only when its bus's
-// ShutdownTimeout ends, so keep that timeout short under leader election:
-// it bounds both the overlap it prevents and the takeover's delay.
+// Losing the Lease halts the bus ([opbus.ErrHalt]): running handlers see
+// their context cancelled at once, with a cause wrapping
+// [ErrLeadershipLost], and the old leader writes nothing more — no record,
+// condition or pending state. A replica that takes the Lease from a holder
+// that did not release it waits before it handles: the Lease's renew
+// deadline, after which the old holder knows it lost, plus two seconds
+// (one for its handlers to return, one for a write under way), from when
+// it last saw the old holder's record change.
 //
 // # Several operators
 //

@@ -47,8 +47,6 @@ type Source struct {
 	ran   bool
 	kinds map[string]*resource // by key kind; set once by Run
 
-	shutdown time.Duration // the bus's ShutdownTimeout, as BusOptions saw it; 0: the default
-
 	names *names          // what it writes, after its name
 	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
 }
@@ -142,9 +140,6 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 		out.Logger = s.opts.Logger
 	}
 	out.Incarnation = Incarnation
-	s.mu.Lock()
-	s.shutdown = out.ShutdownTimeout
-	s.mu.Unlock()
 	return out
 }
 
