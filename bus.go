@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// DefaultIgnore lists the per-write noise that every Bus ignores: values the
+// defaultIgnore lists the per-write noise that every Bus ignores: values the
 // API server changes on every write, which no handler should react to.
-var DefaultIgnore = []string{
+var defaultIgnore = []string{
 	"metadata.resourceVersion",
 	"metadata.managedFields",
 	"metadata.generation",
@@ -34,7 +34,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Workers bounds how many objects are dispatched at once; 0 means 4.
 	Workers int
-	// Ignore adds path patterns to ignore to [DefaultIgnore].
+	// Ignore adds path patterns to ignore to those every bus ignores:
+	// metadata.resourceVersion, metadata.managedFields and
+	// metadata.generation, the per-write noise of an API server. A path
+	// given twice counts once.
 	Ignore []string
 	// ListKeys identifies list elements by a field; see [CompareOptions].
 	ListKeys map[string]string
@@ -194,10 +197,10 @@ func New(opts *Options) (*Bus, error) {
 	if b.shutdown <= 0 {
 		b.shutdown = 30 * time.Second
 	}
-	b.ignore = append(slices.Clone(DefaultIgnore), opts.Ignore...)
+	b.ignore = addNew(slices.Clone(defaultIgnore), opts.Ignore...)
 	for _, w := range []any{b.store, b.sink} {
 		if pw, ok := w.(PathWriter); ok {
-			b.ignore = append(b.ignore, pw.WrittenPaths()...)
+			b.ignore = addNew(b.ignore, pw.WrittenPaths()...)
 		}
 	}
 	cmp, err := NewComparer(&CompareOptions{Ignore: b.ignore, ListKeys: b.listKeys})
@@ -216,18 +219,19 @@ func (b *Bus) Ignore(paths ...string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: Ignore(%v): the bus has started; declare ignored paths before Run, Observe or Dispatch", paths)
 	}
-	cmp, err := NewComparer(&CompareOptions{Ignore: append(slices.Clone(b.ignore), paths...), ListKeys: b.listKeys})
+	ignore := addNew(slices.Clone(b.ignore), paths...)
+	cmp, err := NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.listKeys})
 	if err != nil {
 		return err
 	}
-	b.ignore = append(b.ignore, paths...)
+	b.ignore = ignore
 	b.cmp = cmp
 	return nil
 }
 
-// Comparer returns the Comparer the bus diffs with: [DefaultIgnore], the
+// comparer returns the comparer the bus diffs with: the default, the
 // ignored paths and the list keys it was given.
-func (b *Bus) Comparer() *Comparer {
+func (b *Bus) comparer() *Comparer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.cmp
@@ -300,10 +304,10 @@ func (b *Bus) Collect(id string, fn CollectFunc) error {
 	return nil
 }
 
-// Slot registers a status slot that handlers set with [Event.SetSlot], such
+// AddSlot registers a status slot that handlers set with [Event.SetSlot], such
 // as a state machine's. Slots of no registered owner are dropped from
 // records at their next commit.
-func (b *Bus) Slot(id string) error {
+func (b *Bus) AddSlot(id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.claim(id, "slot")
@@ -384,7 +388,7 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	b.mu.Lock()
 	ks, ok := b.keys[key]
 	if ok && ks.shown {
-		s := ks.published.Clone()
+		s := ks.published.clone()
 		if s == nil {
 			s = Slots{}
 		}
@@ -404,7 +408,7 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	if err != nil {
 		return Status{}, nil, err
 	}
-	return rec.slots.Summary(), rec.slots.Clone(), nil
+	return rec.slots.Summary(), rec.slots.clone(), nil
 }
 
 // Value returns a named value persisted with key's record (see
@@ -449,10 +453,10 @@ func (b *Bus) Stats() Stats {
 	}
 }
 
-// SlotIDs returns the IDs of every status slot registered so far (of
-// handlers, collectors and [Bus.Slot]), sorted: what a StatusSink may be
+// slotIDs returns the IDs of every status slot registered so far (of
+// handlers, collectors and [Bus.AddSlot]), sorted: what a StatusSink may be
 // asked to publish.
-func (b *Bus) SlotIDs() []string {
+func (b *Bus) slotIDs() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Sorted(maps.Keys(b.owners))
@@ -482,4 +486,14 @@ func (b *Bus) Subscriptions() []Subscription {
 		out = append(out, s)
 	}
 	return out
+}
+
+// addNew appends to list the paths it does not hold yet.
+func addNew(list []string, paths ...string) []string {
+	for _, p := range paths {
+		if !slices.Contains(list, p) {
+			list = append(list, p)
+		}
+	}
+	return list
 }

@@ -53,7 +53,7 @@ func BenchmarkDispatch(b *testing.B) {
 	})
 	b.Run("compare", func(b *testing.B) {
 		b.ReportAllocs()
-		cmp := bus.Comparer()
+		cmp := bus.comparer()
 		for b.Loop() {
 			cmp.Compare(old, new)
 		}

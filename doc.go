@@ -30,7 +30,7 @@
 // list keys, so that spec.containers is compared by name rather than by
 // index. Numbers compare by value, so a Pod decoded by encoding/json equals
 // the same Pod decoded by client-go. [Diff.Under] re-roots a diff at a field,
-// [Diff.Touches] tells whether a field changed, [Apply] replays a diff.
+// [Diff.Touches] tells whether a field changed, [apply] replays a diff.
 //
 // # Subscriptions
 //
@@ -39,7 +39,8 @@
 // A handler runs when the digest of the values at its fields differs from
 // the digest committed at its last success: level-triggered, once per
 // distinct value. Status is data: a change of status.containerStatuses
-// fires its handlers like any other change. Only [DefaultIgnore], paths
+// fires its handlers like any other change. Only the API server's per-write
+// noise (metadata.resourceVersion, managedFields, generation), paths
 // declared with [Options].Ignore or [Bus.Ignore], and paths the Store and
 // the StatusSink declare as their own writes ([PathWriter]) are ignored, so
 // the library's writes never trigger anyone. Consequences: a restart does
@@ -62,7 +63,7 @@
 //
 // A [Status] is a [Level] and a message. Levels are ordered as Juju orders
 // them: unknown < active < waiting < maintenance < blocked < error. Every
-// handler owns one slot in [Slots]; [Summarize] folds them into the overall
+// handler owns one slot in [Slots]; [Slots.Summary] folds them into the overall
 // status: the highest level wins and its message joins the messages of every
 // slot at that level in slot-name order, so one handler going active never
 // hides another handler's blocked. Slots persist in the Store; a

@@ -66,14 +66,14 @@ func ExampleComparer() {
 	// change [name=app].ready: true → false
 }
 
-func ExampleSummarize() {
+func ExampleSlots_Summary() {
 	slots := opbus.Slots{}
 	slots.Set("config", opbus.Blocked("config item 'kind' must be set"))
 	slots.Set("relation", opbus.Blocked("waiting for istio-pilot relation"))
 	fmt.Println(slots.Summary())
 
 	slots.Set("config", opbus.Active("")) // fixing one problem hides no other
-	fmt.Println(opbus.Summarize(slots))
+	fmt.Println(slots.Summary())
 	// Output:
 	// blocked: config item 'kind' must be set; waiting for istio-pilot relation
 	// blocked: waiting for istio-pilot relation

@@ -17,7 +17,7 @@ func FuzzCompareApply(f *testing.F) {
 			return
 		}
 		d := Compare(a, b)
-		got, err := Apply(a, d)
+		got, err := apply(a, d)
 		if err != nil {
 			t.Fatalf("Apply(%s, %v): %v", x, d, err)
 		}

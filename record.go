@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// RecordVersion is the version of the record format this package writes.
+// recordVersion is the version of the record format this package writes.
 // It reads this version and version 1; a record of another version is
 // reported, never rewritten.
-const RecordVersion = 2
+const recordVersion = 2
 
 // ErrCorruptRecord marks a stored record that cannot be read: it does not
 // decode, or has a version this package does not know. The key's handlers do
@@ -145,8 +145,8 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	if dec.More() {
 		return fail("not a record: data after the JSON object")
 	}
-	if w.Version != RecordVersion {
-		return fail("unknown version %d: this build reads versions 1 and %d", w.Version, RecordVersion)
+	if w.Version != recordVersion {
+		return fail("unknown version %d: this build reads versions 1 and %d", w.Version, recordVersion)
 	}
 	r := &record{inc: w.Inc, slots: w.Slots, good: w.Good, values: w.Values}
 	all, err := decodeDigests(w.Digests)

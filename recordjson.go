@@ -14,7 +14,7 @@ import (
 // which was a fifth of a dispatch. ids names the handlers by index.
 func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 	buf = append(buf, `{"v":`...)
-	buf = strconv.AppendInt(buf, RecordVersion, 10)
+	buf = strconv.AppendInt(buf, recordVersion, 10)
 	if r.inc != "" {
 		buf = append(buf, `,"inc":`...)
 		buf = appendJSONString(buf, r.inc)

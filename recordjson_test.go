@@ -11,7 +11,7 @@ import (
 // wireOf builds the wireRecord that encoding/json would be given for r.
 func wireOf(t *testing.T, r *record, ids []string) wireRecord {
 	t.Helper()
-	w := wireRecord{Version: RecordVersion, Inc: r.inc}
+	w := wireRecord{Version: recordVersion, Inc: r.inc}
 	for i, d := range r.digests {
 		if d.isZero() {
 			continue

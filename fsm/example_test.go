@@ -38,7 +38,7 @@ func podRules(m *fsm.Machine) error {
 		{ID: "crashed", Field: containerStatuses, When: anyContainer("terminated"), Fire: "crash"},
 		{ID: "recovered", Field: containerStatuses, When: allContainers("running"), Fire: "recover"},
 	} {
-		if err := m.On(r); err != nil {
+		if err := m.AddRule(r); err != nil {
 			return err
 		}
 	}

@@ -78,7 +78,7 @@ func ExampleMain() {
 }
 
 func ExampleOnHook() {
-	c := &jujutest.Context{Setup: func(b *opbus.Bus) error {
+	c := &jujutest.Harness{Setup: func(b *opbus.Bus) error {
 		on := juju.OnHook("install", "upgrade-charm")
 		on.Fields = append(on.Fields, "config.version") // what the handler reads
 		return b.Handle("install", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {

@@ -102,7 +102,7 @@ func entries(t *testing.T) []entry {
 			_, err := opbus.New(&opbus.Options{Backoff: opbus.Backoff{Initial: time.Minute, Max: time.Second}})
 			return err
 		}, "opbus: Options.Backoff.Max (1s) is below Initial (1m0s): expected Max ≥ Initial"},
-		{"status", `level "Blocked"`, func() error { _, err := opbus.ParseLevel("Blocked"); return err },
+		{"status", `level "Blocked"`, func() error { var l opbus.Level; return l.UnmarshalText([]byte("Blocked")) },
 			`opbus: unknown status level "Blocked": expected one of unknown, active, waiting, maintenance, blocked, error`},
 		{"stored record", "not JSON", func() error { return dispatchOn(storeWith("{oops")) },
 			"opbus: stored record of Pod default/web: not a record: invalid character 'o' looking for beginning of object key string"},
@@ -158,7 +158,7 @@ func entries(t *testing.T) []entry {
 			return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{"metadata": map[string]any{"uid": "1"}})
 		}, `opbus: handler "pod/state" on Pod default/web: fsm: machine "pod" on Pod default/web: stored state "exploded" is not a declared state (declared: pending, running)`},
 		{"juju state", "a record over Juju's 64 KiB", func() error {
-			c := &jujutest.Context{Setup: func(b *opbus.Bus) error {
+			c := &jujutest.Harness{Setup: func(b *opbus.Bus) error {
 				return b.Handle("big", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
 					ev.SetValue("blob", strings.Repeat("x", 70<<10))
 					return opbus.Active(""), nil
