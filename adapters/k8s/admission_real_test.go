@@ -179,8 +179,8 @@ func admissionPolicy(t *testing.T, c dynamic.Interface, ns, resource, expression
 // The normal Widgets are handled promptly throughout: each change of one,
 // every 2 s, is handled and its conditions show its generation within
 // 5 s; the refused writes do not use up the client's request budget: the
-// operator sends at most half of it. When it stops, Run reports each record still refused (that
-// work could not be saved), and nothing else.
+// operator sends at most half of it. When it stops, Run reports each
+// record still refused (that work could not be saved), and nothing else.
 //
 // Before writes refused for good backed off (issue 12), each was retried
 // about once a second: with the bus's backoff fixed at 1 s, these 50
