@@ -130,7 +130,11 @@
 // invalid, forbidden, denied by an admission policy — is retried by the
 // bus with its backoff, and reported once (until its message changes or a
 // write goes through) with a Warning Event of reason
-// [ReasonRecordRefused] or [ReasonStatusRefused] on the object.
+// [ReasonRecordRefused] or [ReasonStatusRefused] on the object. So is a
+// refused claim (the empty record and the finalizer, or the first
+// conditions), which the adapter retries itself, from 5 ms doubling up to
+// 1000 s, and at most 10 retries a second in all after a burst of 100; the
+// bus never sees an object whose claim is refused.
 //
 // # Deletion
 //
