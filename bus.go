@@ -361,27 +361,6 @@ func (b *Bus) ObserveDelete(ctx context.Context, key Key, last map[string]any) e
 	return b.enqueue(ctx, key, observation{new: last, deleted: true})
 }
 
-// Wait blocks until no observed state is queued or being dispatched, or ctx
-// ends. Retries scheduled for later do not count.
-func (b *Bus) Wait(ctx context.Context) error {
-	b.mu.Lock()
-	if b.pending == 0 {
-		b.mu.Unlock()
-		return nil
-	}
-	if b.idle == nil {
-		b.idle = make(chan struct{})
-	}
-	idle := b.idle
-	b.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // Status returns the overall status of key and a copy of its slots, from
 // memory or, for an object this bus has not dispatched, from the store.
 func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {

@@ -187,7 +187,7 @@ func TestBackoffDelay(t *testing.T) {
 			}
 		}
 	}
-	if d := (Backoff{}).delay(1); d < 800*time.Millisecond || d > 1200*time.Millisecond {
+	if d := (Backoff{}).withDefaults().delay(1); d < 800*time.Millisecond || d > 1200*time.Millisecond {
 		t.Errorf("default first delay %v, want 1s ±20%%", d)
 	}
 }

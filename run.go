@@ -43,6 +43,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	}
 	b.running = true
 	b.frozen = true
+	b.armRetries()
 	b.mu.Unlock()
 
 	b.resumePending(ctx)
@@ -94,6 +95,31 @@ func (b *Bus) Run(ctx context.Context) error {
 	return b.persistPending(context.WithoutCancel(ctx))
 }
 
+// armRetries schedules the retries of failures that Dispatch or Wait met
+// before Run started, which nothing would run otherwise; b.mu is held.
+func (b *Bus) armRetries() {
+	for _, ks := range b.keys {
+		if due := ks.failureDue(); !due.IsZero() && !ks.busy {
+			b.retryAt(ks, due)
+		}
+	}
+}
+
+// failureDue returns when the earliest retry of a failed handler of ks is
+// due, or the zero time if none is; b.mu is held.
+func (ks *keyState) failureDue() time.Time {
+	var due time.Time
+	if ks.rec == nil {
+		return due
+	}
+	for _, f := range ks.rec.fails {
+		if !f.permanent && !f.at.IsZero() && (due.IsZero() || f.at.Before(due)) {
+			due = f.at
+		}
+	}
+	return due
+}
+
 func (b *Bus) work(ctx context.Context) {
 	for {
 		b.mu.Lock()
@@ -104,25 +130,36 @@ func (b *Bus) work(ctx context.Context) {
 			b.mu.Unlock()
 			return
 		}
-		ks := b.ready[0]
-		b.ready[0] = nil
-		b.ready = b.ready[1:]
-		ks.queuedNow = false
-		if ks.busy || b.keys[ks.key] != ks { // held by Dispatch, or gone
-			b.mu.Unlock()
-			continue
-		}
-		b.acquire(ks)
 		b.mu.Unlock()
-
-		if _, _, err := b.step(ctx, ks, false, nil); err != nil {
-			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
-		}
-
-		b.mu.Lock()
-		b.release(ks)
-		b.mu.Unlock()
+		b.workOne(ctx)
 	}
+}
+
+// workOne dispatches the first ready key, if any, with ctx.
+func (b *Bus) workOne(ctx context.Context) {
+	b.mu.Lock()
+	if len(b.ready) == 0 || b.stopping {
+		b.mu.Unlock()
+		return
+	}
+	ks := b.ready[0]
+	b.ready[0] = nil
+	b.ready = b.ready[1:]
+	ks.queuedNow = false
+	if ks.busy || b.keys[ks.key] != ks { // held by Dispatch, or gone
+		b.mu.Unlock()
+		return
+	}
+	b.acquire(ks)
+	b.mu.Unlock()
+
+	if _, _, err := b.step(ctx, ks, false, nil); err != nil {
+		b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+	}
+
+	b.mu.Lock()
+	b.release(ks)
+	b.mu.Unlock()
 }
 
 // acquire makes the caller the only one dispatching ks; b.mu is held.
