@@ -8,15 +8,17 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // The door (Observe, Dispatch and their update and delete forms) takes
 // documents in the form decoders produce: map[string]any, []any, string,
-// bool, nil and numbers. Documents built by hand often hold Go values
-// whose JSON form is just as plain — a labels map[string]string, a
-// []string of tags, a named string type for a phase — and the door
-// converts those rather than reject them. A value whose JSON form depends
+// bool, nil and numbers as int, int64, float64 or json.Number. Documents
+// built by hand often hold Go values whose JSON form is just as plain — a
+// labels map[string]string, a []string of tags, a named string type for a
+// phase, an int32 — and the door converts those rather than reject them:
+// integers to int64 (uint64 past its range), floats to float64. A value whose JSON form depends
 // on more than its Go kind (a struct, whose form follows its field tags;
 // a type with its own MarshalJSON or MarshalText; []byte, which
 // encoding/json writes in base64) is rejected, and the error says to
@@ -105,16 +107,16 @@ func (c *canonicalizer) value(v any, at Path) (any, bool, error) {
 		}
 		return out, true, nil
 	}
-	if _, ok := asNumber(v); ok || isJSONNumber(v) {
+	switch x := v.(type) {
+	case int, int64, float64, json.Number:
 		return v, false, validate(v, at) // finite, and a valid json.Number
+	case uint64:
+		if x > math.MaxInt64 {
+			return v, false, nil
+		}
 	}
 	cv, err := c.converted(reflect.ValueOf(v), at)
 	return cv, true, err
-}
-
-func isJSONNumber(v any) bool {
-	_, ok := v.(json.Number)
-	return ok
 }
 
 var (
@@ -150,6 +152,11 @@ func (c *canonicalizer) converted(rv reflect.Value, at Path) (any, error) {
 		f := rv.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, &ValueError{Path: clonePath(at), Value: rv.Interface(), Reason: "not a finite number: JSON has no NaN or infinity"}
+		}
+		if t.Kind() == reflect.Float32 {
+			// The float64 that its JSON form reads as: float32(0.1) is
+			// 0.1, not 0.10000000149011612.
+			f, _ = strconv.ParseFloat(strconv.FormatFloat(f, 'g', -1, 32), 64)
 		}
 		return f, nil
 	case reflect.Map:

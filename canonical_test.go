@@ -34,6 +34,7 @@ func TestDoorConverts(t *testing.T) {
 			"ports":    []port{80, 443},
 			"pair":     [2]bool{true, false},
 			"replicas": int32(3),
+			"ratio":    float32(0.1),
 			"big":      uint64(math.MaxUint64),
 			"name":     &name,
 			"nested":   map[string][]string{"x": {"y"}},
@@ -49,7 +50,8 @@ func TestDoorConverts(t *testing.T) {
 			"none":     nil,
 			"ports":    []any{int64(80), int64(443)},
 			"pair":     []any{true, false},
-			"replicas": int32(3),
+			"replicas": int64(3),
+			"ratio":    0.1,
 			"big":      uint64(math.MaxUint64),
 			"name":     "web",
 			"nested":   map[string]any{"x": []any{"y"}},
@@ -102,7 +104,6 @@ func TestDoorConverts(t *testing.T) {
 func TestDoorKeepsCanonicalDocument(t *testing.T) {
 	for name, doc := range map[string]map[string]any{
 		"decoded":   {"spec": map[string]any{"replicas": 3.0, "tags": []any{"a"}}, "n": int64(1), "j": json.Number("2")},
-		"int32":     {"spec": map[string]any{"replicas": int32(3)}},
 		"hand-made": {"spec": map[string]any{"replicas": 3, "on": true, "none": nil}},
 	} {
 		got, err := admitDocument(doc)
@@ -198,14 +199,14 @@ func TestDoorValuesDigestByValue(t *testing.T) {
 	var h recorder
 	must(t, b.Handle("h", h.handle, On{Fields: []string{"spec"}}))
 	ctx := t.Context()
-	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": map[string]any{"replicas": int32(3), "tags": []string{"a"}, "labels": map[string]string{"k": "v"}, "phase": phase("Up")}}))
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": map[string]any{"replicas": int32(3), "tags": []string{"a"}, "labels": map[string]string{"k": "v"}, "phase": phase("Up"), "ratio": float32(0.1)}}))
 	var decoded map[string]any
-	must(t, json.Unmarshal([]byte(`{"spec":{"replicas":3,"tags":["a"],"labels":{"k":"v"},"phase":"Up"}}`), &decoded))
+	must(t, json.Unmarshal([]byte(`{"spec":{"replicas":3,"tags":["a"],"labels":{"k":"v"},"phase":"Up","ratio":0.1}}`), &decoded))
 	must(t, b.Dispatch(ctx, podKey, decoded))
 	if h.count() != 1 {
 		t.Fatalf("the handler ran %d times for one value, want 1", h.count())
 	}
-	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": map[string]any{"replicas": port(4), "tags": []string{"a"}, "labels": labels{"k": "v"}, "phase": "Up"}}))
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": map[string]any{"replicas": port(4), "tags": []string{"a"}, "labels": labels{"k": "v"}, "phase": "Up", "ratio": 0.1}}))
 	if h.count() != 2 {
 		t.Fatalf("the handler ran %d times after a change, want 2", h.count())
 	}
