@@ -220,5 +220,9 @@ func (c *canonicalizer) converted(rv reflect.Value, at Path) (any, error) {
 }
 
 func unsupported(rv reflect.Value, at Path, why string) error {
-	return &ValueError{Path: clonePath(at), Value: rv.Interface(), Reason: fmt.Sprintf("unsupported type %s: %s", rv.Type(), why)}
+	name := rv.Type().String()
+	if rv.Type() == reflect.TypeFor[[]byte]() {
+		name = "[]byte" // not []uint8, as reflect names it
+	}
+	return &ValueError{Path: clonePath(at), Value: rv.Interface(), Reason: fmt.Sprintf("unsupported type %s: %s", name, why)}
 }

@@ -137,7 +137,7 @@ func TestDoorRejects(t *testing.T) {
 		{"time.Time", map[string]any{"at": time.Unix(0, 0)},
 			"opbus: state of Pod default/web: value at at: unsupported type time.Time: it has its own JSON encoding: convert it with opbus.Document"},
 		{"bytes", map[string]any{"data": []byte("x")},
-			"opbus: state of Pod default/web: value at data: unsupported type []uint8: encoding/json writes bytes in base64: convert them to a string"},
+			"opbus: state of Pod default/web: value at data: unsupported type []byte: encoding/json writes bytes in base64: convert them to a string"},
 		{"int keys", map[string]any{"m": map[int]string{1: "a"}},
 			"opbus: state of Pod default/web: value at m: unsupported type map[int]string: a map's keys must be strings"},
 		{"NaN", map[string]any{"x": []float32{float32(math.NaN())}},
