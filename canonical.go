@@ -30,11 +30,14 @@ import (
 // one, is new; what is unchanged is shared with obj, which is never
 // modified.
 func canonicalDocument(obj map[string]any) (map[string]any, error) {
-	v, _, err := (&canonicalizer{}).value(obj, nil)
+	// Room for the path of a deep document, so that the walk does not
+	// allocate one per value; errors copy it.
+	at := make(Path, 0, 32)
+	v, _, err := (&canonicalizer{}).value(obj, at)
 	if err != nil {
 		// Walk again in key order, so that of several bad values the
 		// error names the same one every time.
-		_, _, err = (&canonicalizer{sorted: true}).value(obj, nil)
+		_, _, err = (&canonicalizer{sorted: true}).value(obj, at)
 		return nil, err
 	}
 	return v.(map[string]any), nil
@@ -114,6 +117,24 @@ func (c *canonicalizer) value(v any, at Path) (any, bool, error) {
 		if x > math.MaxInt64 {
 			return v, false, nil
 		}
+	case map[string]string: // labels and annotations: without reflection
+		if x == nil {
+			return nil, true, nil // null, as encoding/json writes it
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = e
+		}
+		return out, true, nil
+	case []string:
+		if x == nil {
+			return nil, true, nil
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out, true, nil
 	}
 	cv, err := c.converted(reflect.ValueOf(v), at)
 	return cv, true, err

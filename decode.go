@@ -90,7 +90,8 @@ func jsonKind(v any) string {
 // they had, so defaults can be set first. A nil v (an absent or null part)
 // leaves out as it is. An error names the path in v of the value that does
 // not fit, and its type and the type it should have had; the path is "(root)"
-// for v itself.
+// for v itself. What Decode stores as a map[string]any, []any or any is
+// part of v, not a copy.
 func Decode(v any, out any) error {
 	rv := reflect.ValueOf(out)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {

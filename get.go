@@ -33,7 +33,9 @@ var ErrAbsent = errors.New("opbus: absent field")
 // type; strings and bools as they are, also into named string and bool
 // types; map[string]any, []any and any as they are; every other T (a
 // struct, a map[string]string, a []string, a pointer) through its JSON
-// form, as encoding/json decodes it.
+// form, as encoding/json decodes it. A map[string]any, []any or any that
+// Get returns is part of doc, not a copy: like the rest of an event's
+// document, it must not be modified.
 func Get[T any](doc map[string]any, path string) (T, error) {
 	var out T
 	p, err := ParsePath(path)
