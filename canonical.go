@@ -18,17 +18,18 @@ import (
 // built by hand often hold Go values whose JSON form is just as plain — a
 // labels map[string]string, a []string of tags, a named string type for a
 // phase, an int32 — and the door converts those rather than reject them:
-// integers to int64 (uint64 past its range), floats to float64. A value whose JSON form depends
-// on more than its Go kind (a struct, whose form follows its field tags;
-// a type with its own MarshalJSON or MarshalText; []byte, which
-// encoding/json writes in base64) is rejected, and the error says to
-// convert it with [Document].
+// integers to int64 (uint64 past its range), floats to float64. A value
+// whose JSON form depends on more than its Go kind (a struct, whose form
+// follows its field tags; a type with its own MarshalJSON or MarshalText;
+// []byte, which encoding/json writes in base64) is rejected, and the error
+// says to convert it with [Document].
 
-// canonicalDocument returns obj in the bus's canonical form: obj itself
-// when it already is (the common case, which allocates nothing), else a
-// copy in which every converted value, and every map and list that holds
-// one, is new; what is unchanged is shared with obj, which is never
-// modified.
+// canonicalDocument returns obj in the bus's canonical form, for a
+// document that the door's quick check (plain) did not pass: obj itself
+// when it needs no conversion after all (an invalid value is then an
+// error), else a copy in which every converted value, and every map and
+// list that holds one, is new; what is unchanged is shared with obj, which
+// is never modified.
 func canonicalDocument(obj map[string]any) (map[string]any, error) {
 	// Room for the path of a deep document, so that the walk does not
 	// allocate one per value; errors copy it.
@@ -48,13 +49,6 @@ type canonicalizer struct {
 	sorted bool // visit map keys in order (for a deterministic error)
 }
 
-func (c *canonicalizer) keys(m map[string]any) []string {
-	if c.sorted {
-		return slices.Sorted(maps.Keys(m))
-	}
-	return nil
-}
-
 // value returns v in canonical form, and whether that is a new value. at
 // is where v is, for errors.
 func (c *canonicalizer) value(v any, at Path) (any, bool, error) {
@@ -67,7 +61,7 @@ func (c *canonicalizer) value(v any, at Path) (any, bool, error) {
 		return v, false, nil
 	case map[string]any:
 		if c.sorted {
-			for _, k := range c.keys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				if _, _, err := c.value(x[k], append(at, MapKey(k))); err != nil {
 					return nil, false, err
 				}
