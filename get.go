@@ -46,8 +46,11 @@ func Get[T any](doc map[string]any, path string) (T, error) {
 	if err != nil {
 		return out, err
 	}
-	err = decodeValue(v, p, &out)
-	return out, err
+	if err := decodeValue(v, p, &out); err != nil {
+		var zero T // not what a failed decoding left half done
+		return zero, err
+	}
+	return out, nil
 }
 
 // lookupField returns the value at p in doc, or an error saying where the

@@ -160,6 +160,12 @@ func TestGetErrors(t *testing.T) {
 		{"bad path", func() error { _, err := Get[string](doc, "spec..image"); return err },
 			`opbus: field path spec..image: at offset 5: empty key between dots: expected a key`, false},
 	}
+	t.Run("zero value on error", func(t *testing.T) {
+		v, err := Get[webAppSpec](map[string]any{"spec": map[string]any{"version": "2", "replicas": "x"}}, "spec")
+		if err == nil || !reflect.DeepEqual(v, webAppSpec{}) {
+			t.Errorf("got %+v, %v; want the zero value and an error", v, err)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.get()
