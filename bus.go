@@ -342,7 +342,11 @@ func (b *Bus) freeze() error {
 
 // Observe queues obj as the latest observed state of key. It returns at
 // once; the bus keeps a reference to obj, not a copy, so obj must not be
-// modified afterwards (client-go's informer objects never are).
+// modified afterwards (client-go's informer objects never are). Values of
+// Go types that decoders do not produce, such as a map[string]string, are
+// converted (see Objects and keys in the package documentation) in a copy
+// of the maps and lists that hold them; a value that cannot be is an error
+// naming its path and type, and nothing is queued.
 func (b *Bus) Observe(ctx context.Context, key Key, obj map[string]any) error {
 	return b.enqueue(ctx, key, observation{new: obj})
 }

@@ -12,6 +12,31 @@
 // encoding/json, int64 from client-go's unstructured objects, int from
 // hand-written documents). [Validate] reports anything else.
 //
+// The door — [Bus.Observe], [Bus.Dispatch] and their update and delete
+// forms — also takes the Go values whose JSON form is evident from their
+// kind: maps with string keys (a map[string]string of labels), slices and
+// arrays (a []string), named string, bool and number types, and pointers
+// to these. Handlers see them in the form above: map[string]any, []any,
+// string, bool, int64 or uint64, float64; numbers compare by value, so a
+// converted int32 3 and a decoded float64 3 are one value. A document
+// that needs no conversion is not copied; one that does is copied where it
+// changes, never modified. A struct, whose JSON form follows its field
+// tags, a []byte, and a type with its own MarshalJSON or MarshalText are
+// errors there: [Document] converts them, through encoding/json. Every
+// error at the door is returned by the call, names the key, the path and
+// the Go type, and leaves nothing queued.
+//
+// # Reading fields
+//
+// [Get] reads a field as a Go type, by a path written as for [ParsePath]:
+// Get[string](ev.New, "spec.containers[name=app].image"). A whole number
+// reads as any integer type whatever its Go type (encoding/json and Juju's
+// hook tools give float64); a field that is missing or null is an error
+// that wraps [ErrAbsent], so an optional field gets its default with
+// errors.Is; any other mismatch names the path and both types. A struct,
+// map or slice type reads through its JSON form, and [Decode] decodes a
+// document, or a part of one, into a struct the same way.
+//
 // # Paths
 //
 // A [Path] addresses a subtree: status.containerStatuses,
@@ -99,6 +124,6 @@
 //
 // Errors start with "opbus:" and name the bad input. Callers branch with
 // errors.As on [*PathError], [*ValueError], [*RecordError] and
-// [*PanicError], and with errors.Is on [ErrPermanent], [ErrCorruptRecord]
-// and [ErrClosed].
+// [*PanicError], and with errors.Is on [ErrPermanent], [ErrCorruptRecord],
+// [ErrClosed] and [ErrAbsent].
 package opbus
