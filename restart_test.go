@@ -177,7 +177,7 @@ func (s *selfWritingStore) WrittenPaths() []string { return []string{recordAnnot
 func (s *selfWritingStore) Load(ctx context.Context, key Key) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := Lookup(s.objects[key], MustParsePath(recordAnnotation))
+	v, ok := lookup(s.objects[key], MustParsePath(recordAnnotation))
 	if !ok {
 		return nil, nil
 	}

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// Lookup returns the value at the concrete path p in v and whether it
+// lookup returns the value at the concrete path p in v and whether it
 // exists. A [SegMatch] segment finds the list element whose field has that
 // value; [SegAny] is not concrete and finds nothing (see [eachMatch]).
-func Lookup(v any, p Path) (any, bool) {
+func lookup(v any, p Path) (any, bool) {
 	for _, s := range p {
 		var ok bool
 		if v, ok = step(v, s); !ok {
@@ -123,8 +123,8 @@ func (d Diff) narrow(cmp *Comparer, p Path) Diff {
 func refine(cmp *Comparer, c Change, p Path) Diff {
 	rest := p[len(c.Path):]
 	if !rest.isPattern() {
-		o, inOld := Lookup(c.Old, rest)
-		n, inNew := Lookup(c.New, rest)
+		o, inOld := lookup(c.Old, rest)
+		n, inNew := lookup(c.New, rest)
 		inOld = inOld && c.Op != OpAdd
 		inNew = inNew && c.Op != OpRemove
 		full := append(append(Path(nil), c.Path...), rest...)
