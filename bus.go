@@ -140,6 +140,8 @@ type handler struct {
 	fields []Path
 	when   func(*Event) bool
 	rev    string
+	// keepOld stores its fields' handled value with the record (On.KeepOld).
+	keepOld bool
 }
 
 func (h *handler) wants(t EventType) bool { return h.types&(1<<t) != 0 }
@@ -255,6 +257,10 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 		}
 		h.types |= 1 << t
 	}
+	if on.KeepOld && len(on.Fields) == 0 {
+		return fmt.Errorf("opbus: handler %q: KeepOld needs Fields: it keeps the handled value of those fields, not whole objects", id)
+	}
+	h.keepOld = on.KeepOld
 	if len(on.Fields) > 0 && h.types == 1<<Delete {
 		return fmt.Errorf("opbus: handler %q: fields %v can never change on Delete: a delete handler sees the last state whole", id, on.Fields)
 	}

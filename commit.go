@@ -119,6 +119,12 @@ func (b *Bus) dropOrphans(d *dispatch) {
 			d.dirty = true
 		}
 	}
+	for id := range d.rec.olds {
+		if h, ok := b.index[id]; !ok || !b.handlers[h].keepOld {
+			delete(d.rec.olds, id)
+			d.dirty = true
+		}
+	}
 	for id := range d.rec.good {
 		if _, ok := b.index[id]; !ok {
 			delete(d.rec.good, id)

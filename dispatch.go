@@ -473,6 +473,11 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 			changes = d.b.cmp.Compare(base, d.new)
 		}
 	}
+	if old == nil && typ == Update && h.keepOld {
+		if kept := d.keptOld(h); kept != nil {
+			old, changes = kept, d.b.cmp.Compare(kept, d.new)
+		}
+	}
 	if old == nil && d.new != nil && typ != Delete {
 		if d.all == nil {
 			d.all = d.b.cmp.Compare(nil, d.new)
@@ -542,6 +547,9 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 		b.log.Debug("opbus: handler succeeded", "key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took, "status", st.String())
 	}
 	d.rec.digests[h.idx] = cur
+	if h.keepOld && typ != Delete {
+		b.keepOld(d, h)
+	}
 	delete(d.rec.fails, h.id)
 	delete(d.rec.good, h.id)
 	d.ks.forgetBehind(h.idx)

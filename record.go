@@ -46,6 +46,7 @@ type record struct {
 	slots   Slots
 	values  map[string]string // named values set by handlers and state machines
 	pending *pendingStates    // observed states not handled when the bus stopped, oldest first; nil for none
+	olds    map[string][]byte // handler ID → snapshot of its fields at its last success (On.KeepOld)
 }
 
 // pendingStates is a list behind a pointer: most records have none, and a
@@ -92,6 +93,7 @@ type wireRecord struct {
 	Good    Slots                  `json:"good,omitempty"`
 	Values  map[string]string      `json:"values,omitempty"`
 	Pending []wirePending          `json:"pending,omitempty"`
+	Olds    map[string][]byte      `json:"olds,omitempty"`
 }
 
 type wireFailure struct {
@@ -186,6 +188,17 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 			return fail("pending state %d: %v", i, err)
 		}
 		r.addPending(pendingState{Deleted: p.Deleted, Object: obj})
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.Olds)) {
+		if _, err := decodeSnapshot(w.Olds[id]); err != nil {
+			return fail("last handled value of %q: %v", id, err)
+		}
+		if _, ok := index[id]; ok {
+			if r.olds == nil {
+				r.olds = map[string][]byte{}
+			}
+			r.olds[id] = w.Olds[id]
+		}
 	}
 	return r, nil
 }

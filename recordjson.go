@@ -115,6 +115,19 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		}
 		buf = append(buf, ']')
 	}
+	if len(r.olds) > 0 {
+		buf = append(buf, `,"olds":{`...)
+		for n, id := range sortedKeys(r.olds) {
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, id)
+			buf = append(buf, ':', '"')
+			buf = base64.StdEncoding.AppendEncode(buf, r.olds[id])
+			buf = append(buf, '"')
+		}
+		buf = append(buf, '}')
+	}
 	return append(buf, '}'), nil
 }
 
