@@ -88,13 +88,24 @@ func spliceHeadlines(doc, table, file string) (string, error) {
 	return doc[:i] + "\n" + table + doc[j:], nil
 }
 
+// renderRun says which run the headline ratios come from, from the machine file's
+// lines (nothing if there are none).
+func renderRun(w io.Writer, machine map[string]string) {
+	if machine["started"] == "" {
+		return
+	}
+	fmt.Fprintf(w, "The run of %s by `make bench` (`scripts/bench`): %s, %s cores, `-count %s`, `-benchtime %s`.\n\n",
+		machine["started"], orUnknown(machine["go-version"]), orUnknown(machine["cores"]), orUnknown(machine["count"]), orUnknown(machine["benchtime"]))
+}
+
 // writeHeadlines replaces the headline table of the Markdown file readme.
-func writeHeadlines(readme string, hs []headline) error {
+func writeHeadlines(readme string, machine map[string]string, hs []headline) error {
 	b, err := os.ReadFile(readme)
 	if err != nil {
 		return err
 	}
 	var table bytes.Buffer
+	renderRun(&table, machine)
 	renderHeadlines(&table, hs)
 	doc, err := spliceHeadlines(string(b), table.String(), readme)
 	if err != nil {

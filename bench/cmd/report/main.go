@@ -22,7 +22,8 @@
 // write (their figures on the targets are read from them). With -missed instead of
 // -doc it prints the profiles to take for the missed targets, one per line: id, module
 // directory, package and -bench regexp, separated by tabs. With -headline it prints
-// the table of headline ratios that README.md shows.
+// the table of headline ratios that README.md shows, after a line naming the run
+// (-machine); with -readme as well it writes them between the markers of that file.
 //
 // The raw files are `go test -bench` output in the Go benchmark format; configuration
 // lines before it (command, go-version, cpu-model, cores, date, load-average) are shown
@@ -78,9 +79,16 @@ func generate(o options) error {
 		if err != nil {
 			return err
 		}
-		if o.readme != "" {
-			return writeHeadlines(o.readme, headlines(lib, peers))
+		var machine map[string]string
+		if o.machine != "" {
+			if machine, err = readConfig(o.machine); err != nil {
+				return err
+			}
 		}
+		if o.readme != "" {
+			return writeHeadlines(o.readme, machine, headlines(lib, peers))
+		}
+		renderRun(os.Stdout, machine)
 		renderHeadlines(os.Stdout, headlines(lib, peers))
 		return nil
 	case o.doc || o.missed:
