@@ -386,16 +386,12 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	}
 	index := b.index
 	b.mu.Unlock()
-	data, err := b.store.Load(ctx, key)
-	if err != nil {
+	rec, err := b.readRecord(ctx, key, index)
+	switch {
+	case err != nil:
 		return Status{}, nil, err
-	}
-	if data == nil {
+	case rec == nil:
 		return Status{}, Slots{}, nil
-	}
-	rec, err := decodeRecord(key, data, index)
-	if err != nil {
-		return Status{}, nil, err
 	}
 	return rec.slots.Summary(), rec.slots.clone(), nil
 }
@@ -413,33 +409,12 @@ func (b *Bus) Value(ctx context.Context, key Key, name string) (string, bool, er
 	}
 	index := b.index
 	b.mu.Unlock()
-	data, err := b.store.Load(ctx, key)
-	if err != nil || data == nil {
-		return "", false, err
-	}
-	rec, err := decodeRecord(key, data, index)
-	if err != nil {
+	rec, err := b.readRecord(ctx, key, index)
+	if err != nil || rec == nil {
 		return "", false, err
 	}
 	v, set := rec.values[name]
 	return v, set, nil
-}
-
-// Stats returns the bus's counters.
-func (b *Bus) Stats() Stats {
-	b.mu.Lock()
-	q := b.queued
-	b.mu.Unlock()
-	return Stats{
-		Observed:   b.stats.observed.Load(),
-		Dispatched: b.stats.dispatched.Load(),
-		Ran:        b.stats.ran.Load(),
-		Failed:     b.stats.failed.Load(),
-		Panicked:   b.stats.panicked.Load(),
-		Retried:    b.stats.retried.Load(),
-		Coalesced:  b.stats.coalesced.Load(),
-		Queued:     q,
-	}
 }
 
 // slotIDs returns the IDs of every status slot registered so far (of

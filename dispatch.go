@@ -285,17 +285,17 @@ func (b *Bus) restart(ks *keyState, inc string) {
 
 // load reads the record of ks.
 func (b *Bus) load(ctx context.Context, ks *keyState) error {
-	data, err := b.store.Load(ctx, ks.key)
-	if err != nil {
+	rec, err := b.readRecord(ctx, ks.key, b.index)
+	var bad *RecordError
+	if err != nil && !errors.As(err, &bad) {
 		b.log.Error("opbus: loading record", "key", ks.key.String(), "err", err)
 		return fmt.Errorf("opbus: loading record of %v: %w", ks.key, err)
 	}
-	if data == nil {
+	if err == nil && rec == nil {
 		ks.rec = newRecord(len(b.handlers))
 		ks.saved = true
 		return nil
 	}
-	rec, err := decodeRecord(ks.key, data, b.index)
 	if err != nil {
 		b.log.Error("opbus: stored record cannot be read; its handlers wait until it is repaired or deleted", "key", ks.key.String(), "err", err)
 		if b.sink != nil && (ks.x == nil || ks.x.loadFails == 0) {

@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -119,6 +120,17 @@ func encodeDigest(d digest) string { return base64.RawURLEncoding.EncodeToString
 // encode writes the record; ids names the handlers by index.
 func (r *record) encode(ids []string) ([]byte, error) {
 	return appendRecordJSON(make([]byte, 0, 256), r, ids)
+}
+
+// readRecord loads and decodes the record of key, nil if there is none:
+// the one path by which the bus reads records. index maps handler IDs to
+// indexes. A record that cannot be read is a *RecordError.
+func (b *Bus) readRecord(ctx context.Context, key Key, index map[string]int) (*record, error) {
+	data, err := b.store.Load(ctx, key)
+	if err != nil || data == nil {
+		return nil, err
+	}
+	return decodeRecord(key, data, index)
 }
 
 // decodeRecord reads a stored record strictly: unknown fields, a wrong
