@@ -26,6 +26,8 @@ type dispatch struct {
 	dirty bool   // rec changed
 	errs  []error
 	due   time.Time // earliest retry due; zero for none
+	// storeFail: a save or publish of this pass failed (counted once).
+	storeFail bool
 }
 
 func (d *dispatch) setValue(name, value string) {
