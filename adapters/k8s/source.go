@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -30,15 +31,16 @@ import (
 // Create it with [New], build the bus with [Source.BusOptions], register
 // handlers, then call [Source.Run]. A Source runs once.
 type Source struct {
-	opts   Options
-	name   string
-	log    *slog.Logger
-	dyn    dynamic.Interface
-	disc   discovery.DiscoveryInterface
-	events corev1client.EventsGetter
-	leases coordinationv1client.LeasesGetter
-	store  *store
-	sink   *sink
+	opts    Options
+	name    string
+	log     *slog.Logger
+	dyn     dynamic.Interface
+	disc    discovery.DiscoveryInterface
+	openapi openapi.ClientWithContext
+	events  corev1client.EventsGetter
+	leases  coordinationv1client.LeasesGetter
+	store   *store
+	sink    *sink
 
 	refusals refusals
 	eventLog eventLog
@@ -48,6 +50,7 @@ type Source struct {
 	kinds map[string]*resource // by key kind; set once by Run
 
 	shutdown time.Duration // the bus's ShutdownTimeout, as BusOptions saw it; 0: the default
+	ignored  []string      // the bus's Ignore, as BusOptions saw it
 
 	names *names          // what it writes, after its name
 	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
@@ -88,9 +91,11 @@ func New(opts *Options) (*Source, error) {
 	if s.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
-	if s.disc, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
+	s.disc, s.openapi = disc, openapi.NewClientWithContext(disc.RESTClient())
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
@@ -132,6 +137,7 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	maps.Copy(keys, out.ListKeys)
 	out.ListKeys = keys
 	ignore := slices.Clone(out.Ignore)
+	user := slices.Clone(out.Ignore)
 	for _, p := range Ignore {
 		if !slices.Contains(ignore, p) && !slices.Contains(opbus.DefaultIgnore, p) {
 			ignore = append(ignore, p)
@@ -144,6 +150,7 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	out.Incarnation = Incarnation
 	s.mu.Lock()
 	s.shutdown = out.ShutdownTimeout
+	s.ignored = user
 	s.mu.Unlock()
 	return out
 }
@@ -206,6 +213,13 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 		}
 		kinds[r.keyKind] = r
 		rs = append(rs, r)
+	}
+	subs := bus.Subscriptions()
+	if err := checkKinds(subs, rs); err != nil {
+		return err
+	}
+	if err := s.checkFields(ctx, subs, rs); err != nil {
+		return err
 	}
 	if err := s.declare(bus, rs); err != nil {
 		return err
