@@ -1,18 +1,26 @@
 package k8s
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/openapi"
+	"k8s.io/client-go/openapi/openapitest"
 
 	"github.com/opbus/opbus"
 )
 
 // TestSchemaCheck checks paths against the schema of a custom resource
-// written as the API server publishes it (testdata/openapi-gadgets.json):
+// written as the API server publishes it (testdata/openapi-widgets.json):
 // a path is refused only where the schema says its field cannot exist.
 func TestSchemaCheck(t *testing.T) {
-	data, err := os.ReadFile("testdata/openapi-gadgets.json")
+	data, err := os.ReadFile("testdata/openapi-widgets.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,9 +28,9 @@ func TestSchemaCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := doc.kind("example.com", "v1", "Gadget")
+	root := doc.kind("example.com", "v1", "Widget")
 	if root == nil {
-		t.Fatal("no schema of kind Gadget")
+		t.Fatal("no schema of kind Widget")
 	}
 	for _, tc := range []struct {
 		path string
@@ -92,5 +100,59 @@ func TestNearest(t *testing.T) {
 	}
 	if d := distance("kitten", "sitting"); d != 3 {
 		t.Errorf("distance(kitten, sitting) = %d, want 3", d)
+	}
+}
+
+// fakeSchemas returns an OpenAPI client that serves
+// testdata/openapi-widgets.json as the schema of example.com/v1 and no
+// other; err, if not nil, is what it returns instead.
+func fakeSchemas(t *testing.T, err error) openapi.ClientWithContext {
+	data, rerr := os.ReadFile("testdata/openapi-widgets.json")
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return openapi.ToClientWithContext(openapitest.FakeClient{ForcedErr: err, PathsMap: map[string]openapi.GroupVersion{
+		"apis/example.com/v1": openapitest.FakeGroupVersion{GVSpec: data},
+	}})
+}
+
+// TestSchemaUnavailable checks that a schema the Source cannot read (the
+// server refuses it, publishes none, or not for this kind yet) leaves the
+// fields unchecked, with one log line, and that the same field is refused
+// where the schema is known.
+func TestSchemaUnavailable(t *testing.T) {
+	subs := []opbus.Subscription{
+		{ID: "a", Fields: []opbus.Path{opbus.MustParsePath("spec.verison")}},
+		{ID: "b", Fields: []opbus.Path{opbus.MustParsePath("spec.sise")}},
+	}
+	widgetsRes := &resource{gvr: widgets, kind: "Widget", keyKind: "Widget.example.com"}
+	podsRes := &resource{gvr: pods, kind: "Pod", keyKind: "Pod"}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(`User "op" cannot get path "/openapi/v3"`))
+	for _, tc := range []struct {
+		name    string
+		openapi openapi.ClientWithContext
+		rs      []*resource
+		want    string // "" for no error
+		logs    int
+	}{
+		{"forbidden", fakeSchemas(t, forbidden), []*resource{widgetsRes}, "", 1},
+		{"not published for this group version", fakeSchemas(t, nil), []*resource{podsRes}, "", 1},
+		{"one kind of two unknown", fakeSchemas(t, nil), []*resource{widgetsRes, podsRes}, "", 1},
+		{"known", fakeSchemas(t, nil), []*resource{widgetsRes}, `k8s: handler "a" subscribes to spec.verison, which no object can have: Widget.example.com (by the API server's schema of widgets in example.com/v1): spec has no field "verison": did you mean spec.version?`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			s := &Source{log: slog.New(slog.NewTextHandler(&logs, nil)), openapi: tc.openapi}
+			err := s.checkFields(context.Background(), subs, tc.rs)
+			if tc.want == "" && err != nil {
+				t.Errorf("got %v, want no error", err)
+			}
+			if tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)) {
+				t.Errorf("got %v, want an error starting %q", err, tc.want)
+			}
+			if n := strings.Count(logs.String(), "no schema for some watched resources"); n != tc.logs {
+				t.Errorf("logged %d times, want %d:\n%s", n, tc.logs, logs.String())
+			}
+		})
 	}
 }
