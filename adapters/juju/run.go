@@ -29,8 +29,10 @@ type Options struct {
 	StateKey string
 	// Endpoints lists the charm's relation endpoints. Nil means those in
 	// metadata.yaml or charmcraft.yaml in the charm directory
-	// ([ReadEndpoints]). They are read when a handler subscribes to every
-	// endpoint, and checked against the endpoints handlers name.
+	// ([ReadEndpoints]; see "What is read" in the package documentation
+	// for where the charm directory is found). They are read when a
+	// handler subscribes to every endpoint, and checked against the
+	// endpoints handlers name.
 	Endpoints []string
 	// Bus configures the bus. Run sets its Store (the unit's state) and
 	// Logger (juju-log).

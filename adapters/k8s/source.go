@@ -163,9 +163,11 @@ func Incarnation(obj map[string]any) string { return uid(obj) }
 
 // Run watches the resources and runs bus until ctx ends, then returns
 // after the bus has drained (see [opbus.Bus.Run]). Before the bus starts,
-// Run asks the API server about each resource, and declares to the bus the
-// paths it writes that depend on the handlers registered (the conditions
-// of their slots, the finalizers); handlers must be registered before.
+// Run asks the API server about each resource, checks the handlers' kinds
+// and fields against what it serves (see "Checked at startup" in the
+// package documentation), and declares to the bus the paths it writes that
+// depend on the handlers registered (the conditions of their slots, the
+// finalizers); handlers must be registered before.
 //
 // With [Options].LeaderElection, Run watches and dispatches only while it
 // holds the Lease. When ctx ends it stops, then releases the Lease, so
