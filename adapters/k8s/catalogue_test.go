@@ -191,7 +191,7 @@ func badInputs() []badInput {
 				return b.Handle("version", noop, opbus.On{Fields: []string{"spec.verison"}})
 			})
 		}, `k8s: handler "version" subscribes to spec.verison, which no object can have: Widget.example.com (by the API server's schema of widgets in example.com/v1): ` +
-			`spec has no field "verison": did you mean spec.version? known: version, extra, members, port, raw, size, … (9 in all)`},
+			`spec has no field "verison": did you mean spec.version? known: version, extra, members, port, raw, size, … (10 in all)`},
 		{"k8s run", `On{Fields: ["spec.members[nmae=a]"]} on Widgets`, func(t *testing.T) error {
 			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
 				return b.Handle("members", noop, opbus.On{Fields: []string{"spec.members[nmae=a]"}})

@@ -32,6 +32,7 @@ type schemaNode struct {
 	AnyOf                []*schemaNode          `json:"anyOf"`
 	PreserveUnknown      bool                   `json:"x-kubernetes-preserve-unknown-fields"`
 	EmbeddedResource     bool                   `json:"x-kubernetes-embedded-resource"`
+	IntOrString          bool                   `json:"x-kubernetes-int-or-string"`
 	GVK                  []struct {
 		Group, Version, Kind string
 	} `json:"x-kubernetes-group-version-kind"`
@@ -134,6 +135,9 @@ func (d *openAPIDoc) shapeOf(ns []*schemaNode) *shape {
 		}
 		if n.Type != "" {
 			s.types[n.Type] = true
+		}
+		if n.IntOrString {
+			s.types["integer"], s.types["string"] = true, true
 		}
 		for k, p := range n.Properties {
 			s.props[k] = append(s.props[k], p)

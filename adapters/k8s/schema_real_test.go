@@ -139,6 +139,7 @@ func TestMisspeltFieldsFailAtStart(t *testing.T) {
 		{"a misspelt list key", gizmos, nil, "spec.members[nmae=a].role", []string{`the elements of spec.members have no field "nmae" to match: did you mean name?`}},
 		{"a misspelt condition field", gizmos, nil, "status.conditions[type=Ready].stauts", []string{`did you mean status.conditions[type=Ready].status?`}},
 		{"a field below a string", gizmos, nil, "spec.version.major", []string{`spec.version is a string: nothing is below it`}},
+		{"a field below an int-or-string", gizmos, nil, "spec.port.number", []string{`spec.port is an integer or string: nothing is below it`}},
 		{"a misspelt metadata field", gizmos, nil, "metadata.lables.app", []string{`metadata has no field "lables": did you mean metadata.labels?`}},
 		{"a misspelt Pod field", pods, nil, "spec.nodeNme", []string{`Pod (by the API server's schema of pods in v1): spec has no field "nodeNme": did you mean spec.nodeName?`}},
 		{"a misspelt container field", pods, nil, "status.containerStatuses[name=app].stat", []string{`status.containerStatuses[name=app] has no field "stat": did you mean status.containerStatuses[name=app].state?`}},
