@@ -149,8 +149,8 @@ func readSchema(ctx context.Context, paths map[string]openapi.GroupVersionWithCo
 // resource in scope has no known schema.
 func (s *Source) checkFields(ctx context.Context, subs []opbus.Subscription, rs []*resource) error {
 	ignored := s.userIgnored()
-	if !slices.ContainsFunc(subs, func(sub opbus.Subscription) bool { return len(sub.Fields) > 0 }) && len(ignored) == 0 {
-		return nil // nothing to check: no need to read the schemas
+	if !slices.ContainsFunc(subs, func(sub opbus.Subscription) bool { return len(sub.Fields) > 0 }) && len(ignored) == 0 || s.openapi == nil {
+		return nil // nothing to check (no need to read the schemas), or no client to read them with
 	}
 	schemas := s.readSchemas(ctx, rs)
 	for _, sub := range subs {
