@@ -140,3 +140,55 @@ func keysUnder(doc string, path []string) (keys []string, found bool, err error)
 	slices.Sort(keys)
 	return keys, found, nil
 }
+
+// readActionParams returns the names of the parameters of the charm's
+// actions, all actions together, sorted: the keys under <action>.params in
+// actions.yaml in dir or, without one, under actions.<action>.params in
+// charmcraft.yaml. A charm directory with neither declares no actions (nil
+// error, empty list). It is an error wrapping [fs.ErrNotExist] when dir
+// holds none of actions.yaml, charmcraft.yaml and metadata.yaml.
+func readActionParams(dir string) ([]string, error) {
+	sources := []struct {
+		name string
+		path []string // where the actions are
+	}{{"actions.yaml", nil}, {"charmcraft.yaml", []string{"actions"}}}
+	var errs []error
+	for _, src := range sources {
+		path := filepath.Join(dir, src.name)
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("juju: reading action parameters: %w", err)
+		}
+		actions, found, err := keysUnder(string(data), src.path)
+		if err != nil {
+			return nil, fmt.Errorf("juju: reading action parameters from %s: %w", path, err)
+		}
+		if !found && src.path != nil {
+			continue // a charmcraft.yaml without actions
+		}
+		params := []string{}
+		for _, a := range actions {
+			ps, _, err := keysUnder(string(data), append(slices.Clone(src.path), a, "params"))
+			if err != nil {
+				return nil, fmt.Errorf("juju: reading action parameters from %s: %w", path, err)
+			}
+			for _, p := range ps {
+				if !slices.Contains(params, p) {
+					params = append(params, p)
+				}
+			}
+		}
+		slices.Sort(params)
+		return params, nil
+	}
+	for _, name := range charmFiles {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return []string{}, nil
+		}
+	}
+	return nil, fmt.Errorf("juju: reading action parameters: %w", errors.Join(errs...))
+}

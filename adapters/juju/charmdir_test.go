@@ -91,3 +91,57 @@ func TestFindCharmDir(t *testing.T) {
 		})
 	}
 }
+
+func TestReadActionParams(t *testing.T) {
+	charmcraft := `type: charm
+actions:
+  backup:
+    description: Back up.
+    params:
+      target:
+        type: string
+      compress:
+        type: boolean
+  restore:
+    params:
+      target:
+        type: string
+      from:
+        type: string
+config:
+  options:
+    kind:
+      type: string
+`
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  []string
+		err   error
+	}{
+		{"actions.yaml", map[string]string{"actions.yaml": "backup:\n  params:\n    target:\n      type: string\nreset: {}\n", "metadata.yaml": "name: x\n"}, []string{"target"}, nil},
+		{"charmcraft.yaml", map[string]string{"charmcraft.yaml": charmcraft}, []string{"compress", "from", "target"}, nil},
+		{"charmcraft.yaml without actions", map[string]string{"charmcraft.yaml": "type: charm\n"}, []string{}, nil},
+		{"metadata.yaml alone", map[string]string{"metadata.yaml": "name: x\n"}, []string{}, nil},
+		{"no charm", nil, nil, fs.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, data := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := readActionParams(dir)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Errorf("got %v, %v; want an error wrapping %v", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

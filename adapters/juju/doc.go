@@ -74,18 +74,21 @@
 // action or a relation that does not exist (hook.evnt, relations.db[*].ap-data),
 // a path below a string or a bool (leader.x), an endpoint the charm does
 // not declare (relations.dbb: "did you mean relations.db?"), a config
-// option it does not declare (config.prot), and a Kind other than
-// [ObjectUnit] and [ObjectApplication].
+// option or an action parameter it does not declare (config.prot,
+// action.params.targt), and a Kind other than [ObjectUnit] and
+// [ObjectApplication].
 //
 // The charm's declarations are read from the charm directory: the
 // endpoints from metadata.yaml (or charmcraft.yaml), unless
 // [Options.Endpoints] lists them; the config options from config.yaml (or
 // the config.options of charmcraft.yaml; a charm with neither declares
-// none). The charm directory is JUJU_CHARM_DIR, which Juju sets for every
+// none); the parameters of its actions, all actions together, from
+// actions.yaml (or the actions of charmcraft.yaml). The charm directory is
+// JUJU_CHARM_DIR, which Juju sets for every
 // hook; without it, the first of the working directory (Juju runs hooks
 // in the charm directory), the program's directory and its parent (a
 // binary in bin/) that holds metadata.yaml or charmcraft.yaml. When none
-// does, endpoints and config options are not checked.
+// does, endpoints, config options and action parameters are not checked.
 //
 // # Hooks and actions
 //

@@ -186,6 +186,7 @@ type declared struct {
 	endpoints    []string // relation endpoints, sorted; nil when unknown
 	endpointsErr error    // why endpoints is nil
 	options      []string // config options, sorted; nil when unknown
+	params       []string // the parameters of all actions, sorted; nil when unknown
 }
 
 // fieldsOf lists the fields of the document's objects that have fixed
@@ -271,7 +272,8 @@ func newPlan(subs []opbus.Subscription, charm declared) (*plan, error) {
 // checkField refuses a field f of handler id, whose top-level field is in
 // the document, that the document cannot have: a field of hook, model,
 // action or a relation that is not one, a field below a string or a bool,
-// an endpoint or a config option the charm does not declare.
+// an endpoint, a config option or an action parameter the charm does not
+// declare.
 func checkField(id string, f opbus.Path, charm declared) error {
 	top := f[0].Key
 	below := func(i int, what string, names []string) error {
@@ -286,8 +288,19 @@ func checkField(id string, f opbus.Path, charm declared) error {
 		if len(f) > 1 {
 			return fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (%s is a %s: nothing is below it)", id, f, top, map[string]string{"unit": "string", "app": "string", "leader": "bool"}[top])
 		}
-	case "hook", "model", "action":
+	case "hook", "model":
 		return below(1, top, fieldsOf[top])
+	case "action":
+		if err := below(1, top, fieldsOf[top]); err != nil {
+			return err
+		}
+		if len(f) < 3 || f[1] != opbus.MapKey("params") || f[2].Kind != opbus.SegKey || charm.params == nil || slices.Contains(charm.params, f[2].Key) {
+			return nil
+		}
+		if len(charm.params) == 0 {
+			return fmt.Errorf("juju: handler %q subscribes to %s, but no action of the charm has parameters", id, f)
+		}
+		return fmt.Errorf("juju: handler %q subscribes to %s, but no action of the charm has a parameter %q (%sits actions' parameters are %s)", id, f, f[2].Key, didYouMean("action.params.", f[2].Key, charm.params), strings.Join(charm.params, ", "))
 	case "config":
 		if len(f) < 2 || f[1].Kind != opbus.SegKey || charm.options == nil || slices.Contains(charm.options, f[1].Key) {
 			return nil

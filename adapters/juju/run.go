@@ -164,6 +164,9 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints [
 		if charm.options, err = readConfigOptions(dir); err != nil {
 			r.log.Debug("juju: the charm's config options are not known: config fields are not checked", "err", err)
 		}
+		if charm.params, err = readActionParams(dir); err != nil {
+			r.log.Debug("juju: the charm's action parameters are not known: action.params fields are not checked", "err", err)
+		}
 	}
 	r.plan, err = newPlan(r.bus.Subscriptions(), charm)
 	return err

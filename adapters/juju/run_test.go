@@ -200,6 +200,12 @@ func TestRegistrationErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	inNoConfig := func(c *jujutest.Context) { c.Options, c.CharmDir = nil, noConfig }
+	withActions := t.TempDir() // a charm with actions
+	if err := errors.Join(os.WriteFile(filepath.Join(withActions, "metadata.yaml"), []byte("name: web\n"), 0o644),
+		os.WriteFile(filepath.Join(withActions, "actions.yaml"), []byte("backup:\n  params:\n    target:\n      type: string\n"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	inWithActions := func(c *jujutest.Context) { c.Options, c.CharmDir = nil, withActions }
 	tests := []struct {
 		name  string
 		hs    []handler
@@ -228,6 +234,10 @@ func TestRegistrationErrors(t *testing.T) {
 			`juju: handler "h" subscribes to config.port, but the charm declares no config options`},
 		{"endpoint read from metadata.yaml", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"relations.dbs"}}}}, inNoConfig,
 			`the charm has no endpoint "dbs" (did you mean relations.db? its endpoints are db)`},
+		{"misspelt action parameter", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"action.params.targt"}}}}, inWithActions,
+			`juju: handler "h" subscribes to action.params.targt, but no action of the charm has a parameter "targt" (did you mean action.params.target? its actions' parameters are target)`},
+		{"action parameter of a charm without actions", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"action.params.target"}}}}, inNoConfig,
+			`juju: handler "h" subscribes to action.params.target, but no action of the charm has parameters`},
 		{"kind in another case", []handler{{"h", returns(opbus.Status{}), opbus.On{Kinds: []string{"Unit"}}}}, nil,
 			`so it would never run (did you mean "unit"?)`},
 		{"unknown endpoint", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"relations.istio-pliot"}}}}, nil,
