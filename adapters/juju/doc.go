@@ -83,12 +83,12 @@
 // [Options.Endpoints] lists them; the config options from config.yaml (or
 // the config.options of charmcraft.yaml; a charm with neither declares
 // none); the parameters of its actions, all actions together, from
-// actions.yaml (or the actions of charmcraft.yaml). The charm directory is
-// JUJU_CHARM_DIR, which Juju sets for every
-// hook; without it, the first of the working directory (Juju runs hooks
-// in the charm directory), the program's directory and its parent (a
-// binary in bin/) that holds metadata.yaml or charmcraft.yaml. When none
-// does, endpoints, config options and action parameters are not checked.
+// actions.yaml (or the actions of charmcraft.yaml). The charm directory
+// is JUJU_CHARM_DIR, which Juju sets for every hook; without it, the
+// first of the working directory (Juju runs hooks in the charm
+// directory), the program's directory and its parent (a binary in bin/)
+// that holds metadata.yaml or charmcraft.yaml. When none does, endpoints,
+// config options and action parameters are not checked.
 //
 // # Hooks and actions
 //
