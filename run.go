@@ -99,14 +99,17 @@ func (b *Bus) Run(ctx context.Context) error {
 // before Run started, which nothing would run otherwise; b.mu is held.
 func (b *Bus) armRetries() {
 	for _, ks := range b.keys {
-		if due := ks.failureDue(); !due.IsZero() && !ks.busy {
+		if ks.busy {
+			continue // its holder owns ks.rec; it arms its own retry
+		}
+		if due := ks.failureDue(); !due.IsZero() {
 			b.retryAt(ks, due)
 		}
 	}
 }
 
 // failureDue returns when the earliest retry of a failed handler of ks is
-// due, or the zero time if none is; b.mu is held.
+// due, or the zero time if none is; b.mu is held and ks is not busy.
 func (ks *keyState) failureDue() time.Time {
 	var due time.Time
 	if ks.rec == nil {
