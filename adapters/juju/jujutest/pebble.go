@@ -50,6 +50,7 @@ type Pebble struct {
 	files    map[string]*pebbleFile
 	layers   []*pebbleLayer
 	running  map[string]string // service → the definition it started with (JSON)
+	starts   map[string]int    // service → how many times it started
 	checks   map[string]*juju.CheckInfo
 	changes  map[string]*pebbleChange
 	execs    map[string]*pebbleExec // by task ID
@@ -122,6 +123,7 @@ func ListenPebble(dir, name string) (*Pebble, error) {
 		Name: name, Socket: sock, ln: ln,
 		files:   map[string]*pebbleFile{},
 		running: map[string]string{},
+		starts:  map[string]int{},
 		checks:  map[string]*juju.CheckInfo{},
 		changes: map[string]*pebbleChange{},
 		execs:   map[string]*pebbleExec{},

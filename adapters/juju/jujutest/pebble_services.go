@@ -51,6 +51,14 @@ func (p *Pebble) serviceInfos(names []string) []juju.ServiceInfo {
 	return out
 }
 
+// Starts returns how many times the service has started (a restart
+// counts), so that a test can tell whether a replan restarted it.
+func (p *Pebble) Starts(service string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts[service]
+}
+
 // splitNames splits a names= query.
 func splitNames(q string) []string {
 	if q == "" {
@@ -100,6 +108,7 @@ func (p *Pebble) postServices(w http.ResponseWriter, r *http.Request) {
 		}
 		def, _ := json.Marshal(svcs[name])
 		p.running[name] = string(def)
+		p.starts[name]++
 		return nil
 	}
 	var err error

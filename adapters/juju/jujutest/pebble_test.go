@@ -278,3 +278,49 @@ func TestFakePebbleExecFunc(t *testing.T) {
 		t.Errorf("a command that cannot run: got %v, want Pebble's change error", err)
 	}
 }
+
+// TestFakePebbleReplan: layers combine as Pebble's do (merge merges maps
+// and appends lists, replace replaces), and a replan restarts only the
+// services whose definition changed.
+func TestFakePebbleReplan(t *testing.T) {
+	dir := jujutest.PebbleDir(t)
+	p := jujutest.StartPebble(t, dir, "workload")
+	c := juju.NewContainer("workload", dir)
+	ctx := context.Background()
+	add := func(label string, svc *juju.Service, combine bool) {
+		t.Helper()
+		if err := c.AddLayer(ctx, label, &juju.Layer{Services: map[string]*juju.Service{"app": svc}}, combine); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replan := func(wantStarts int) {
+		t.Helper()
+		if err := c.Replan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Starts("app"); got != wantStarts {
+			t.Errorf("app started %d times, want %d", got, wantStarts)
+		}
+	}
+	add("base", &juju.Service{Override: "replace", Command: "app", Startup: "enabled", Environment: map[string]string{"A": "1"}, After: []string{"db"}}, false)
+	replan(1)
+	replan(1) // nothing changed
+	add("override", &juju.Service{Override: "merge", Environment: map[string]string{"B": "2"}, After: []string{"cache"}}, false)
+	if got := p.Starts("app"); got != 1 {
+		t.Errorf("adding a layer started app: %d starts, want 1", got)
+	}
+	replan(2)
+	want := &juju.Service{Command: "app", Startup: "enabled", Environment: map[string]string{"A": "1", "B": "2"}, After: []string{"db", "cache"}}
+	if got := p.Plan().Services["app"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("merged plan: got %+v, want %+v", got, want)
+	}
+	add("base", &juju.Service{Override: "replace", Command: "app2", Startup: "enabled"}, true)
+	replan(3)
+	want = &juju.Service{Command: "app2", Startup: "enabled", Environment: map[string]string{"B": "2"}, After: []string{"cache"}}
+	if got := p.Plan().Services["app"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("after replacing in the combined base layer: got %+v, want %+v", got, want)
+	}
+	if got := p.Layers(); !reflect.DeepEqual(got, []string{"base", "override"}) {
+		t.Errorf("layers: got %q", got)
+	}
+}
