@@ -92,6 +92,7 @@ type PebbleError struct {
 	Message string
 }
 
+// Error names the container, its socket and Pebble's message.
 func (e *PebbleError) Error() string {
 	return fmt.Sprintf("juju: container %q (socket %s): pebble: %s", e.Container, e.Socket, e.Message)
 }

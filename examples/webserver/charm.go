@@ -47,9 +47,9 @@ func workload(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 	layer := &juju.Layer{
 		Summary: "web server",
 		Services: map[string]*juju.Service{service: {
-			Override:    "replace",
-			Command:     serverBin + " --config " + configFile,
-			Startup:     "enabled",
+			Override: "replace",
+			Command:  serverBin + " --config " + configFile,
+			Startup:  "enabled",
 			// The configuration's digest makes the definition change with
 			// the file, so that a replan restarts the server for it.
 			Environment: map[string]string{"CONFIG_SHA256": hex.EncodeToString(sum[:])},

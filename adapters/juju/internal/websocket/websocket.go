@@ -89,6 +89,7 @@ type HandshakeError struct {
 	Body   []byte
 }
 
+// Error names the path, the status and the body.
 func (e *HandshakeError) Error() string {
 	return fmt.Sprintf("websocket handshake for %s: status %d: %s", e.Path, e.Status, strings.TrimSpace(string(e.Body)))
 }
