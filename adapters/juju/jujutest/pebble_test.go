@@ -44,7 +44,7 @@ func pebbleTargets() []pebbleTarget {
 
 // startRealPebble runs a real pebble for container "workload" until the
 // test ends.
-func startRealPebble(t *testing.T, bin string) *juju.Container {
+func startRealPebble(t testing.TB, bin string) *juju.Container {
 	t.Helper()
 	dir := jujutest.PebbleDir(t)
 	c := juju.NewContainer("workload", dir)
@@ -322,5 +322,57 @@ func TestFakePebbleReplan(t *testing.T) {
 	}
 	if got := p.Layers(); !reflect.DeepEqual(got, []string{"base", "override"}) {
 		t.Errorf("layers: got %q", got)
+	}
+}
+
+// BenchmarkPebble measures the client's round trips: the system-info probe
+// behind containers.<name>.can_connect, a push, and an exec (a request,
+// three websockets and the change's wait), against the fake and, when
+// OPBUS_PEBBLE_BIN names one, a real pebble.
+func BenchmarkPebble(b *testing.B) {
+	targets := []struct {
+		name  string
+		start func(b *testing.B) *juju.Container
+	}{{"fake", func(b *testing.B) *juju.Container {
+		dir := jujutest.PebbleDir(b)
+		jujutest.StartPebble(b, dir, "workload")
+		return juju.NewContainer("workload", dir)
+	}}}
+	if bin := os.Getenv(PebbleBinEnv); bin != "" {
+		targets = append(targets, struct {
+			name  string
+			start func(b *testing.B) *juju.Container
+		}{"real", func(b *testing.B) *juju.Container { return startRealPebble(b, bin) }})
+	}
+	ctx := context.Background()
+	for _, target := range targets {
+		c := target.start(b)
+		b.Run(target.name+"/system-info", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if !c.CanConnect(ctx) {
+					b.Fatal("cannot connect")
+				}
+			}
+		})
+		b.Run(target.name+"/push-1KiB", func(b *testing.B) {
+			b.ReportAllocs()
+			path := filepath.Join(os.TempDir(), "opbus-bench", "push")
+			data := bytes.Repeat([]byte("x"), 1024)
+			for b.Loop() {
+				if err := c.Push(ctx, path, data, &juju.PushOptions{MakeDirs: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			os.RemoveAll(filepath.Dir(path))
+		})
+		b.Run(target.name+"/exec-echo", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Exec(ctx, []string{"echo", "hi"}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
