@@ -73,10 +73,10 @@ func planContainers(subs []opbus.Subscription, known []string, knownErr error) (
 				if list == "" {
 					list = "none"
 				}
-				return nil, false, fmt.Errorf("juju: handler %q subscribes to %s, but the charm has no container %q (its containers are %s)", s.ID, f, name, list)
+				return nil, false, fmt.Errorf("juju: handler %q subscribes to %s, but the charm has no container %q (%sits containers are %s)", s.ID, f, name, didYouMean("containers.", name, known), list)
 			}
 			if len(f) > 2 && f[2].Kind == opbus.SegKey && !slices.Contains(containerFields, f[2].Key) {
-				return nil, false, fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (a container's fields are %s)", s.ID, f, strings.Join(containerFields, ", "))
+				return nil, false, fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (%sa container's fields are %s)", s.ID, f, didYouMean(f[:2].String()+".", f[2].Key, containerFields), strings.Join(containerFields, ", "))
 			}
 			names[name] = true
 		}

@@ -92,8 +92,8 @@ func TestContainerSubscriptionErrors(t *testing.T) {
 		charmDir string
 		want     string
 	}{
-		{"containers.wrokload", charmDir, `handler "h" subscribes to containers.wrokload, but the charm has no container "wrokload" (its containers are sidecar, workload)`},
-		{"containers.workload.can_conect", charmDir, `containers.workload.can_conect, which is not in the document (a container's fields are can_connect)`},
+		{"containers.wrokload", charmDir, `handler "h" subscribes to containers.wrokload, but the charm has no container "wrokload" (did you mean containers.workload? its containers are sidecar, workload)`},
+		{"containers.workload.can_conect", charmDir, `containers.workload.can_conect, which is not in the document (did you mean containers.workload.can_connect? a container's fields are can_connect)`},
 		{"containers[*].can_connect", "", `the charm's containers are unknown (JUJU_CHARM_DIR is not set, and neither the working directory nor the program's holds metadata.yaml or charmcraft.yaml); set Options.Containers`},
 	}
 	for _, tt := range tests {
