@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // DefaultPebbleDir is the directory that holds, in a sidecar charm's
@@ -40,13 +41,16 @@ var ErrCannotConnect = errors.New("cannot connect to pebble")
 // may be called concurrently. Every error names the container and the
 // socket; one Pebble returned is a *[PebbleError].
 //
-// A handler gets one with [Hook.Container].
+// A handler gets one with [Hook.Container]; a Container literal with Name
+// and Socket works too. Each request opens its own connection, so a
+// Container holds nothing open between calls and needs no closing.
 type Container struct {
 	// Name is the container's name, as metadata.yaml declares it.
 	Name string
 	// Socket is the path of its Pebble socket.
 	Socket string
 
+	once sync.Once
 	http *http.Client
 }
 
@@ -57,16 +61,23 @@ func NewContainer(name, dir string) *Container {
 	if dir == "" {
 		dir = DefaultPebbleDir
 	}
-	c := &Container{Name: name, Socket: filepath.Join(dir, name, "pebble.socket")}
-	c.http = &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
-	}}
-	return c
+	return &Container{Name: name, Socket: filepath.Join(dir, name, "pebble.socket")}
 }
 
 // Container returns the client of the workload container name, whose
 // socket is in [Hook.PebbleDir].
 func (h *Hook) Container(name string) *Container { return NewContainer(name, h.PebbleDir) }
+
+// client returns the HTTP client that reaches the socket.
+func (c *Container) client() *http.Client {
+	c.once.Do(func() {
+		c.http = &http.Client{Transport: &http.Transport{
+			DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
+			DisableKeepAlives: true,
+		}}
+	})
+	return c.http
+}
 
 // dial connects to the socket.
 func (c *Container) dial(ctx context.Context) (net.Conn, error) {
@@ -143,7 +154,7 @@ func (c *Container) do(ctx context.Context, method, path string, query url.Value
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.client().Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -280,7 +291,7 @@ func (c *Container) Pull(ctx context.Context, path string) ([]byte, error) {
 		return nil, c.wrap(err, doing)
 	}
 	req.Header.Set("Accept", "multipart/form-data")
-	resp, err := c.http.Do(req)
+	resp, err := c.client().Do(req)
 	if err != nil {
 		return nil, c.wrap(err, doing)
 	}
