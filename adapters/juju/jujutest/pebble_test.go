@@ -376,3 +376,24 @@ func BenchmarkPebble(b *testing.B) {
 		})
 	}
 }
+
+// TestPebbleExecCancel: cancelling ctx ends Exec with ctx's error while
+// the command still runs.
+func TestPebbleExecCancel(t *testing.T) {
+	dir := jujutest.PebbleDir(t)
+	p := jujutest.StartPebble(t, dir, "workload")
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{})
+	p.SetExec(func(*jujutest.Pebble, *jujutest.ExecRequest) (*juju.ExecResult, error) {
+		close(started)
+		<-release
+		return &juju.ExecResult{}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	_, err := juju.NewContainer("workload", dir).Exec(ctx, []string{"sleep"}, nil)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), `container "workload"`) {
+		t.Errorf("got %v, want context.Canceled naming the container", err)
+	}
+}
