@@ -190,8 +190,9 @@
 //	res, err := c.Exec(ctx, []string{"app", "--version"}, nil)
 //
 // [Container] pushes and pulls files, adds layers, replans, starts, stops
-// and restarts services, reads services' and checks' status and runs
-// commands ([Container.Exec], over the websockets of Pebble's exec task;
+// and restarts services, reads services' and checks' status, reads and
+// records notices (a custom notice hook's hook.notice-id is the ID
+// [Container.Notice] takes) and runs commands ([Container.Exec], over the websockets of Pebble's exec task;
 // output is collected in memory and the command gets no terminal). Its
 // errors name the container, the socket and Pebble's message:
 //

@@ -34,8 +34,8 @@ import (
 //
 // It answers system-info, files (read one file, write), layers (add),
 // plan, services (list, start, stop, restart, replan), checks (list),
-// changes/<id>/wait, exec and the exec task's websockets; other requests
-// get Pebble's not-found error. A layer is read in YAML's JSON form, which
+// changes/<id>/wait, notices (add a custom one, read one), exec and the
+// exec task's websockets; other requests get Pebble's not-found error. A layer is read in YAML's JSON form, which
 // is what [juju.Container.AddLayer] sends; real YAML is refused.
 //
 // Its methods may be called while the charm runs.
@@ -56,6 +56,7 @@ type Pebble struct {
 	execs    map[string]*pebbleExec // by task ID
 	nextID   int
 	exec     ExecFunc
+	notices  []*juju.Notice
 	requests []string
 }
 
@@ -161,6 +162,8 @@ func (p *Pebble) routes() http.Handler {
 	mux.HandleFunc("POST /v1/services", p.postServices)
 	mux.HandleFunc("GET /v1/checks", p.getChecks)
 	mux.HandleFunc("GET /v1/changes/{id}/wait", p.waitChange)
+	mux.HandleFunc("POST /v1/notices", p.postNotices)
+	mux.HandleFunc("GET /v1/notices/{id}", p.getNotice)
 	mux.HandleFunc("POST /v1/exec", p.postExec)
 	mux.HandleFunc("GET /v1/tasks/{task}/websocket/{ws}", p.websocket)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

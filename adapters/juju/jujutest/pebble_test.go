@@ -397,3 +397,32 @@ func TestPebbleExecCancel(t *testing.T) {
 		t.Errorf("got %v, want context.Canceled naming the container", err)
 	}
 }
+
+// TestPebbleNotices records custom notices and reads them back by ID: the
+// same key is the same notice occurring again.
+func TestPebbleNotices(t *testing.T) {
+	for _, target := range pebbleTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			c, _ := target.start(t)
+			ctx := context.Background()
+			id, err := c.Notify(ctx, "example.com/backup-done", map[string]string{"path": "/backups/1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := c.Notify(ctx, "example.com/backup-done", map[string]string{"path": "/backups/2"})
+			if err != nil || again != id {
+				t.Errorf("the same key again: got ID %q, %v; want %q", again, err, id)
+			}
+			n, err := c.Notice(ctx, id)
+			if err != nil || n.ID != id || n.Type != "custom" || n.Key != "example.com/backup-done" || n.Occurrences != 2 || n.LastData["path"] != "/backups/2" {
+				t.Errorf("Notice(%s): got %+v, %v", id, n, err)
+			}
+			if _, err := c.Notice(ctx, "9999"); err == nil || !strings.Contains(err.Error(), `cannot find notice with ID "9999"`) {
+				t.Errorf("a missing notice: got %v, want Pebble's not-found message", err)
+			}
+			if _, err := c.Notify(ctx, "backup-done", nil); err == nil || !strings.Contains(err.Error(), "example.com/path") {
+				t.Errorf("a key without a domain: got %v, want Pebble's refusal", err)
+			}
+		})
+	}
+}
