@@ -47,6 +47,7 @@
 //	                        the remote application, each remote unit's data by
 //	                        unit name, and the remote application's data
 //	action.name, action.uuid, action.params   during an action
+//	containers.<name>.can_connect   whether the workload container's Pebble answered
 //
 // Hook fields a hook does not carry are absent. [Document] is the typed
 // form, for handlers that decode the event with [DocumentOf].
@@ -65,6 +66,12 @@
 // reads every endpoint the charm declares: [Options.Endpoints], or the
 // requires, provides and peers of metadata.yaml (or charmcraft.yaml) in the
 // charm directory ([ReadEndpoints]).
+//
+// Each container in containers costs a system-info request to its Pebble
+// (at most [ProbeTimeout]) and is probed only when some handler subscribes
+// to it, to containers or to the whole document; the charm's containers
+// are [Options.Containers] or the containers section of its metadata
+// ([ReadContainers]).
 //
 // So a handler must subscribe to every field it reads, which is right in
 // any case: it runs again only when a field it subscribes to changes. Run
@@ -168,11 +175,49 @@
 // A handler finds the Tools of the running hook, its [Env] and its logger
 // with [FromContext]. [ParseEnv] reads the hook environment Juju sets.
 //
+// # Workload containers
+//
+// On Kubernetes a sidecar charm's workload runs in containers of its own,
+// each managed by Pebble, whose REST API listens on a unix socket the
+// charm's container sees as /charm/containers/<name>/pebble.socket
+// ($OPBUS_PEBBLE_DIR replaces /charm/containers, for tests). A handler
+// gets the client of a container with [Hook.Container]:
+//
+//	c := juju.FromContext(ctx).Container("workload")
+//	err := c.Push(ctx, "/etc/app.conf", conf, &juju.PushOptions{MakeDirs: true})
+//	err = c.AddLayer(ctx, "app", layer, true)
+//	err = c.Replan(ctx)
+//	res, err := c.Exec(ctx, []string{"app", "--version"}, nil)
+//
+// [Container] pushes and pulls files, adds layers, replans, starts, stops
+// and restarts services, reads services' and checks' status, reads and
+// records notices (a custom notice hook's hook.notice-id is the ID
+// [Container.Notice] takes) and runs commands ([Container.Exec], over the websockets of Pebble's exec task;
+// output is collected in memory and the command gets no terminal). Its
+// errors name the container, the socket and Pebble's message:
+//
+//	juju: container "workload" (socket /charm/containers/workload/pebble.socket): pebble: layer "app" already exists
+//
+// and wrap [ErrCannotConnect] when Pebble cannot be reached, which is
+// normal until the container's pebble-ready hook. A handler that needs the
+// container subscribes to containers.<name>.can_connect and returns
+// Waiting while it is false: it runs again, whatever the hook, once the
+// value changes. The workload hooks (<container>-pebble-ready,
+// -pebble-custom-notice, -pebble-check-failed, -pebble-check-recovered)
+// carry the container, the notice and the check in hook.workload,
+// hook.notice-id, hook.notice-type, hook.notice-key and hook.check; match
+// them with OnHook("pebble-ready"), which matches every container's.
+// examples/webserver is a complete sidecar charm.
+//
 // # Testing
 //
 // The jujutest package holds an in-memory Juju model with fakes of the
 // hook tools: jujutest.Harness runs a charm's handlers in process against
 // a model and returns the model the hook leaves (state in, state out), and
 // jujutest.InstallTools builds the fakes as a program, so that a charm can
-// also be tested as a process, the way Juju runs it.
+// also be tested as a process, the way Juju runs it. jujutest.StartPebble
+// serves a fake Pebble (an in-memory filesystem, the plan its layers make,
+// services, checks, and commands run by a function of the test) on a
+// container's socket, for either kind of test: set Harness.PebbleDir, or
+// OPBUS_PEBBLE_DIR in the charm process's environment.
 package juju

@@ -43,6 +43,8 @@ type Document struct {
 	Relations map[string][]Relation `json:"relations"`
 	// Action is the running action; nil outside an action.
 	Action *ActionInfo `json:"action"`
+	// Containers are the charm's workload containers, by name.
+	Containers map[string]ContainerInfo `json:"containers"`
 }
 
 // HookInfo is the document's hook field: what Juju is running and its
@@ -164,7 +166,7 @@ func hookOf(ev *opbus.Event) (name, kind string) {
 
 // topFields are the document's top-level fields; hookFields those of hook.
 var (
-	topFields  = []string{"action", "app", "config", "hook", "leader", "model", "relations", "unit"}
+	topFields  = []string{"action", "app", "config", "containers", "hook", "leader", "model", "relations", "unit"}
 	hookFields = []string{"check", "departing-unit", "endpoint", "event", "kind", "name", "notice-id",
 		"notice-key", "notice-type", "relation-id", "remote-app", "remote-unit", "secret-id",
 		"secret-label", "secret-revision", "storage-id", "storage-location", "workload"}
@@ -177,6 +179,9 @@ type plan struct {
 	fields    map[string]bool // top-level fields subscribed to
 	endpoints []string        // relation endpoints to read, sorted
 	app       bool            // some handler handles the application
+
+	containers []string // workload containers to probe, sorted
+	probe      bool     // whether the document has the containers field
 }
 
 func (p *plan) wants(field string) bool { return p.all || p.fields[field] }
@@ -326,9 +331,10 @@ func checkField(id string, f opbus.Path, charm declared) error {
 
 // reader builds the document of one dispatch.
 type reader struct {
-	tools Tools
-	env   *Env
-	plan  *plan
+	tools     Tools
+	env       *Env
+	plan      *plan
+	pebbleDir string // where the containers' Pebble sockets are
 }
 
 // document reads what the plan asks for and returns the document, and
@@ -369,6 +375,9 @@ func (r *reader) document(ctx context.Context) (map[string]any, bool, error) {
 			rels[ep] = list
 		}
 		doc["relations"] = rels
+	}
+	if r.plan.probe {
+		doc["containers"] = r.containers(ctx)
 	}
 	if e.Kind == KindAction {
 		action := map[string]any{"name": e.ActionName, "uuid": e.ActionUUID}

@@ -23,7 +23,11 @@ var endpointSections = []string{"peers", "provides", "requires"}
 // It reads the block-style YAML that charm metadata is written in: the
 // endpoint names are the keys one level under each section. A section in
 // flow style other than "{}" is an error rather than a silent miss.
-func ReadEndpoints(dir string) ([]string, error) {
+func ReadEndpoints(dir string) ([]string, error) { return readKeys(dir, endpointSections, "endpoints") }
+
+// readKeys returns the keys under sections in metadata.yaml in dir or,
+// without one, charmcraft.yaml; what names them in errors.
+func readKeys(dir string, sections []string, what string) ([]string, error) {
 	var errs []error
 	for _, name := range []string{"metadata.yaml", "charmcraft.yaml"} {
 		path := filepath.Join(dir, name)
@@ -33,20 +37,24 @@ func ReadEndpoints(dir string) ([]string, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("juju: reading endpoints: %w", err)
+			return nil, fmt.Errorf("juju: reading %s: %w", what, err)
 		}
-		eps, err := parseEndpoints(string(data))
+		keys, err := parseKeys(string(data), sections)
 		if err != nil {
-			return nil, fmt.Errorf("juju: reading endpoints from %s: %w", path, err)
+			return nil, fmt.Errorf("juju: reading %s from %s: %w", what, path, err)
 		}
-		return eps, nil
+		return keys, nil
 	}
-	return nil, fmt.Errorf("juju: reading endpoints: %w", errors.Join(errs...))
+	return nil, fmt.Errorf("juju: reading %s: %w", what, errors.Join(errs...))
 }
 
 // parseEndpoints lists the keys one indentation level under the top-level
 // endpoint sections of a YAML document.
-func parseEndpoints(doc string) ([]string, error) {
+func parseEndpoints(doc string) ([]string, error) { return parseKeys(doc, endpointSections) }
+
+// parseKeys lists, sorted, the keys one indentation level under the
+// top-level sections of a YAML document.
+func parseKeys(doc string, sections []string) ([]string, error) {
 	var eps []string
 	section := ""    // the endpoint section being read, if any
 	childIndent := 0 // indentation of its entries, once seen
@@ -61,7 +69,7 @@ func parseEndpoints(doc string) ([]string, error) {
 		}
 		if indent == 0 {
 			key, value, err := splitKey(line)
-			if err != nil || !slices.Contains(endpointSections, key) {
+			if err != nil || !slices.Contains(sections, key) {
 				section = ""
 				continue // not a section this parser reads
 			}

@@ -34,6 +34,11 @@ type Options struct {
 	// handler subscribes to every endpoint, and checked against the
 	// endpoints handlers name.
 	Endpoints []string
+	// Containers lists the charm's workload containers. Nil means those
+	// in metadata.yaml or charmcraft.yaml in the charm directory
+	// ([ReadContainers]). Those handlers subscribe to are probed for the
+	// document's containers field.
+	Containers []string
 	// Bus configures the bus. Run sets its Store (the unit's state) and
 	// Logger (juju-log).
 	Bus *opbus.Options
@@ -59,6 +64,10 @@ type Hook struct {
 	Tools Tools
 	// Logger writes with juju-log at the level [Options.LogLevel] allows.
 	Logger *slog.Logger
+	// PebbleDir holds each workload container's Pebble socket, in
+	// <PebbleDir>/<name>/pebble.socket: $OPBUS_PEBBLE_DIR, or
+	// [DefaultPebbleDir] when that is empty. See [Hook.Container].
+	PebbleDir string
 }
 
 type hookKey struct{}
@@ -120,10 +129,11 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 	}
 	tools := Tools{Runner: opts.Runner}
 	r := &run{
-		env:   env,
-		tools: tools,
-		log:   slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: level})),
-		store: &stateStore{tools: tools, key: stateKey},
+		env:       env,
+		tools:     tools,
+		log:       slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: level})),
+		store:     &stateStore{tools: tools, key: stateKey},
+		pebbleDir: getenv(PebbleDirEnv),
 	}
 	var bo opbus.Options
 	if opts.Bus != nil {
@@ -131,7 +141,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 	}
 	bo.Store = r.store
 	bo.Logger = slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: busLevel}))
-	if err := r.setup(setup, &bo, opts.Endpoints, program); err != nil {
+	if err := r.setup(setup, &bo, opts.Endpoints, opts.Containers, program); err != nil {
 		r.log.ErrorContext(ctx, "juju: the charm's handlers cannot run", "hook", env.Name, "err", err)
 		return err
 	}
@@ -143,7 +153,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 }
 
 // setup makes the bus, registers the handlers and plans what to read.
-func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints []string, program string) error {
+func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints, containers []string, program string) error {
 	var err error
 	if r.bus, err = opbus.New(bo); err != nil {
 		return fmt.Errorf("juju: %w", err)
@@ -168,8 +178,10 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints [
 			r.log.Debug("juju: the charm's action parameters are not known: action.params fields are not checked", "err", err)
 		}
 	}
-	r.plan, err = newPlan(r.bus.Subscriptions(), charm)
-	return err
+	if r.plan, err = newPlan(r.bus.Subscriptions(), charm); err != nil {
+		return err
+	}
+	return r.planContainers(containers, dir)
 }
 
 // logFailure logs why the hook fails with juju-log at ERROR: one line per
@@ -213,16 +225,18 @@ type run struct {
 	store *stateStore
 	bus   *opbus.Bus
 	plan  *plan
+
+	pebbleDir string // $OPBUS_PEBBLE_DIR
 }
 
 func (r *run) run(ctx context.Context) error {
 	e := r.env
-	doc, leader, err := (&reader{tools: r.tools, env: e, plan: r.plan}).document(ctx)
+	doc, leader, err := (&reader{tools: r.tools, env: e, plan: r.plan, pebbleDir: r.pebbleDir}).document(ctx)
 	if err != nil {
 		return within(err, "juju: %s: reading what the unit sees", e.Name)
 	}
 	r.log.DebugContext(ctx, "juju: dispatching", "hook", e.Name, "event", doc["hook"].(map[string]any)["event"], "endpoints", r.plan.endpoints)
-	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log})
+	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir})
 
 	keys := []opbus.Key{{Kind: ObjectUnit, Name: e.Unit}}
 	if leader && r.plan.app {

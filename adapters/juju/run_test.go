@@ -113,6 +113,7 @@ func TestDocument(t *testing.T) {
     "password": "s3cret",
     "port": 8080
   },
+  "containers": {},
   "hook": {
     "endpoint": "db",
     "kind": "relation-changed",

@@ -32,6 +32,12 @@ type Harness struct {
 	// ModelName and ModelUUID are JUJU_MODEL_NAME and JUJU_MODEL_UUID;
 	// empty means "test" and a fixed UUID.
 	ModelName, ModelUUID string
+	// PebbleDir is the directory of the workload containers' Pebble
+	// sockets (OPBUS_PEBBLE_DIR), where the test starts a fake [Pebble]
+	// for each container that can be reached: see [PebbleDir] and
+	// [StartPebble]. Empty leaves OPBUS_PEBBLE_DIR unset, so that the
+	// charm looks in /charm/containers.
+	PebbleDir string
 	// Options are given to juju.Run (nil means none) with Getenv, Program
 	// and Runner replaced by the context's.
 	Options *juju.Options
@@ -102,6 +108,9 @@ func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, er
 	e.CharmDir = cmp.Or(e.CharmDir, c.CharmDir)
 	e.Version = cmp.Or(e.Version, "3.6.4")
 	vars := e.Vars()
+	if c.PebbleDir != "" {
+		vars[juju.PebbleDirEnv] = c.PebbleDir
+	}
 
 	var opts juju.Options
 	if c.Options != nil {

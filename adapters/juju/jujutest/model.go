@@ -11,6 +11,11 @@
 // hook's staged writes when the hook succeeded ([Model.Commit],
 // [CommitFile]) or drops them when it failed ([Model.Discard],
 // [DiscardFile]), and inspects the model.
+//
+// [Pebble] is a fake of the Pebble that manages a workload container,
+// listening on the container's socket ([StartPebble], [PebbleDir]), so
+// that a sidecar charm's handlers run offline too: give its directory as
+// [Harness.PebbleDir] or, to a charm run as a process, as OPBUS_PEBBLE_DIR.
 package jujutest
 
 import (

@@ -1,0 +1,541 @@
+package jujutest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/textproto"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/opbus/opbus/adapters/juju"
+)
+
+// Pebble is a fake of Pebble's REST API for one workload container,
+// listening on its unix socket as Pebble does, so that a charm's handlers
+// using [juju.Container] can be tested offline, in process or as a
+// process. It keeps in memory what Pebble keeps on the container: a
+// filesystem of files pushed (directories are implicit), the layers added
+// and the plan they combine to, the services' states and the checks'
+// statuses. Changes complete at once; commands run through [ExecFunc].
+//
+// It answers system-info, files (read one file, write), layers (add),
+// plan, services (list, start, stop, restart, replan), checks (list),
+// changes/<id>/wait, notices (add a custom one, read one), exec and the
+// exec task's websockets; other requests get Pebble's not-found error. A layer is read in YAML's JSON form, which
+// is what [juju.Container.AddLayer] sends; real YAML is refused.
+//
+// Its methods may be called while the charm runs.
+type Pebble struct {
+	// Name is the container's name; Socket is the path it listens on.
+	Name, Socket string
+
+	ln  net.Listener
+	srv *http.Server
+
+	mu       sync.Mutex
+	files    map[string]*pebbleFile
+	layers   []*pebbleLayer
+	running  map[string]string // service → the definition it started with (JSON)
+	starts   map[string]int    // service → how many times it started
+	checks   map[string]*juju.CheckInfo
+	changes  map[string]*pebbleChange
+	execs    map[string]*pebbleExec // by task ID
+	nextID   int
+	exec     ExecFunc
+	notices  []*juju.Notice
+	requests []string
+}
+
+// pebbleFile is one file of the fake filesystem.
+type pebbleFile struct {
+	data []byte
+	perm fs.FileMode
+	user string
+}
+
+// pebbleLayer is one layer of the plan.
+type pebbleLayer struct {
+	label string
+	layer map[string]any // the layer's JSON form
+}
+
+// pebbleChange is a change; ready is closed once it is done.
+type pebbleChange struct {
+	id, kind string
+	ready    chan struct{}
+	err      string
+	taskID   string
+	data     map[string]any
+}
+
+// PebbleDir returns a new directory, removed when the test ends, to hold
+// the containers' sockets: the value of OPBUS_PEBBLE_DIR. It is made in
+// the system's temporary directory, since a unix socket's path must be
+// short (about 100 bytes) and t.TempDir's can be longer.
+func PebbleDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pebble")
+	if err != nil {
+		t.Fatalf("jujutest: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// StartPebble starts a fake Pebble for container name, listening on
+// <dir>/<name>/pebble.socket, and stops it when the test ends.
+func StartPebble(t testing.TB, dir, name string) *Pebble {
+	t.Helper()
+	p, err := ListenPebble(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// ListenPebble starts a fake Pebble for container name, listening on
+// <dir>/<name>/pebble.socket, until [Pebble.Close].
+func ListenPebble(dir, name string) (*Pebble, error) {
+	sock := filepath.Join(dir, name, "pebble.socket")
+	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+		return nil, fmt.Errorf("jujutest: pebble %q: %w", name, err)
+	}
+	os.Remove(sock) // a socket left by an earlier fake
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("jujutest: pebble %q: %w", name, err)
+	}
+	p := &Pebble{
+		Name: name, Socket: sock, ln: ln,
+		files:   map[string]*pebbleFile{},
+		running: map[string]string{},
+		starts:  map[string]int{},
+		checks:  map[string]*juju.CheckInfo{},
+		changes: map[string]*pebbleChange{},
+		execs:   map[string]*pebbleExec{},
+	}
+	p.srv = &http.Server{Handler: p.routes()}
+	go p.srv.Serve(ln)
+	return p, nil
+}
+
+// Close stops the fake: the socket is gone, so the container cannot be
+// reached, as while it restarts.
+func (p *Pebble) Close() error {
+	err := p.srv.Close()
+	os.Remove(p.Socket)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// routes returns the API's handler.
+func (p *Pebble) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/system-info", func(w http.ResponseWriter, _ *http.Request) {
+		sync200(w, map[string]any{"version": "1.0.0-jujutest", "boot-id": "jujutest"})
+	})
+	mux.HandleFunc("GET /v1/files", p.getFiles)
+	mux.HandleFunc("POST /v1/files", p.postFiles)
+	mux.HandleFunc("POST /v1/layers", p.postLayers)
+	mux.HandleFunc("GET /v1/plan", func(w http.ResponseWriter, _ *http.Request) {
+		data, _ := json.Marshal(p.Plan())
+		sync200(w, string(data))
+	})
+	mux.HandleFunc("GET /v1/services", p.getServices)
+	mux.HandleFunc("POST /v1/services", p.postServices)
+	mux.HandleFunc("GET /v1/checks", p.getChecks)
+	mux.HandleFunc("GET /v1/changes/{id}/wait", p.waitChange)
+	mux.HandleFunc("POST /v1/notices", p.postNotices)
+	mux.HandleFunc("GET /v1/notices/{id}", p.getNotice)
+	mux.HandleFunc("POST /v1/exec", p.postExec)
+	mux.HandleFunc("GET /v1/tasks/{task}/websocket/{ws}", p.websocket)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		errorResponse(w, http.StatusNotFound, "", "invalid API endpoint requested")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.requests = append(p.requests, r.Method+" "+r.URL.Path)
+		p.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Requests returns the requests made so far, as "METHOD /path", in order.
+func (p *Pebble) Requests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.requests)
+}
+
+// sync200 writes a sync response.
+func sync200(w http.ResponseWriter, result any) {
+	writeJSON(w, http.StatusOK, map[string]any{"type": "sync", "status-code": 200, "status": "OK", "result": result})
+}
+
+// async202 writes an async response for change id.
+func async202(w http.ResponseWriter, id string, result any) {
+	writeJSON(w, http.StatusAccepted, map[string]any{"type": "async", "status-code": 202, "status": "Accepted", "change": id, "result": result})
+}
+
+// errorResponse writes an error response.
+func errorResponse(w http.ResponseWriter, status int, kind, format string, args ...any) {
+	res := map[string]any{"message": fmt.Sprintf(format, args...)}
+	if kind != "" {
+		res["kind"] = kind
+	}
+	writeJSON(w, status, map[string]any{"type": "error", "status-code": status, "status": http.StatusText(status), "result": res})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// File returns the content of the file at path in the container's
+// filesystem, and whether it exists.
+func (p *Pebble) File(path string) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.files[path]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(f.data), true
+}
+
+// FileMode returns the permissions of the file at path, or 0.
+func (p *Pebble) FileMode(path string) fs.FileMode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f, ok := p.files[path]; ok {
+		return f.perm
+	}
+	return 0
+}
+
+// WriteFile puts a file in the container's filesystem, as the image would
+// have it.
+func (p *Pebble) WriteFile(path string, data []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.files[path] = &pebbleFile{data: slices.Clone(data), perm: 0o644}
+}
+
+// dirExists reports whether some file is under dir (directories exist
+// implicitly). The caller holds p.mu.
+func (p *Pebble) dirExists(dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	for name := range p.files {
+		if strings.HasPrefix(name, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// fileResult is one entry of a files response.
+func fileResult(path string, err error) map[string]any {
+	r := map[string]any{"path": path}
+	if err != nil {
+		kind := "generic-file-error"
+		if errors.Is(err, fs.ErrNotExist) {
+			kind = "not-found"
+		}
+		r["error"] = map[string]any{"message": err.Error(), "kind": kind}
+	}
+	return r
+}
+
+func (p *Pebble) getFiles(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if a := q.Get("action"); a != "read" {
+		errorResponse(w, http.StatusBadRequest, "", "invalid action %q", a)
+		return
+	}
+	paths := q["path"]
+	mw := multipart.NewWriter(w)
+	w.Header().Set("Content-Type", mw.FormDataContentType())
+	w.WriteHeader(http.StatusOK)
+	results := make([]any, 0, len(paths))
+	for _, name := range paths {
+		p.mu.Lock()
+		f, ok := p.files[name]
+		var data []byte
+		if ok {
+			data = slices.Clone(f.data)
+		}
+		p.mu.Unlock()
+		if !ok {
+			results = append(results, fileResult(name, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}))
+			continue
+		}
+		part, _ := mw.CreatePart(textproto.MIMEHeader{
+			"Content-Type":        {"application/octet-stream"},
+			"Content-Disposition": {`form-data; name="files"; filename="` + name + `"`},
+		})
+		part.Write(data)
+		results = append(results, fileResult(name, nil))
+	}
+	part, _ := mw.CreatePart(textproto.MIMEHeader{
+		"Content-Type":        {"application/json"},
+		"Content-Disposition": {`form-data; name="response"`},
+	})
+	json.NewEncoder(part).Encode(map[string]any{"type": "sync", "status-code": 200, "status": "OK", "result": results})
+	mw.Close()
+}
+
+func (p *Pebble) postFiles(w http.ResponseWriter, r *http.Request) {
+	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mediaType != "multipart/form-data" {
+		errorResponse(w, http.StatusBadRequest, "", `must use multipart with "write" action`)
+		return
+	}
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	part, err := mr.NextPart()
+	if err != nil || part.FormName() != "request" {
+		errorResponse(w, http.StatusBadRequest, "", `cannot read request metadata: first part must be "request"`)
+		return
+	}
+	var req struct {
+		Action string `json:"action"`
+		Files  []struct {
+			Path        string `json:"path"`
+			MakeDirs    bool   `json:"make-dirs"`
+			Permissions string `json:"permissions"`
+			User        string `json:"user"`
+		} `json:"files"`
+	}
+	if err := json.NewDecoder(part).Decode(&req); err != nil {
+		errorResponse(w, http.StatusBadRequest, "", "cannot decode request metadata: %v", err)
+		return
+	}
+	if req.Action != "write" {
+		errorResponse(w, http.StatusBadRequest, "", `multipart action must be "write", got %q`, req.Action)
+		return
+	}
+	results := make([]any, 0, len(req.Files))
+	for _, item := range req.Files {
+		part, err := mr.NextPart()
+		if err != nil || part.FormName() != "files" || partFilename(part) != item.Path {
+			errorResponse(w, http.StatusBadRequest, "", "expected a files part for %q", item.Path)
+			return
+		}
+		data, err := io.ReadAll(part)
+		if err != nil {
+			errorResponse(w, http.StatusBadRequest, "", "reading %q: %v", item.Path, err)
+			return
+		}
+		results = append(results, fileResult(item.Path, p.write(item.Path, data, item.Permissions, item.User, item.MakeDirs)))
+	}
+	sync200(w, results)
+}
+
+// partFilename is the whole filename of a part (FileName keeps only its
+// last element).
+func partFilename(part *multipart.Part) string {
+	_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+	return params["filename"]
+}
+
+// write writes one file as a files request asks.
+func (p *Pebble) write(name string, data []byte, permissions, user string, makeDirs bool) error {
+	if !path.IsAbs(name) {
+		return fmt.Errorf("paths must be absolute, got %q", name)
+	}
+	perm := fs.FileMode(0o644)
+	if permissions != "" {
+		n, err := strconv.ParseUint(permissions, 8, 32)
+		if err != nil || len(permissions) < 3 || len(permissions) > 4 {
+			return fmt.Errorf("file permissions must be a 3- or 4-digit octal string, got %q", permissions)
+		}
+		perm = fs.FileMode(n)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if dir := path.Dir(name); !makeDirs && !p.dirExists(dir) {
+		return &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	p.files[name] = &pebbleFile{data: data, perm: perm, user: user}
+	return nil
+}
+
+func (p *Pebble) postLayers(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Action  string `json:"action"`
+		Combine bool   `json:"combine"`
+		Label   string `json:"label"`
+		Format  string `json:"format"`
+		Layer   string `json:"layer"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		errorResponse(w, http.StatusBadRequest, "", "cannot decode request body: %v", err)
+		return
+	}
+	if req.Action != "add" {
+		errorResponse(w, http.StatusBadRequest, "", "invalid action %q", req.Action)
+		return
+	}
+	if req.Format != "yaml" {
+		errorResponse(w, http.StatusBadRequest, "", "invalid format %q", req.Format)
+		return
+	}
+	var layer map[string]any
+	if err := json.Unmarshal([]byte(req.Layer), &layer); err != nil {
+		errorResponse(w, http.StatusBadRequest, "", "cannot parse layer (the fake reads YAML in its JSON form only): %v", err)
+		return
+	}
+	if err := p.addLayer(req.Label, layer, req.Combine); err != nil {
+		errorResponse(w, http.StatusBadRequest, "", "%v", err)
+		return
+	}
+	sync200(w, true)
+}
+
+// layerSections are the sections of a layer whose entries combine.
+var layerSections = []string{"services", "checks"}
+
+// addLayer adds or combines a layer as Pebble does.
+func (p *Pebble) addLayer(label string, layer map[string]any, combine bool) error {
+	if label == "" {
+		return errors.New("label must be set")
+	}
+	for _, sec := range layerSections {
+		entries, _ := layer[sec].(map[string]any)
+		for name, e := range entries {
+			m, _ := e.(map[string]any)
+			if o := m["override"]; o != "merge" && o != "replace" {
+				return fmt.Errorf("layer %q must define \"override\" for %s %q as \"merge\" or \"replace\"", label, strings.TrimSuffix(sec, "s"), name)
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.layers {
+		if l.label != label {
+			continue
+		}
+		if !combine {
+			return fmt.Errorf("layer %q already exists", label)
+		}
+		l.layer = combineLayers(l.layer, layer)
+		return nil
+	}
+	p.layers = append(p.layers, &pebbleLayer{label: label, layer: layer})
+	return nil
+}
+
+// combineLayers returns upper combined onto lower: each service or check
+// replaces the lower one or merges into it as its override says; other
+// fields of upper replace lower's.
+func combineLayers(lower, upper map[string]any) map[string]any {
+	out := maps.Clone(lower)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range upper {
+		if !slices.Contains(layerSections, k) {
+			out[k] = v
+			continue
+		}
+		entries, _ := out[k].(map[string]any)
+		entries = maps.Clone(entries)
+		if entries == nil {
+			entries = map[string]any{}
+		}
+		up, _ := v.(map[string]any)
+		for name, e := range up {
+			em, _ := e.(map[string]any)
+			old, _ := entries[name].(map[string]any)
+			if em["override"] == "replace" || old == nil {
+				entries[name] = em
+			} else {
+				entries[name] = mergeEntry(old, em)
+			}
+		}
+		out[k] = entries
+	}
+	return out
+}
+
+// mergeEntry merges upper into lower as Pebble's "merge" override does:
+// maps merge by key, lists append, other values replace.
+func mergeEntry(lower, upper map[string]any) map[string]any {
+	out := maps.Clone(lower)
+	for k, v := range upper {
+		switch uv := v.(type) {
+		case map[string]any:
+			lm, _ := out[k].(map[string]any)
+			m := maps.Clone(lm)
+			if m == nil {
+				m = map[string]any{}
+			}
+			maps.Copy(m, uv)
+			out[k] = m
+		case []any:
+			ll, _ := out[k].([]any)
+			out[k] = append(slices.Clone(ll), uv...)
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// plan returns the combined plan's JSON form. The caller holds p.mu.
+func (p *Pebble) plan() map[string]any {
+	var plan map[string]any
+	for _, l := range p.layers {
+		plan = combineLayers(plan, l.layer)
+	}
+	for _, sec := range layerSections {
+		entries, _ := plan[sec].(map[string]any)
+		for name, e := range entries {
+			m := maps.Clone(e.(map[string]any))
+			delete(m, "override")
+			entries[name] = m
+		}
+	}
+	return plan
+}
+
+// Plan returns the plan the layers combine to, as Pebble would show it
+// (without the overrides).
+func (p *Pebble) Plan() *juju.Layer {
+	p.mu.Lock()
+	data, _ := json.Marshal(p.plan())
+	p.mu.Unlock()
+	l := new(juju.Layer)
+	json.Unmarshal(data, l)
+	return l
+}
+
+// Layers returns the labels of the layers, in the order they were added.
+func (p *Pebble) Layers() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, l := range p.layers {
+		out = append(out, l.label)
+	}
+	return out
+}
