@@ -53,6 +53,7 @@ type store struct {
 	mu     sync.Mutex
 	recent map[opbus.Key]written
 	incs   map[opbus.Key]string // uid of the incarnation whose record the bus holds
+	known  map[opbus.Key]known  // the record the bus holds, to write back (see restore.go)
 }
 
 // written is a record the store wrote and the cache may not show yet.
@@ -100,6 +101,9 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	if v == "" {
 		return nil, nil
 	}
+	st.mu.Lock()
+	st.noteLoaded(key, uid(u.Object), []byte(v))
+	st.mu.Unlock()
 	return []byte(v), nil
 }
 
@@ -141,8 +145,16 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
 	}
+	id := inc
+	if u, ok := r.cached(key); ok && id == "" {
+		id = uid(u.Object)
+	}
+	st.mu.Lock()
+	st.noteSaving(key, id, slices.Clone(data))
+	st.mu.Unlock()
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: st.s.name})
+	st.doneSaving(key, err)
 	if inc != "" && isGone(err) {
 		st.s.log.Debug("k8s: the object of the record's incarnation is gone; the record is not saved", "key", key.String(), "uid", inc)
 		return nil
@@ -172,6 +184,7 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	}
 	st.mu.Lock()
 	inc := st.incs[key]
+	delete(st.known, key) // nothing to write back from now on
 	st.mu.Unlock()
 	meta := map[string]any{"annotations": map[string]any{st.s.names.record: nil}}
 	if inc != "" {
@@ -296,6 +309,7 @@ func (st *store) forget(key opbus.Key) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	delete(st.recent, key)
+	delete(st.known, key)
 }
 
 // olderThan reports whether resource version a is older than b. Resource
