@@ -43,48 +43,61 @@ import (
 // [watch.lost] finds it on each state the informer delivers, and the claim
 // worker writes the notes back.
 
-// known is the record the bus holds for an object: the one the store
-// last saved, or the one it loaded when the bus first read the object.
-type known struct {
-	uid     string // the object's; a record of another incarnation is never written back
-	data    []byte
-	pending bool // a Save of data is under way, or failed and is retried by the bus: it writes the record itself
+// held is what the store keeps of a key: the uid of the incarnation whose
+// record the bus holds (for Delete's precondition), and that record: the
+// one the store last saved, or the one it loaded when the bus first read
+// the object. The record is kept as a string that, once the informer
+// shows it, shares its bytes with the cache's copy.
+type held struct {
+	inc     string // uid of the incarnation whose record the bus holds
+	uid     string // the object's the record is; a record is never written back on another
+	data    string // "" if none is known
+	pending bool   // a Save of data is under way, or failed and is retried by the bus: it writes the record itself
+}
+
+// heldLocked returns the entry of key, making the map; st.mu is held.
+func (st *store) heldLocked(key opbus.Key) held {
+	if st.held == nil {
+		st.held = map[opbus.Key]held{}
+	}
+	return st.held[key]
 }
 
 // noteSaving notes data as the record of the object of uid id before
-// Save writes it; st.mu is held.
-func (st *store) noteSaving(key opbus.Key, id string, data []byte) {
-	if st.known == nil {
-		st.known = map[opbus.Key]known{}
-	}
-	st.known[key] = known{uid: id, data: data, pending: true}
+// Save writes it.
+func (st *store) noteSaving(key opbus.Key, id string, data string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h := st.heldLocked(key)
+	h.uid, h.data, h.pending = id, data, true
+	st.held[key] = h
 }
 
 // doneSaving ends the Save that noteSaving announced; err is its error.
 func (st *store) doneSaving(key opbus.Key, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if k, ok := st.known[key]; ok {
-		k.pending = err != nil
-		st.known[key] = k
+	if h, ok := st.held[key]; ok {
+		h.pending = err != nil
+		st.held[key] = h
 	}
 }
 
 // noteLoaded notes data, read from the object of uid id, as the record the
 // bus holds, unless a record of that object is known already: the bus reads
-// a record once, and a later read may show another writer's edit; st.mu is
-// held.
-func (st *store) noteLoaded(key opbus.Key, id string, data []byte) {
-	if k, ok := st.known[key]; ok && k.uid == id {
+// a record once, and a later read may show another writer's edit.
+func (st *store) noteLoaded(key opbus.Key, id string, data string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h := st.heldLocked(key)
+	if h.data != "" && h.uid == id {
 		return
 	}
-	if inc := recordInc(data); inc != "" && inc != id {
+	if inc := recordInc([]byte(data)); inc != "" && inc != id {
 		return // another object's record, which the bus sets aside
 	}
-	if st.known == nil {
-		st.known = map[opbus.Key]known{}
-	}
-	st.known[key] = known{uid: id, data: data}
+	h.uid, h.data, h.pending = id, data, false
+	st.held[key] = h
 }
 
 // recordLost returns the record to write back on obj, the latest state of
@@ -95,32 +108,42 @@ func (st *store) noteLoaded(key opbus.Key, id string, data []byte) {
 func (st *store) recordLost(key opbus.Key, obj map[string]any) (string, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	k, ok := st.known[key]
-	if !ok || k.pending || k.uid != uid(obj) {
+	h, ok := st.held[key]
+	if !ok || h.data == "" || h.uid != uid(obj) {
+		return "", false
+	}
+	if v, ok := annotation(obj, st.s.names.record); ok && v == h.data {
+		h.data = v // the cache's copy: the store's own can go
+		st.held[key] = h
+		return "", false
+	}
+	if h.pending {
 		return "", false
 	}
 	if w, ok := st.recent[key]; ok && olderThan(resourceVersion(obj), w.rv) {
 		return "", false // a later Save wrote the whole record
 	}
-	if v, ok := annotation(obj, st.s.names.record); ok && v == string(k.data) {
-		return "", false
-	}
-	return string(k.data), true
+	return h.data, true
 }
 
-// kept is what the sink was last asked to show on an object.
+// kept is what the sink was last asked to show on an object: in
+// StatusConditions mode the slots (their summary is Ready) and the
+// generation, in StatusAnnotation mode the overall status, which is the
+// one last written unless a write is pending.
 type kept struct {
-	uid     string
-	gen     int64 // observedGeneration of the conditions
-	overall opbus.Status
-	slots   opbus.Slots // nil in StatusAnnotation mode
-	pending bool        // a write of these is under way, or failed and is retried by the bus
-	rv      string      // resource version of the last write of the statuses that went through
+	uid      string
+	rv       string       // resource version of the last write of the statuses that went through
+	slots    opbus.Slots  // StatusConditions mode
+	gen      int64        // observedGeneration of the conditions
+	shown    opbus.Status // in AnnotationStatus, as last written (StatusAnnotation mode)
+	hasShown bool
+	pending  bool // a write is under way, or failed and is retried by the bus
 }
 
-// keep notes what the sink is about to write on the object of uid id;
-// slots is the sink's to keep.
-func (sk *sink) keep(key opbus.Key, id string, gen int64, overall opbus.Status, slots opbus.Slots) {
+// keep notes what the sink is about to write on the object of uid id: the
+// conditions of slots at generation gen (nil slots in StatusAnnotation
+// mode); slots is the sink's to keep.
+func (sk *sink) keep(key opbus.Key, id string, gen int64, slots opbus.Slots) {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	if sk.kept == nil {
@@ -130,7 +153,7 @@ func (sk *sink) keep(key opbus.Key, id string, gen int64, overall opbus.Status, 
 	if k.uid != id {
 		k = kept{uid: id}
 	}
-	k.gen, k.overall, k.slots, k.pending = gen, overall, slots, true
+	k.gen, k.slots, k.pending = gen, slots, true
 	sk.kept[key] = k
 }
 
@@ -172,24 +195,24 @@ func (sk *sink) conditionsLost(key opbus.Key, obj map[string]any) ([]any, bool) 
 	if !ok {
 		return nil, false
 	}
-	want := wantConditions(k.overall, k.slots, k.gen, sk.s.names, sk.s.ours)
+	want := wantConditions(k.slots.Summary(), k.slots, k.gen, sk.s.names, sk.s.ours)
 	existing, _ := conditions(obj)
 	return mergeConditions(existing, want, sk.s.ours)
 }
 
 // statusLost returns the value of AnnotationStatus to write back on obj
 // (nil to remove it), and whether it must be: the annotation does not show
-// the overall status the sink keeps.
+// the overall status the sink last wrote.
 func (sk *sink) statusLost(key opbus.Key, obj map[string]any) (any, bool) {
 	k, ok := sk.current(key, obj)
-	if !ok {
+	if !ok || !k.hasShown {
 		return nil, false
 	}
 	v, has := annotation(obj, sk.s.names.status)
-	if k.overall.IsZero() {
+	if k.shown.IsZero() {
 		return nil, has
 	}
-	b, err := json.Marshal(k.overall)
+	b, err := json.Marshal(k.shown)
 	if err != nil || has && v == string(b) {
 		return nil, false
 	}

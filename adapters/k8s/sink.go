@@ -24,8 +24,7 @@ type sink struct {
 	s *Source
 
 	mu     sync.Mutex
-	shown  map[opbus.Key]opbus.Status // overall status in AnnotationStatus, as last written
-	kept   map[opbus.Key]kept         // statuses last asked for, to write back (see restore.go)
+	kept   map[opbus.Key]kept // statuses last asked for and shown (see restore.go)
 	passes passes
 }
 
@@ -81,7 +80,7 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 		return fmt.Errorf("k8s: %v: the API server drops status.conditions of %s: give the CRD's status schema a conditions list (or x-kubernetes-preserve-unknown-fields), or set Status: StatusAnnotation",
 			key, r.gvr.GroupResource())
 	}
-	sk.keep(key, uid(obj), generation(obj), overall, slots)
+	sk.keep(key, uid(obj), generation(obj), slots)
 	rv := ""
 	err := sk.writeConditions(ctx, r, key, obj, overall, slots, &rv)
 	sk.wrote(key, rv, err)
@@ -147,7 +146,7 @@ func (sk *sink) writeConditions(ctx context.Context, r *resource, key opbus.Key,
 // putAnnotation writes the overall status to AnnotationStatus and emits an
 // Event, when the overall status differs from the one last written.
 func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status) error {
-	sk.keep(key, uid(obj), 0, overall, nil)
+	sk.keep(key, uid(obj), 0, nil)
 	rv, err := sk.writeAnnotation(ctx, r, key, obj, overall)
 	sk.wrote(key, rv, err)
 	if err == nil {
@@ -160,7 +159,9 @@ func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, o
 // version its write left the object at, "" if it wrote nothing.
 func (sk *sink) writeAnnotation(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status) (string, error) {
 	sk.mu.Lock()
-	last, known := sk.shown[key]
+	k, known := sk.kept[key]
+	last := k.shown
+	known = known && k.hasShown
 	sk.mu.Unlock()
 	if !known {
 		if u, ok := r.cached(key); ok {
@@ -208,10 +209,12 @@ func (sk *sink) writeAnnotation(ctx context.Context, r *resource, key opbus.Key,
 func (sk *sink) setShown(key opbus.Key, s opbus.Status) {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
-	if sk.shown == nil {
-		sk.shown = map[opbus.Key]opbus.Status{}
+	if sk.kept == nil {
+		sk.kept = map[opbus.Key]kept{}
 	}
-	sk.shown[key] = s
+	k := sk.kept[key]
+	k.shown, k.hasShown = s, true
+	sk.kept[key] = k
 }
 
 // parseStatus reads AnnotationStatus; the zero Status when absent or
@@ -232,7 +235,6 @@ func parseStatus(obj map[string]any, name string) opbus.Status {
 // all succeeded, so its finalizer goes.
 func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any) error {
 	sk.mu.Lock()
-	delete(sk.shown, key)
 	delete(sk.kept, key)
 	sk.mu.Unlock()
 	sk.forgetPass(key)

@@ -52,8 +52,7 @@ type store struct {
 
 	mu     sync.Mutex
 	recent map[opbus.Key]written
-	incs   map[opbus.Key]string // uid of the incarnation whose record the bus holds
-	known  map[opbus.Key]known  // the record the bus holds, to write back (see restore.go)
+	held   map[opbus.Key]held // the incarnation whose record the bus holds, and that record
 }
 
 // written is a record the store wrote and the cache may not show yet.
@@ -84,7 +83,7 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	}
 	u, cached := r.cached(key)
 	st.mu.Lock()
-	if cached && st.incs[key] == "" {
+	if cached && st.held[key].inc == "" {
 		st.setInc(key, uid(u.Object))
 	}
 	w, ok := st.recent[key]
@@ -101,9 +100,7 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	if v == "" {
 		return nil, nil
 	}
-	st.mu.Lock()
-	st.noteLoaded(key, uid(u.Object), []byte(v))
-	st.mu.Unlock()
+	st.noteLoaded(key, uid(u.Object), v)
 	return []byte(v), nil
 }
 
@@ -146,12 +143,10 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
 	}
 	id := inc
-	if u, ok := r.cached(key); ok && id == "" {
-		id = uid(u.Object)
+	if u, ok := r.cached(key); ok && (id == "" || id == uid(u.Object)) {
+		id = uid(u.Object) // the cache's string, which the store then shares
 	}
-	st.mu.Lock()
-	st.noteSaving(key, id, slices.Clone(data))
-	st.mu.Unlock()
+	st.noteSaving(key, id, string(data))
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: st.s.name})
 	st.doneSaving(key, err)
@@ -183,8 +178,12 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 		return err
 	}
 	st.mu.Lock()
-	inc := st.incs[key]
-	delete(st.known, key) // nothing to write back from now on
+	h := st.held[key]
+	inc := h.inc
+	if h.data != "" {
+		h.uid, h.data = "", "" // nothing to write back from now on
+		st.held[key] = h
+	}
 	st.mu.Unlock()
 	meta := map[string]any{"annotations": map[string]any{st.s.names.record: nil}}
 	if inc != "" {
@@ -199,7 +198,7 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	if isGone(err) {
 		st.forget(key)
 		st.mu.Lock()
-		delete(st.incs, key)
+		delete(st.held, key)
 		st.mu.Unlock()
 		return nil
 	}
@@ -208,7 +207,7 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	}
 	st.remember(key, u.GetResourceVersion(), nil)
 	st.mu.Lock()
-	delete(st.incs, key)
+	delete(st.held, key)
 	st.mu.Unlock()
 	return nil
 }
@@ -219,10 +218,12 @@ func (st *store) setInc(key opbus.Key, inc string) {
 	if inc == "" {
 		return
 	}
-	if st.incs == nil {
-		st.incs = map[opbus.Key]string{}
+	if st.held == nil {
+		st.held = map[opbus.Key]held{}
 	}
-	st.incs[key] = inc
+	h := st.held[key]
+	h.inc = inc
+	st.held[key] = h
 }
 
 // recordInc returns the incarnation a record is of: its "inc" member, ""
@@ -309,7 +310,10 @@ func (st *store) forget(key opbus.Key) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	delete(st.recent, key)
-	delete(st.known, key)
+	if h, ok := st.held[key]; ok && h.data != "" {
+		h.uid, h.data, h.pending = "", "", false // the uid stays, for Delete
+		st.held[key] = h
+	}
 }
 
 // olderThan reports whether resource version a is older than b. Resource
