@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,8 +197,39 @@ func (sk *sink) conditionsLost(key opbus.Key, obj map[string]any) ([]any, bool) 
 		return nil, false
 	}
 	want := wantConditions(k.slots.Summary(), k.slots, k.gen, sk.s.names, sk.s.ours)
-	existing, _ := conditions(obj)
+	existing, ok := conditions(obj)
+	if ok && shows(existing, want, sk.s.ours) {
+		return nil, false // the common case, checked on every state: no conversion
+	}
 	return mergeConditions(existing, want, sk.s.ours)
+}
+
+// shows reports whether the conditions of the types in ours in existing
+// are exactly want, one of each type, in status, reason, message and
+// observedGeneration (the fields mergeConditions compares).
+func shows(existing []any, want []metav1.Condition, ours map[string]bool) bool {
+	n := 0
+	for _, e := range existing {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return false
+		}
+		t, _ := m["type"].(string)
+		if !ours[t] {
+			continue
+		}
+		n++
+		i := slices.IndexFunc(want, func(c metav1.Condition) bool { return c.Type == t })
+		if i < 0 {
+			return false
+		}
+		c := want[i]
+		if m["status"] != any(string(c.Status)) || m["reason"] != any(c.Reason) || m["message"] != any(c.Message) ||
+			integer(m["observedGeneration"]) != c.ObservedGeneration {
+			return false
+		}
+	}
+	return n == len(want)
 }
 
 // statusLost returns the value of AnnotationStatus to write back on obj
@@ -311,6 +343,19 @@ func (w *watch) writeBackConditions(ctx context.Context, r *resource, key opbus.
 	}
 	w.wroteBack(key, got.GetResourceVersion(), []string{"conditions"}, "")
 	return nil
+}
+
+// integer returns an integer of an unstructured object; 0 if v is none.
+func integer(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case float64:
+		return int64(n)
+	}
+	return 0
 }
 
 // hasConditions reports whether obj has a status.conditions list.

@@ -283,13 +283,14 @@ func TestFinalizerAndRecordRemovedByHand(t *testing.T) {
 	})
 }
 
-// TestWriteBackRacesOwnWrites edits a Widget's size 40 times, a change every
-// 20 ms, while another client removes its conditions and its record in
-// between: write-backs race with the adapter's own writes of newer
-// statuses and records. Once the edits stop, the conditions show the last
-// size at the last generation, the writes stop, and a new operator started
-// on the Widget runs no handler: the record on the Widget is the one of
-// the last size, not an older one written back late.
+// TestWriteBackRacesOwnWrites edits the size of four Widgets 40 times each,
+// one change every 20 ms, while another client removes their conditions
+// or their record in between: write-backs race with the adapter's own
+// writes of newer statuses and records. Once the edits stop, the
+// conditions show the last size at the last generation, the writes stop,
+// and a new operator started on the Widgets runs no handler: the record on
+// each Widget is the one of its last size, not an older one written back
+// late.
 func TestWriteBackRacesOwnWrites(t *testing.T) {
 	t.Parallel()
 	env := kubeenv.Shared(t)
@@ -309,48 +310,62 @@ func TestWriteBackRacesOwnWrites(t *testing.T) {
 			}), opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec.size"}}))
 		}
 	}
+	names := []string{"w0", "w1", "w2", "w3"}
 
 	var first runs
 	op := start(t, opts, handlers(&first))
-	createWidget(t, c, ns, "w", `{"size":0}`)
-	eventually(t, "the first size handled", func() bool { return conditionsOf(get(t, c, widgetsGVR, ns, "w"))["size"].Message == "size 0" })
-	const last = 39
-	for i := 1; i <= last; i++ {
-		patch(t, c, widgetsGVR, ns, "w", fmt.Sprintf(`{"spec":{"size":%d}}`, i))
-		time.Sleep(10 * time.Millisecond)
-		switch i % 3 {
-		case 0:
-			patch(t, c, widgetsGVR, ns, "w", `{"status":{"conditions":null}}`, "status")
-		case 1:
-			patch(t, c, widgetsGVR, ns, "w", `{"status":{"conditions":[]}}`, "status")
-		case 2:
-			patch(t, c, widgetsGVR, ns, "w", fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, k8s.AnnotationRecord))
-		}
-		time.Sleep(10 * time.Millisecond)
+	for _, name := range names {
+		createWidget(t, c, ns, name, `{"size":0}`)
 	}
-	var err error
-	eventually(t, "the conditions of the last size", func() bool {
-		u := get(t, c, widgetsGVR, ns, "w")
-		conds := conditionsOf(u)
-		msg := fmt.Sprintf("size %d is odd", last)
-		err = errors.Join(
-			checkCondition(conds, "Ready", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()),
-			checkCondition(conds, "size", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()))
-		_, rec := annotationOf(u, k8s.AnnotationRecord)
-		return err == nil && rec
+	const last = 39
+	t.Run("edits", func(t *testing.T) {
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				eventually(t, "the first size handled", func() bool { return conditionsOf(get(t, c, widgetsGVR, ns, name))["size"].Message == "size 0" })
+				for i := 1; i <= last; i++ {
+					patch(t, c, widgetsGVR, ns, name, fmt.Sprintf(`{"spec":{"size":%d}}`, i))
+					time.Sleep(time.Duration(i%3) * 5 * time.Millisecond)
+					switch i % 3 {
+					case 0:
+						patch(t, c, widgetsGVR, ns, name, `{"status":{"conditions":null}}`, "status")
+					case 1:
+						patch(t, c, widgetsGVR, ns, name, `{"status":{"conditions":[]}}`, "status")
+					case 2:
+						patch(t, c, widgetsGVR, ns, name, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, k8s.AnnotationRecord))
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			})
+		}
 	})
+	for _, name := range names {
+		var err error
+		eventually(t, name+": the conditions of the last size", func() bool {
+			u := get(t, c, widgetsGVR, ns, name)
+			conds := conditionsOf(u)
+			msg := fmt.Sprintf("size %d is odd", last)
+			err = errors.Join(
+				checkCondition(conds, "Ready", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()),
+				checkCondition(conds, "size", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()))
+			_, rec := annotationOf(u, k8s.AnnotationRecord)
+			return err == nil && rec
+		})
+	}
 	steady(t, "the adapter's writes after the edits", 2*time.Second, writes.Load)
 	op.stop(t)
 
 	var second runs
 	op = start(t, opts, handlers(&second))
-	eventually(t, "the new operator observes the Widget", func() bool { return op.bus.Stats().Observed > 0 })
+	eventually(t, "the new operator observes the Widgets", func() bool { return op.bus.Stats().Observed >= uint64(len(names)) })
 	ctx, cancel := context.WithTimeout(t.Context(), waitFor)
 	defer cancel()
 	if err := op.bus.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := second.total(); n != 0 {
-		t.Errorf("%d handler runs after the restart, want none: the record written back was not the last one", n)
+	for _, name := range names {
+		if n := second.count("size", name); n != 0 {
+			t.Errorf("%s: %d handler runs after the restart, want none: the record written back was not the last one", name, n)
+		}
 	}
 }
