@@ -39,11 +39,11 @@ func (w *watch) claimLoop(ctx context.Context) {
 // claim writes what the object of key lacks before the bus may see it
 // (see [watch]), writes back what another writer removed or changed of
 // what the adapter keeps on a live object (see restore.go), or releases a
-// deleting object from a finalizer the adapter no longer needs. Each call makes at most one write, under the
-// object's resource version; the write's own event brings the object back
-// if more is needed. A write refused for good is reported as the record's
-// or the status's would be (see [Source.refused]); the claim queue retries
-// it with its backoff.
+// deleting object from a finalizer the adapter no longer needs. Each call
+// makes at most one write, under the object's resource version; the
+// write's own event brings the object back if more is needed. A write
+// refused for good is reported as the record's or the status's would be
+// (see [Source.refused]); the claim queue retries it with its backoff.
 func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 	u, ok := r.cached(key)
 	if !ok {

@@ -41,7 +41,8 @@ var ErrTooLarge = errors.New("annotations too large")
 // first one's deletion. When the object of the record's uid is gone, the
 // write has nowhere to go and is dropped. The store remembers, per key,
 // the uid of the last record it saved, or of the object it last loaded
-// a record from, for Delete.
+// a record from, for Delete; and the record the bus holds, to write back
+// should another writer remove or change it (see restore.go).
 //
 // Records are digests and statuses, not copies of objects: when the bus
 // saves a state it could not handle before stopping (its "pending" work),
