@@ -324,7 +324,8 @@ func (w *watch) wroteBack(key opbus.Key, rv string, what []string, record string
 
 // writeBackConditions writes the conditions merged onto the object of key
 // at resource version rv, through the status subresource, under that
-// resource version.
+// resource version. A write refused for good is reported as the sink's
+// would be.
 func (w *watch) writeBackConditions(ctx context.Context, r *resource, key opbus.Key, rv string, merged []any) error {
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": rv},
@@ -339,7 +340,11 @@ func (w *watch) writeBackConditions(ctx context.Context, r *resource, key opbus.
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("k8s: writing back the conditions of %v: %w", key, err)
+		err = fmt.Errorf("k8s: writing back the conditions of %v: %w", key, err)
+	}
+	w.s.refused(ctx, r, key, ReasonStatusRefused, err)
+	if err != nil {
+		return err
 	}
 	w.wroteBack(key, got.GetResourceVersion(), []string{"conditions"}, "")
 	return nil
