@@ -37,12 +37,13 @@ func (w *watch) claimLoop(ctx context.Context) {
 }
 
 // claim writes what the object of key lacks before the bus may see it
-// (see [watch]), or releases a deleting object from a finalizer the
-// adapter no longer needs. Each call makes at most one write, under the
-// object's resource version; the write's own event brings the object back
-// if more is needed. A write refused for good is reported as the record's
-// or the status's would be (see [Source.refused]); the claim queue retries
-// it with its backoff.
+// (see [watch]), writes back what another writer removed or changed of
+// what the adapter keeps on a live object (see restore.go), or releases a
+// deleting object from a finalizer the adapter no longer needs. Each call
+// makes at most one write, under the object's resource version; the
+// write's own event brings the object back if more is needed. A write
+// refused for good is reported as the record's or the status's would be
+// (see [Source.refused]); the claim queue retries it with its backoff.
 func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 	u, ok := r.cached(key)
 	if !ok {
@@ -57,8 +58,23 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 		return nil
 	}
 	meta := map[string]any{}
-	if !w.s.names.hasRecord(obj) {
-		meta["annotations"] = map[string]any{w.s.names.record: ""}
+	annots := map[string]any{}
+	var back []string // what is written back (see restore.go)
+	record, lost := w.s.store.recordLost(key, obj)
+	if lost && checkSize(key, obj, w.s.names.record, len(record)) == nil {
+		annots[w.s.names.record] = record
+		back = append(back, "record")
+	} else if !w.s.names.hasRecord(obj) {
+		annots[w.s.names.record] = ""
+	}
+	if r.mode == StatusAnnotation {
+		if v, lost := w.s.sink.statusLost(key, obj); lost {
+			annots[w.s.names.status] = v
+			back = append(back, "status")
+		}
+	}
+	if len(annots) > 0 {
+		meta["annotations"] = annots
 	}
 	if r.finalizer != w.s.names.hasFinalizer(obj) {
 		meta["finalizers"] = w.s.names.withFinalizer(obj, r.finalizer)
@@ -69,7 +85,7 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 		if err != nil {
 			return err
 		}
-		_, err = r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
+		got, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 			metav1.PatchOptions{FieldManager: w.s.name})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -81,17 +97,27 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 		if err != nil {
 			return err
 		}
+		if len(back) > 0 {
+			w.wroteBack(key, got.GetResourceVersion(), back, record)
+		}
 		w.s.log.Debug("k8s: claimed", "key", key.String())
 		return nil
 	}
 	if r.mode != StatusConditions {
 		return nil
 	}
-	if _, ok := conditions(obj); ok {
+	if r.pruned.Load() {
+		if !hasConditions(obj) {
+			w.changed(r, nil, u) // claimed as far as it can be
+		}
 		return nil
 	}
-	if r.pruned.Load() {
-		w.changed(r, nil, u) // claimed as far as it can be
+	if merged, lost := w.s.sink.conditionsLost(key, obj); lost {
+		return w.writeBackConditions(ctx, r, key, rv, merged)
+	}
+	if hasConditions(obj) || w.s.sink.keeps(key, uid(obj)) {
+		// Nothing lost, or the sink's write under way (or its retry)
+		// puts them back.
 		return nil
 	}
 	ready, err := json.Marshal(map[string]any{

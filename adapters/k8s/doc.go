@@ -157,6 +157,15 @@
 // writes conditions supports about 55 slots; with more, Run stops at once
 // with an error that names the slots and the limit.
 //
+// What the adapter keeps on a live object is its own. When another
+// writer removes or changes the record, the adapter's conditions or its
+// status annotation, or removes the finalizer, the adapter writes back
+// what the bus holds — the record the store last saved or loaded, the
+// statuses the sink was last asked to show — at once and without running
+// a handler. A write-back carries the resource version of the object it
+// read, so it never lands over a newer write of the bus's; nothing is
+// written back on an object being deleted.
+//
 // A record or status write refused for good — past [MaxAnnotationBytes],
 // invalid, forbidden, denied by an admission policy — is retried by the
 // bus with its backoff, and reported once (until its message changes or a

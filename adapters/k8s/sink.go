@@ -24,7 +24,7 @@ type sink struct {
 	s *Source
 
 	mu     sync.Mutex
-	shown  map[opbus.Key]opbus.Status // overall status in AnnotationStatus, as last written
+	kept   map[opbus.Key]kept // statuses last asked for and shown (see restore.go)
 	passes passes
 }
 
@@ -80,6 +80,19 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 		return fmt.Errorf("k8s: %v: the API server drops status.conditions of %s: give the CRD's status schema a conditions list (or x-kubernetes-preserve-unknown-fields), or set Status: StatusAnnotation",
 			key, r.gvr.GroupResource())
 	}
+	sk.keep(key, uid(obj), generation(obj), slots)
+	rv := ""
+	err := sk.writeConditions(ctx, r, key, obj, overall, slots, &rv)
+	sk.wrote(key, rv, err)
+	if err == nil {
+		sk.s.recheck(r, key)
+	}
+	return err
+}
+
+// writeConditions is putConditions' write; it sets *rv to the resource
+// version its write left the object at, if it wrote.
+func (sk *sink) writeConditions(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots, rv *string) error {
 	want := wantConditions(overall, slots, generation(obj), sk.s.names, sk.s.ours)
 	owned := sk.s.ours
 	if gone := goneConditions(obj, slots, sk.s.names, sk.s.ours); len(gone) > 0 {
@@ -114,8 +127,11 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 		if err != nil {
 			return err
 		}
-		_, err = r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
+		got, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 			metav1.PatchOptions{FieldManager: sk.s.name}, "status")
+		if err == nil {
+			*rv = got.GetResourceVersion()
+		}
 		return err
 	})
 	if apierrors.IsNotFound(err) || errors.Is(err, errGone) {
@@ -130,8 +146,22 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 // putAnnotation writes the overall status to AnnotationStatus and emits an
 // Event, when the overall status differs from the one last written.
 func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status) error {
+	sk.keep(key, uid(obj), 0, nil)
+	rv, err := sk.writeAnnotation(ctx, r, key, obj, overall)
+	sk.wrote(key, rv, err)
+	if err == nil {
+		sk.s.recheck(r, key)
+	}
+	return err
+}
+
+// writeAnnotation is putAnnotation's write; it returns the resource
+// version its write left the object at, "" if it wrote nothing.
+func (sk *sink) writeAnnotation(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status) (string, error) {
 	sk.mu.Lock()
-	last, known := sk.shown[key]
+	k, known := sk.kept[key]
+	last := k.shown
+	known = known && k.hasShown
 	sk.mu.Unlock()
 	if !known {
 		if u, ok := r.cached(key); ok {
@@ -142,16 +172,16 @@ func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, o
 	}
 	if last == overall {
 		sk.setShown(key, overall)
-		return nil
+		return "", nil
 	}
 	var value any // nil removes the annotation
 	if !overall.IsZero() {
 		b, err := json.Marshal(overall)
 		if err != nil {
-			return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
+			return "", fmt.Errorf("k8s: writing the status of %v: %w", key, err)
 		}
 		if err := checkSize(key, obj, sk.s.names.status, len(b)); err != nil {
-			return err
+			return "", err
 		}
 		value = string(b)
 	}
@@ -161,28 +191,30 @@ func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, o
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
-		return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
+		return "", fmt.Errorf("k8s: writing the status of %v: %w", key, err)
 	}
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: sk.s.name})
 	if isGone(err) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return fmt.Errorf("k8s: writing the status of %v: %w", key, err)
+		return "", fmt.Errorf("k8s: writing the status of %v: %w", key, err)
 	}
 	sk.setShown(key, overall)
 	sk.s.emit(ctx, r, u, overall, last)
-	return nil
+	return u.GetResourceVersion(), nil
 }
 
 func (sk *sink) setShown(key opbus.Key, s opbus.Status) {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
-	if sk.shown == nil {
-		sk.shown = map[opbus.Key]opbus.Status{}
+	if sk.kept == nil {
+		sk.kept = map[opbus.Key]kept{}
 	}
-	sk.shown[key] = s
+	k := sk.kept[key]
+	k.shown, k.hasShown = s, true
+	sk.kept[key] = k
 }
 
 // parseStatus reads AnnotationStatus; the zero Status when absent or
@@ -203,7 +235,7 @@ func parseStatus(obj map[string]any, name string) opbus.Status {
 // all succeeded, so its finalizer goes.
 func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any) error {
 	sk.mu.Lock()
-	delete(sk.shown, key)
+	delete(sk.kept, key)
 	sk.mu.Unlock()
 	sk.forgetPass(key)
 	r, err := sk.s.resourceFor(key)

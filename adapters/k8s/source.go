@@ -48,6 +48,7 @@ type Source struct {
 	mu    sync.Mutex
 	ran   bool
 	kinds map[string]*resource // by key kind; set once by Run
+	watch *watch               // the watch of the running lead, nil outside one
 
 	ignored []string // the bus's Ignore, as BusOptions saw it
 

@@ -41,7 +41,8 @@ var ErrTooLarge = errors.New("annotations too large")
 // first one's deletion. When the object of the record's uid is gone, the
 // write has nowhere to go and is dropped. The store remembers, per key,
 // the uid of the last record it saved, or of the object it last loaded
-// a record from, for Delete.
+// a record from, for Delete; and the record the bus holds, to write back
+// should another writer remove or change it (see restore.go).
 //
 // Records are digests and statuses, not copies of objects: when the bus
 // saves a state it could not handle before stopping (its "pending" work),
@@ -52,7 +53,7 @@ type store struct {
 
 	mu     sync.Mutex
 	recent map[opbus.Key]written
-	incs   map[opbus.Key]string // uid of the incarnation whose record the bus holds
+	held   map[opbus.Key]held // the incarnation whose record the bus holds, and that record
 }
 
 // written is a record the store wrote and the cache may not show yet.
@@ -83,7 +84,7 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	}
 	u, cached := r.cached(key)
 	st.mu.Lock()
-	if cached && st.incs[key] == "" {
+	if cached && st.held[key].inc == "" {
 		st.setInc(key, uid(u.Object))
 	}
 	w, ok := st.recent[key]
@@ -100,6 +101,7 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	if v == "" {
 		return nil, nil
 	}
+	st.noteLoaded(key, uid(u.Object), v)
 	return []byte(v), nil
 }
 
@@ -141,8 +143,14 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("k8s: saving record of %v: %w", key, err)
 	}
+	id := inc
+	if u, ok := r.cached(key); ok && (id == "" || id == uid(u.Object)) {
+		id = uid(u.Object) // the cache's string, which the store then shares
+	}
+	st.noteSaving(key, id, string(data))
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: st.s.name})
+	st.doneSaving(key, err)
 	if inc != "" && isGone(err) {
 		st.s.log.Debug("k8s: the object of the record's incarnation is gone; the record is not saved", "key", key.String(), "uid", inc)
 		return nil
@@ -171,7 +179,12 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 		return err
 	}
 	st.mu.Lock()
-	inc := st.incs[key]
+	h := st.held[key]
+	inc := h.inc
+	if h.data != "" {
+		h.uid, h.data = "", "" // nothing to write back from now on
+		st.held[key] = h
+	}
 	st.mu.Unlock()
 	meta := map[string]any{"annotations": map[string]any{st.s.names.record: nil}}
 	if inc != "" {
@@ -186,7 +199,7 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	if isGone(err) {
 		st.forget(key)
 		st.mu.Lock()
-		delete(st.incs, key)
+		delete(st.held, key)
 		st.mu.Unlock()
 		return nil
 	}
@@ -195,7 +208,7 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 	}
 	st.remember(key, u.GetResourceVersion(), nil)
 	st.mu.Lock()
-	delete(st.incs, key)
+	delete(st.held, key)
 	st.mu.Unlock()
 	return nil
 }
@@ -206,10 +219,12 @@ func (st *store) setInc(key opbus.Key, inc string) {
 	if inc == "" {
 		return
 	}
-	if st.incs == nil {
-		st.incs = map[opbus.Key]string{}
+	if st.held == nil {
+		st.held = map[opbus.Key]held{}
 	}
-	st.incs[key] = inc
+	h := st.held[key]
+	h.inc = inc
+	st.held[key] = h
 }
 
 // recordInc returns the incarnation a record is of: its "inc" member, ""
@@ -296,6 +311,10 @@ func (st *store) forget(key opbus.Key) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	delete(st.recent, key)
+	if h, ok := st.held[key]; ok && h.data != "" {
+		h.uid, h.data, h.pending = "", "", false // the uid stays, for Delete
+		st.held[key] = h
+	}
 }
 
 // olderThan reports whether resource version a is older than b. Resource

@@ -56,7 +56,13 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 	}
 	s.mu.Lock()
 	kinds := s.kinds
+	s.watch = w
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.watch = nil
+		s.mu.Unlock()
+	}()
 
 	// Informers and claims stop after the bus has drained, which may
 	// still read the caches and write.
@@ -147,6 +153,8 @@ func (w *watch) changed(r *resource, old, u *unstructured.Unstructured) {
 	} else if !w.claimed(r, obj) {
 		w.claims.Add(claim{r, key})
 		return
+	} else if w.lost(r, key, obj) {
+		w.claims.Add(claim{r, key}) // another writer removed or changed what the adapter keeps: write it back
 	}
 	if old == nil || !w.claimed(r, old.Object) {
 		w.observe(w.bus.Observe(w.ctx, key, obj), key)
