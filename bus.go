@@ -89,6 +89,7 @@ type Bus struct {
 	ignore      []string
 	listKeys    map[string]string
 	incarnation func(map[string]any) string
+	rel         *relations // related objects (related.go); nil until Relate
 
 	mu         sync.Mutex
 	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
@@ -135,6 +136,8 @@ type handler struct {
 	types  uint8 // bit per EventType
 	kinds  []string
 	fields []Path
+	plain  []Path // with related fields: the fields of the object itself (related.go)
+	rel    []int  // its related fields, by index in Bus.rel.fields
 	when   func(*Event) bool
 	rev    string
 }
@@ -265,6 +268,14 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 		if err != nil {
 			return within(err, "opbus: handler %q", id)
 		}
+		if j, err := b.relatedField(id, p); err != nil || j >= 0 {
+			if err != nil {
+				return err
+			}
+			h.fields, h.rel = append(h.fields, p), append(h.rel, j)
+			continue
+		}
+		h.plain = append(h.plain, p)
 		b.mu.Lock()
 		cmp := b.cmp
 		b.mu.Unlock()
