@@ -15,13 +15,86 @@ import (
 // objects. Bus.rel.views is guarded by Bus.mu; a view's contents belong to
 // the goroutine dispatching its object.
 type relView struct {
-	root    map[string]any // kind → name → the related object's last observed state
-	entries map[Key]*entry
-	sums    []sum // by related field: the sum of the entries' shares
+	kinds []kindView     // by kind, in the order they appeared
+	few   []*entry       // the entries while there are at most manyEntries
+	many  map[Key]*entry // the entries beyond that
+	sums  []sum          // by related field: the sum of the entries' shares
 }
+
+// kindView is the related objects of one kind in a view: name → the
+// related object's last observed state, the value of related.<Kind>. The
+// map of related.<Kind> itself is made for each pass (see root): it has one
+// entry per kind, and a map kept per object would cost more than the rest
+// of the view.
+type kindView struct {
+	kind   string
+	byName map[string]any
+}
+
+// byKind returns the map of kind's related objects, nil if there are none.
+func (v *relView) byKind(kind string) map[string]any {
+	for _, k := range v.kinds {
+		if k.kind == kind {
+			return k.byName
+		}
+	}
+	return nil
+}
+
+// root returns the value of RelatedField: kind → name → state.
+func (v *relView) root() map[string]any {
+	m := make(map[string]any, len(v.kinds))
+	for _, k := range v.kinds {
+		m[k.kind] = k.byName
+	}
+	return m
+}
+
+// manyEntries is how many entries a view keeps in a slice before it
+// indexes them by key: most objects have one or a few related objects,
+// and a map of one costs several hundred bytes.
+const manyEntries = 8
+
+func (v *relView) get(k Key) *entry {
+	if v.many != nil {
+		return v.many[k]
+	}
+	for _, e := range v.few {
+		if e.key == k {
+			return e
+		}
+	}
+	return nil
+}
+
+func (v *relView) put(e *entry) {
+	switch {
+	case v.many != nil:
+		v.many[e.key] = e
+	case len(v.few) < manyEntries:
+		v.few = append(v.few, e)
+	default:
+		v.many = make(map[Key]*entry, 2*manyEntries)
+		for _, x := range append(v.few, e) {
+			v.many[x.key] = x
+		}
+		v.few = nil
+	}
+}
+
+func (v *relView) remove(k Key) {
+	if v.many != nil {
+		delete(v.many, k)
+		return
+	}
+	v.few = slices.DeleteFunc(v.few, func(e *entry) bool { return e.key == k })
+}
+
+func (v *relView) empty() bool { return len(v.few) == 0 && len(v.many) == 0 }
 
 // entry is one related object in a view.
 type entry struct {
+	key Key
 	doc map[string]any // its last observed state, by reference
 	hs  []sum          // by related field: its share of the view's sums; zero where the field does not match it
 }
@@ -86,14 +159,14 @@ func (b *Bus) applyRelated(key Key, changes []relChange, diff bool) (*relView, D
 	b.mu.Lock()
 	v := r.views[key]
 	if v == nil {
-		v = &relView{root: map[string]any{}, entries: map[Key]*entry{}, sums: make([]sum, len(r.fields))}
+		v = &relView{sums: make([]sum, len(r.fields))}
 		r.views[key] = v
 	}
 	b.mu.Unlock()
 	var out Diff
 	for _, c := range changes {
 		name := entryName(key, c.child)
-		e := v.entries[c.child]
+		e := v.get(c.child)
 		var old map[string]any
 		if e != nil {
 			old = e.doc
@@ -120,18 +193,18 @@ func (b *Bus) applyRelated(key Key, changes []relChange, diff bool) (*relView, D
 				v.sums[j].sub(e.hs[j])
 			}
 		}
-		kind, _ := v.root[c.child.Kind].(map[string]any)
+		kind := v.byKind(c.child.Kind)
 		if c.doc == nil {
-			delete(v.entries, c.child)
+			v.remove(c.child)
 			delete(kind, name)
 			if len(kind) == 0 {
-				delete(v.root, c.child.Kind)
+				v.kinds = slices.DeleteFunc(v.kinds, func(k kindView) bool { return k.kind == c.child.Kind })
 			}
 			continue
 		}
 		if e == nil {
-			e = &entry{hs: make([]sum, len(r.fields))}
-			v.entries[c.child] = e
+			e = &entry{key: c.child, hs: make([]sum, len(r.fields))}
+			v.put(e)
 		}
 		e.doc = c.doc
 		for j := range r.fields {
@@ -143,11 +216,11 @@ func (b *Bus) applyRelated(key Key, changes []relChange, diff bool) (*relView, D
 		}
 		if kind == nil {
 			kind = map[string]any{}
-			v.root[c.child.Kind] = kind
+			v.kinds = append(v.kinds, kindView{c.child.Kind, kind})
 		}
 		kind[name] = c.doc
 	}
-	if len(v.entries) == 0 {
+	if v.empty() {
 		b.mu.Lock()
 		delete(r.views, key)
 		b.mu.Unlock()
@@ -202,12 +275,13 @@ func (b *Bus) withRelated(d *dispatch, o *observation) {
 	}
 	d.view = v
 	doc := maps.Clone(d.new)
-	doc[RelatedField] = v.root
+	root := v.root()
+	doc[RelatedField] = root
 	if o.relOnly() {
 		d.old = doc
 	} else if d.old != nil {
 		old := maps.Clone(d.old)
-		old[RelatedField] = v.root
+		old[RelatedField] = root
 		d.old = old
 	}
 	d.new = doc
