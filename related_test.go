@@ -281,3 +281,18 @@ func TestRelateDoors(t *testing.T) {
 		}
 	})
 }
+
+// TestRelatedWithoutRun: without Run, as in a Juju hook, a related
+// object's change waits for the next Dispatch of the object it relates to.
+func TestRelatedWithoutRun(t *testing.T) {
+	ctx := t.Context()
+	b := newBus(t, nil)
+	must(t, b.Relate("Deployment", ownersOf))
+	r := &readiness{}
+	must(t, b.Handle("ready", r.handle, On{Kinds: []string{"WebApp"}, Fields: []string{"related.Deployment[*].status.readyReplicas"}}))
+	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
+	must(t, b.Dispatch(ctx, deployKey("web"), deployment("web", 1, "shop")))
+	checkRuns(t, r, "shop", "create:")
+	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
+	checkRuns(t, r, "shop", "create:", "update:web=1")
+}

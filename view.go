@@ -270,12 +270,15 @@ func (b *Bus) withRelated(d *dispatch, o *observation) {
 		v = b.rel.views[key]
 		b.mu.Unlock()
 	}
-	if v == nil || d.new == nil {
+	if d.new == nil || (v == nil && !b.readsRelated(key.Kind)) {
 		return
 	}
 	d.view = v
 	doc := maps.Clone(d.new)
-	root := v.root()
+	root := map[string]any{} // no related object: the field is there, empty
+	if v != nil {
+		root = v.root()
+	}
 	doc[RelatedField] = root
 	if o.relOnly() {
 		d.old = doc
@@ -285,6 +288,16 @@ func (b *Bus) withRelated(d *dispatch, o *observation) {
 		d.old = old
 	}
 	d.new = doc
+}
+
+// readsRelated reports whether a handler of kind reads related objects.
+func (b *Bus) readsRelated(kind string) bool {
+	for _, h := range b.handlers {
+		if len(h.rel) > 0 && h.forKind(kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // digestFor returns the digest of h's value in the pass d: of the fields
