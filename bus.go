@@ -54,6 +54,12 @@ type Options struct {
 	// deletion and starts a new one. Nil means incarnations end only at
 	// observed deletions.
 	Incarnation func(obj map[string]any) string
+	// Related, if set, returns the keys of the objects that an observed
+	// object of any kind relates to, as [Bus.Relate] does for one kind;
+	// an adapter that learns which kinds relate only once it runs (the
+	// Kubernetes adapter's owned resources) declares relations this way.
+	// Handlers may then read related objects of any kind.
+	Related RelateFunc
 }
 
 // check reports the first option that cannot be used, naming its field.
@@ -208,6 +214,11 @@ func New(opts *Options) (*Bus, error) {
 		return nil, err
 	}
 	b.cmp = cmp
+	if opts.Related != nil {
+		if err := b.relateAny(opts.Related); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
 

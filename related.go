@@ -34,6 +34,7 @@ type RelateFunc func(key Key, obj map[string]any) []Key
 // object relates to, and the views of the objects related to.
 type relations struct {
 	fns    map[string]RelateFunc // by the related object's kind; set before the bus starts
+	any    RelateFunc            // for every kind (Options.Related); nil for none
 	fields []relField            // the distinct related fields of all handlers; set before the bus starts
 	// guarded by Bus.mu
 	parents map[Key][]Key    // related object → the objects it relates to, as of its last observation
@@ -98,19 +99,40 @@ func (b *Bus) Relate(kind string, fn RelateFunc) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: Relate(%q): the bus has started; declare relations before Run, Observe or Dispatch", kind)
 	}
-	if b.rel == nil {
-		cmp, err := NewComparer(&CompareOptions{Ignore: append(slices.Clone(b.ignore), RelatedField), ListKeys: b.listKeys})
-		if err != nil {
-			return within(err, "opbus: Relate(%q)", kind)
-		}
-		b.ignore = append(b.ignore, RelatedField)
-		b.cmp = cmp
-		b.rel = &relations{fns: map[string]RelateFunc{}, parents: map[Key][]Key{}, views: map[Key]*relView{}}
+	if err := b.relations(); err != nil {
+		return within(err, "opbus: Relate(%q)", kind)
 	}
 	if _, dup := b.rel.fns[kind]; dup {
 		return fmt.Errorf("opbus: Relate(%q): the kind's relation is declared already: one function per kind", kind)
 	}
 	b.rel.fns[kind] = fn
+	return nil
+}
+
+// relateAny sets up relations for Options.Related.
+func (b *Bus) relateAny(fn RelateFunc) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.relations(); err != nil {
+		return within(err, "opbus: Options.Related")
+	}
+	b.rel.any = fn
+	return nil
+}
+
+// relations makes b.rel, and ignores RelatedField from then on: the view
+// takes its place in documents; b.mu is held.
+func (b *Bus) relations() error {
+	if b.rel != nil {
+		return nil
+	}
+	cmp, err := NewComparer(&CompareOptions{Ignore: append(slices.Clone(b.ignore), RelatedField), ListKeys: b.listKeys})
+	if err != nil {
+		return err
+	}
+	b.ignore = append(b.ignore, RelatedField)
+	b.cmp = cmp
+	b.rel = &relations{fns: map[string]RelateFunc{}, parents: map[Key][]Key{}, views: map[Key]*relView{}}
 	return nil
 }
 
@@ -143,7 +165,7 @@ func (b *Bus) relatedField(id string, p Path) (int, error) {
 	if b.rel == nil {
 		return -1, fmt.Errorf("opbus: handler %q: field %s reads related objects, but no relation is declared: call Bus.Relate first", id, p)
 	}
-	if f.kind.Kind == SegKey {
+	if f.kind.Kind == SegKey && b.rel.any == nil {
 		if _, ok := b.rel.fns[f.kind.Key]; !ok {
 			return -1, fmt.Errorf("opbus: handler %q: field %s: no relation is declared for kind %q (declared: %v), so it would never change", id, p, f.kind.Key, slices.Sorted(maps.Keys(b.rel.fns)))
 		}
@@ -164,7 +186,9 @@ func (b *Bus) relatedTo(key Key, o *observation) (to []Key, err error) {
 	b.mu.Lock()
 	var fn RelateFunc
 	if b.rel != nil {
-		fn = b.rel.fns[key.Kind]
+		if fn = b.rel.fns[key.Kind]; fn == nil {
+			fn = b.rel.any
+		}
 	}
 	b.mu.Unlock()
 	if fn == nil || o.deleted {
@@ -190,7 +214,7 @@ func (b *Bus) relatedTo(key Key, o *observation) (to []Key, err error) {
 // object it relates to now or related to before; b.mu is held.
 func (b *Bus) relay(key Key, o observation, to []Key) {
 	r := b.rel
-	if r == nil || r.fns[key.Kind] == nil {
+	if r == nil || (r.fns[key.Kind] == nil && r.any == nil) {
 		return
 	}
 	doc := o.new

@@ -296,3 +296,23 @@ func TestRelatedWithoutRun(t *testing.T) {
 	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
 	checkRuns(t, r, "shop", "create:", "update:web=1")
 }
+
+// TestRelatedOption: Options.Related declares relations for every kind, as
+// an adapter that learns its kinds only once it runs does.
+func TestRelatedOption(t *testing.T) {
+	ctx := t.Context()
+	b := newBus(t, &Options{Related: func(key Key, obj map[string]any) []Key {
+		if key.Kind != "Deployment" {
+			return nil
+		}
+		return ownersOf(key, obj)
+	}})
+	r := &readiness{}
+	must(t, b.Handle("ready", r.handle, On{Kinds: []string{"WebApp"}, Fields: []string{"related.Deployment[*].status.readyReplicas"}}))
+	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
+	must(t, b.Dispatch(ctx, deployKey("web"), deployment("web", 1, "shop")))
+	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
+	must(t, b.Dispatch(ctx, deployKey("web"), deployment("web", 2, "shop")))
+	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 2)))
+	checkRuns(t, r, "shop", "create:", "update:web=1", "update:web=2")
+}

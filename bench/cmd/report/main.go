@@ -213,7 +213,7 @@ func renderDoc(w io.Writer, in docInput) {
 	p("%s\n\n", ratiosExplained)
 
 	p("## Targets\n\n")
-	p("Each performance target of issues 2 to 7, with this run's figure and a plain verdict (met when the median meets it). ")
+	p("Each performance target of issues 2 to 7 and 14, with this run's figure and a plain verdict (met when the median meets it). ")
 	p("Where a target is missed, the CPU profile of the benchmark that misses it follows the table (`go test -cpuprofile`, then `go tool pprof -top`; the profile covers the benchmark's setup too).\n\n")
 	renderTargets(w, targets(in.lib, in.peers, in.ext), in.profiles)
 
