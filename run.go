@@ -308,13 +308,14 @@ func (b *Bus) persistPending(ctx context.Context) error {
 				l.states = append(l.states, o)
 			}
 		}
-		if len(l.states) == 0 && !ks.busy && ks.replacedBy(b, ks.queue) {
+		own := ownStates(ks.queue)
+		if len(l.states) == 0 && !ks.busy && ks.replacedBy(b, own) {
 			// The queue starts a new incarnation while the live one is
 			// only in memory: keep its deletion, which the next run could
 			// not make without its last state.
 			l.states = append(l.states, observation{deleted: true, new: ks.cur, inc: ks.rec.inc})
 		}
-		l.states = append(l.states, ownStates(ks.queue)...)
+		l.states = append(l.states, own...)
 		if !ks.busy {
 			l.states = ks.dropRepeats(l.states)
 		}
