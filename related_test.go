@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // A WebApp and the Deployments it owns: each Deployment names its owners in
@@ -315,4 +317,55 @@ func TestRelatedOption(t *testing.T) {
 	must(t, b.Dispatch(ctx, deployKey("web"), deployment("web", 2, "shop")))
 	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 2)))
 	checkRuns(t, r, "shop", "create:", "update:web=1", "update:web=2")
+}
+
+// TestRelatedPendingAtShutdown: a new incarnation queued behind a related
+// object's change at shutdown still has the live incarnation's deletion
+// saved before it, so the next run deletes the old one first.
+func TestRelatedPendingAtShutdown(t *testing.T) {
+	dir := t.TempDir()
+	var log []string
+	build := func(t *testing.T, gate bool) *Bus {
+		store, err := NewFileStore(dir)
+		must(t, err)
+		b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: time.Second,
+			Incarnation: func(obj map[string]any) string { s, _ := obj["uid"].(string); return s }})
+		must(t, b.Relate("Deployment", ownersOf))
+		must(t, b.Handle("gate", func(ctx context.Context, ev *Event) (Status, error) {
+			if gate {
+				<-ctx.Done()
+				return Status{}, ctx.Err()
+			}
+			return Status{}, nil
+		}, On{Kinds: []string{"Gate"}}))
+		must(t, b.Handle("app", func(ctx context.Context, ev *Event) (Status, error) {
+			if ev.Type == Delete {
+				log = append(log, "delete "+ev.Old["uid"].(string))
+			} else {
+				log = append(log, ev.Type.String()+" "+ev.New["uid"].(string))
+			}
+			return Status{}, nil
+		}, On{Kinds: []string{"WebApp"}, Types: []EventType{Create, Update, Delete}}))
+		return b
+	}
+	synctest.Test(t, func(t *testing.T) {
+		b := build(t, true)
+		stop := run(t, b)
+		must(t, b.Observe(t.Context(), appKey("shop"), map[string]any{"uid": "u1"}))
+		synctest.Wait()
+		must(t, b.Observe(t.Context(), Key{Kind: "Gate", Name: "gate"}, map[string]any{}))
+		synctest.Wait()
+		must(t, b.Observe(t.Context(), deployKey("web"), deployment("web", 1, "shop")))
+		must(t, b.Observe(t.Context(), appKey("shop"), map[string]any{"uid": "u2"}))
+		must(t, stop())
+	})
+	synctest.Test(t, func(t *testing.T) {
+		b := build(t, false)
+		stop := run(t, b)
+		synctest.Wait()
+		must(t, stop())
+	})
+	if got, want := strings.Join(log, ","), "create u1,delete u1,create u2"; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
 }
