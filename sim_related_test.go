@@ -390,8 +390,10 @@ func TestSimulationRelated(t *testing.T) {
 		}
 		seeds, deadline = []uint64{seed}, time.Time{}
 	}
-	failed := 0
-	for i := 0; i < len(seeds) || time.Now().Before(deadline); i++ {
+	failed, start := 0, time.Now()
+	i := 0
+	defer func() { t.Logf("%d sequences of 60 operations in %v", i, time.Since(start).Round(time.Millisecond)) }()
+	for ; i < len(seeds) || time.Now().Before(deadline); i++ {
 		seed := rand.Uint64() % 1_000_000_000
 		if i < len(seeds) {
 			seed = seeds[i]
