@@ -12,8 +12,12 @@ import (
 // its RelatedField, and per related field the combined digest of the
 // entries under it. A change of one related object updates its entry and
 // the sums in place, so its cost does not grow with the number of related
-// objects. Bus.rel.views is guarded by Bus.mu; a view's contents belong to
-// the goroutine dispatching its object.
+// objects. It holds the related objects' states by reference, not a
+// projection of the subscribed fields: the bus (and an informer's cache)
+// keeps those states anyway, so a reference costs a pointer where a
+// projection would cost a map per related object. Bus.rel.views is guarded
+// by Bus.mu; a view's contents belong to the goroutine dispatching its
+// object.
 type relView struct {
 	kinds []kindView     // by kind, in the order they appeared
 	few   []*entry       // the entries while there are at most manyEntries
