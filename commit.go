@@ -58,14 +58,14 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 	summary := d.rec.slots.Summary()
 	b.mu.Lock()
 	before := ks.published.Summary()
-	changed := !ks.shown || !ks.published.Equal(d.rec.slots)
+	changed := !ks.shown || !ks.published.equal(d.rec.slots)
 	if !maps.Equal(ks.values, d.rec.values) {
 		ks.values = maps.Clone(d.rec.values)
 	}
 	if changed {
 		ks.published = nil
 		if len(d.rec.slots) > 0 {
-			ks.published = d.rec.slots.Clone()
+			ks.published = d.rec.slots.clone()
 		}
 		ks.shown = true
 	}
@@ -77,7 +77,10 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 		}
 	}
 	if b.sink != nil && !ks.sunk {
-		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.Clone()); err != nil {
+		if ks.abandoned.Load() {
+			return // shutdown or a halt took the key from this pass
+		}
+		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.clone()); err != nil {
 			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
 			b.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
 			d.errs = append(d.errs, err)
@@ -92,9 +95,19 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 
 // storeFailed asks for a retry after a store or sink failure.
 func (d *dispatch) storeFailed() {
+	if d.storeFail {
+		return // a failed save and a failed publish are one failure
+	}
+	d.storeFail = true
 	x := d.b.extra(d.ks)
-	x.storeFails++
-	d.retryAt(time.Now().Add(d.b.backoff.Delay(x.storeFails)))
+	// The count grows once per backoff period, not once per pass: during
+	// an outage every new state makes a failing pass, and counting each
+	// would put the next try minutes after the store is back.
+	if now := time.Now(); x.storeFails == 0 || !now.Before(x.storeDue) {
+		x.storeFails++
+		x.storeDue = now.Add(d.b.backoff.delay(x.storeFails))
+	}
+	d.retryAt(x.storeDue)
 }
 
 // dropOrphans removes what handlers, collectors and slots that are no
@@ -113,6 +126,12 @@ func (b *Bus) dropOrphans(d *dispatch) {
 	for id := range d.rec.fails {
 		if _, ok := b.index[id]; !ok {
 			delete(d.rec.fails, id)
+			d.dirty = true
+		}
+	}
+	for id := range d.rec.olds {
+		if h, ok := b.index[id]; !ok || !b.handlers[h].keepOld {
+			delete(d.rec.olds, id)
 			d.dirty = true
 		}
 	}

@@ -51,14 +51,16 @@ func (ev *Event) Value(name string) (string, bool) {
 
 // SetValue persists a named value with the object, committed with the rest
 // of the dispatch whatever the handler returns. An empty value deletes it.
-func (ev *Event) SetValue(name, value string) {
+// Outside a dispatch (an Event a test built) it is an error.
+func (ev *Event) SetValue(name, value string) error {
 	if ev.d == nil {
-		return
+		return fmt.Errorf("opbus: SetValue(%q): the event is not being dispatched", name)
 	}
 	ev.d.setValue(name, value)
+	return nil
 }
 
-// SetSlot sets the status in a slot registered with [Bus.Slot] (such as a
+// SetSlot sets the status in a slot registered with [Bus.AddSlot] (such as a
 // state machine's). A handler's own slot is set by what it returns.
 func (ev *Event) SetSlot(id string, s Status) error {
 	if ev.d == nil {
@@ -100,4 +102,16 @@ type On struct {
 	// every object, so that fixed logic re-evaluates values that the old
 	// logic handled.
 	Revision string
+	// KeepOld stores the value of Fields that the handler last handled in
+	// the object's record, so that after a restart its first event has
+	// that value as Old (with only those fields) and Changes against it,
+	// instead of Old == nil and every field as an add: an upgrade handler
+	// learns the version it comes from. Off by default, since the record
+	// grows by it; a value of more than 4 KiB in its stored form is not kept
+	// (with a warning). It needs Fields.
+	KeepOld bool
 }
+
+// maxKeptOld bounds the value [On].KeepOld keeps per handler and object,
+// in bytes of its stored form.
+const maxKeptOld = 4 << 10

@@ -24,7 +24,7 @@ import (
 // simListKeys are the Options.ListKeys of the sequences that use list keys.
 var simListKeys = map[string]string{"containers": "name", "containerStatuses": "name", "conditions": "type"}
 
-// simIgnore is what every simulated bus ignores besides DefaultIgnore.
+// simIgnore is what every simulated bus ignores besides defaultIgnore.
 var simIgnore = []string{"metadata.labels"}
 
 // simMapWildcard registers handler sel, which reads spec.selector[*]: the
@@ -161,9 +161,9 @@ func canon(b *strings.Builder, v any, path string, listKeys bool) {
 	}
 }
 
-// simIgnored reports the paths no handler sees: DefaultIgnore and simIgnore.
+// simIgnored reports the paths no handler sees: defaultIgnore and simIgnore.
 func simIgnored(p string) bool {
-	for _, q := range append(slices.Clone(DefaultIgnore), simIgnore...) {
+	for _, q := range append(slices.Clone(defaultIgnore), simIgnore...) {
 		if p == q {
 			return true
 		}
@@ -210,7 +210,7 @@ func view(h simHandler, doc map[string]any, listKeys bool) string {
 		b.WriteString(f + "=")
 		p := MustParsePath(f)
 		if !strings.Contains(f, "[*]") {
-			if v, ok := Lookup(doc, p); ok {
+			if v, ok := lookup(doc, p); ok {
 				canon(&b, v, f, listKeys)
 			} else {
 				b.WriteString("absent")
@@ -220,7 +220,7 @@ func view(h simHandler, doc map[string]any, listKeys bool) string {
 		}
 		if f == "spec.selector[*]" {
 			// A map: the set of key → value.
-			v, _ := Lookup(doc, MustParsePath("spec.selector"))
+			v, _ := lookup(doc, MustParsePath("spec.selector"))
 			m, _ := v.(map[string]any)
 			var parts []string
 			for k, v := range m {
@@ -233,7 +233,7 @@ func view(h simHandler, doc map[string]any, listKeys bool) string {
 			continue
 		}
 		// The other pattern used: status.conditions[*].status.
-		l, _ := Lookup(doc, MustParsePath("status.conditions"))
+		l, _ := lookup(doc, MustParsePath("status.conditions"))
 		list, _ := l.([]any)
 		keys, keyed := elementKeys(list, "type")
 		keyed = keyed && listKeys
@@ -358,7 +358,7 @@ func collectStatus(doc map[string]any) (Status, bool) {
 }
 
 func replicasOf(doc map[string]any) int64 {
-	v, _ := Lookup(doc, MustParsePath("spec.replicas"))
+	v, _ := lookup(doc, MustParsePath("spec.replicas"))
 	switch x := v.(type) {
 	case int64:
 		return x

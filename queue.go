@@ -67,6 +67,7 @@ type keyExtra struct {
 	endedInc   string                 // the incarnation whose deletion is finished
 	loadFails  int                    // consecutive failures to load the record
 	storeFails int                    // consecutive failures to save the record or publish the status
+	storeDue   time.Time              // when the store or sink is tried again after storeFails
 }
 
 // extra returns the extra state of ks, making it; b.mu is not held.
@@ -131,7 +132,8 @@ func (b *Bus) incarnationOf(obj map[string]any) (id string, err error) {
 	return b.incarnation(obj), nil
 }
 
-// admit checks an observation at the door and fills in its incarnation.
+// admit checks an observation at the door, puts its documents in canonical
+// form and fills in its incarnation.
 func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	if err := key.validate(); err != nil {
 		return err
@@ -142,17 +144,18 @@ func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	b.mu.Lock()
 	cmp := b.cmp
 	b.mu.Unlock()
+	var err error
 	if o.deleted {
 		if o.new != nil {
-			if err := cmp.checkDocument(o.new); err != nil {
+			if o.new, err = cmp.admitDocument(o.new); err != nil {
 				return within(err, "opbus: last state of %v", key)
 			}
 		}
-	} else if err := cmp.checkDocument(o.new); err != nil {
+	} else if o.new, err = cmp.admitDocument(o.new); err != nil {
 		return within(err, "opbus: state of %v", key)
 	}
 	if o.hasOld && o.old != nil {
-		if err := cmp.checkDocument(o.old); err != nil {
+		if o.old, err = cmp.admitDocument(o.old); err != nil {
 			return within(err, "opbus: previous state of %v", key)
 		}
 	}

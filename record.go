@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,10 +12,10 @@ import (
 	"time"
 )
 
-// RecordVersion is the version of the record format this package writes.
+// recordVersion is the version of the record format this package writes.
 // It reads this version and version 1; a record of another version is
 // reported, never rewritten.
-const RecordVersion = 2
+const recordVersion = 2
 
 // ErrCorruptRecord marks a stored record that cannot be read: it does not
 // decode, or has a version this package does not know. The key's handlers do
@@ -46,6 +47,7 @@ type record struct {
 	slots   Slots
 	values  map[string]string // named values set by handlers and state machines
 	pending *pendingStates    // observed states not handled when the bus stopped, oldest first; nil for none
+	olds    map[string][]byte // handler ID → snapshot of its fields at its last success (On.KeepOld)
 }
 
 // pendingStates is a list behind a pointer: most records have none, and a
@@ -92,6 +94,7 @@ type wireRecord struct {
 	Good    Slots                  `json:"good,omitempty"`
 	Values  map[string]string      `json:"values,omitempty"`
 	Pending []wirePending          `json:"pending,omitempty"`
+	Olds    map[string][]byte      `json:"olds,omitempty"`
 }
 
 type wireFailure struct {
@@ -117,6 +120,17 @@ func encodeDigest(d digest) string { return base64.RawURLEncoding.EncodeToString
 // encode writes the record; ids names the handlers by index.
 func (r *record) encode(ids []string) ([]byte, error) {
 	return appendRecordJSON(make([]byte, 0, 256), r, ids)
+}
+
+// readRecord loads and decodes the record of key, nil if there is none:
+// the one path by which the bus reads records. index maps handler IDs to
+// indexes. A record that cannot be read is a *RecordError.
+func (b *Bus) readRecord(ctx context.Context, key Key, index map[string]int) (*record, error) {
+	data, err := b.store.Load(ctx, key)
+	if err != nil || data == nil {
+		return nil, err
+	}
+	return decodeRecord(key, data, index)
 }
 
 // decodeRecord reads a stored record strictly: unknown fields, a wrong
@@ -145,8 +159,8 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	if dec.More() {
 		return fail("not a record: data after the JSON object")
 	}
-	if w.Version != RecordVersion {
-		return fail("unknown version %d: this build reads versions 1 and %d", w.Version, RecordVersion)
+	if w.Version != recordVersion {
+		return fail("unknown version %d: this build reads versions 1 and %d", w.Version, recordVersion)
 	}
 	r := &record{inc: w.Inc, slots: w.Slots, good: w.Good, values: w.Values}
 	all, err := decodeDigests(w.Digests)
@@ -186,6 +200,17 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 			return fail("pending state %d: %v", i, err)
 		}
 		r.addPending(pendingState{Deleted: p.Deleted, Object: obj})
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.Olds)) {
+		if _, err := decodeSnapshot(w.Olds[id]); err != nil {
+			return fail("last handled value of %q: %v", id, err)
+		}
+		if _, ok := index[id]; ok {
+			if r.olds == nil {
+				r.olds = map[string][]byte{}
+			}
+			r.olds[id] = w.Olds[id]
+		}
 	}
 	return r, nil
 }

@@ -14,7 +14,7 @@ import (
 // which was a fifth of a dispatch. ids names the handlers by index.
 func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 	buf = append(buf, `{"v":`...)
-	buf = strconv.AppendInt(buf, RecordVersion, 10)
+	buf = strconv.AppendInt(buf, recordVersion, 10)
 	if r.inc != "" {
 		buf = append(buf, `,"inc":`...)
 		buf = appendJSONString(buf, r.inc)
@@ -114,6 +114,19 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 			buf = append(buf, '}')
 		}
 		buf = append(buf, ']')
+	}
+	if len(r.olds) > 0 {
+		buf = append(buf, `,"olds":{`...)
+		for n, id := range sortedKeys(r.olds) {
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, id)
+			buf = append(buf, ':', '"')
+			buf = base64.StdEncoding.AppendEncode(buf, r.olds[id])
+			buf = append(buf, '"')
+		}
+		buf = append(buf, '}')
 	}
 	return append(buf, '}'), nil
 }

@@ -11,7 +11,7 @@ import (
 // wireOf builds the wireRecord that encoding/json would be given for r.
 func wireOf(t *testing.T, r *record, ids []string) wireRecord {
 	t.Helper()
-	w := wireRecord{Version: RecordVersion, Inc: r.inc}
+	w := wireRecord{Version: recordVersion, Inc: r.inc}
 	for i, d := range r.digests {
 		if d.isZero() {
 			continue
@@ -44,6 +44,9 @@ func wireOf(t *testing.T, r *record, ids []string) wireRecord {
 		snap, err := encodeSnapshot(p.Object)
 		must(t, err)
 		w.Pending = append(w.Pending, wirePending{Deleted: p.Deleted, Snapshot: snap})
+	}
+	if len(r.olds) > 0 {
+		w.Olds = r.olds
 	}
 	return w
 }
@@ -88,6 +91,11 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			r.addPending(pendingState{Object: map[string]any{"a": str(), "n": int64(rng.IntN(100))}})
 			r.addPending(pendingState{Deleted: true})
 			r.addPending(pendingState{Deleted: true, Object: map[string]any{}})
+		}
+		if rng.IntN(3) == 0 {
+			snap, err := encodeSnapshot(map[string]any{"spec": map[string]any{"v": str()}})
+			must(t, err)
+			r.olds = map[string][]byte{ids[3]: snap, str() + "o": {}}
 		}
 		got, err := r.encode(ids)
 		must(t, err)

@@ -25,7 +25,7 @@ func BenchmarkRelated(b *testing.B) {
 			for i := range n {
 				must(b, bus.Dispatch(ctx, deployKey(fmt.Sprint("d", i)), deployment(fmt.Sprint("d", i), 1, "shop")))
 			}
-			app := webApp("shop", 1)
+			app := webAppDoc("shop", 1)
 			must(b, bus.Dispatch(ctx, appKey("shop"), app))
 			docs := [2]map[string]any{deployment("d0", 2, "shop"), deployment("d0", 1, "shop")}
 			b.ReportAllocs()
@@ -55,7 +55,7 @@ func BenchmarkMemoryPerRelation(b *testing.B) {
 				apps := make([]map[string]any, pairs)
 				deps := make([]map[string]any, pairs)
 				for i := range pairs {
-					apps[i] = webApp(fmt.Sprint("a", i), i%5)
+					apps[i] = webAppDoc(fmt.Sprint("a", i), i%5)
 					deps[i] = deployment(fmt.Sprint("d", i), i%3, fmt.Sprint("a", i))
 				}
 				bus := newBus(b, nil)

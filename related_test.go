@@ -15,7 +15,7 @@ import (
 // A WebApp and the Deployments it owns: each Deployment names its owners in
 // spec.owners, as ownerReferences would.
 
-func webApp(name string, replicas int) map[string]any {
+func webAppDoc(name string, replicas int) map[string]any {
 	return map[string]any{"metadata": map[string]any{"name": name}, "spec": map[string]any{"replicas": int64(replicas)}}
 }
 
@@ -130,14 +130,14 @@ func TestRelatedOncePerDistinctValue(t *testing.T) {
 	for _, store := range relatedStores {
 		t.Run(store, func(t *testing.T) {
 			b, r, observe := relatedBus(t, store, "related.Deployment[*].status.readyReplicas")
-			observe(appKey("shop"), webApp("shop", 3))
+			observe(appKey("shop"), webAppDoc("shop", 3))
 			observe(deployKey("web"), deployment("web", 0, "shop"))
 			observe(deployKey("web"), deployment("web", 1, "shop"))
 			d := deployment("web", 1, "shop")
 			d["metadata"].(map[string]any)["resourceVersion"] = "99"
 			d["spec"].(map[string]any)["image"] = "app:2" // not subscribed
 			observe(deployKey("web"), d)
-			observe(appKey("shop"), webApp("shop", 4)) // the WebApp's own change, not subscribed
+			observe(appKey("shop"), webAppDoc("shop", 4)) // the WebApp's own change, not subscribed
 			observe(deployKey("web"), deployment("web", 2, "shop"))
 			checkRuns(t, r, "shop", "create:", "update:web=0", "update:web=1", "update:web=2")
 			st, _, err := b.Status(t.Context(), appKey("shop"))
@@ -163,8 +163,8 @@ func TestRelatedAddRemove(t *testing.T) {
 	for _, store := range relatedStores {
 		t.Run(store, func(t *testing.T) {
 			_, r, observe := relatedBus(t, store, "related.Deployment[*].status.readyReplicas")
-			observe(appKey("shop"), webApp("shop", 1))
-			observe(appKey("blog"), webApp("blog", 1))
+			observe(appKey("shop"), webAppDoc("shop", 1))
+			observe(appKey("blog"), webAppDoc("blog", 1))
 			observe(deployKey("web"), deployment("web", 1, "shop"))
 			observe(deployKey("db"), deployment("db", 1, "shop"))
 			observe(deployKey("web"), deployment("web", 1, "blog")) // moves to blog
@@ -175,7 +175,7 @@ func TestRelatedAddRemove(t *testing.T) {
 	}
 	t.Run("by-name", func(t *testing.T) {
 		_, r, observe := relatedBus(t, "memory", "related.Deployment.web.status.readyReplicas")
-		observe(appKey("shop"), webApp("shop", 1))
+		observe(appKey("shop"), webAppDoc("shop", 1))
 		observe(deployKey("db"), deployment("db", 1, "shop"))
 		observe(deployKey("web"), deployment("web", 1, "shop"))
 		observe(deployKey("db"), deployment("db", 2, "shop"))
@@ -189,8 +189,8 @@ func TestRelatedTwoParents(t *testing.T) {
 	for _, store := range relatedStores {
 		t.Run(store, func(t *testing.T) {
 			_, r, observe := relatedBus(t, store, "related.Deployment[*].status.readyReplicas")
-			observe(appKey("shop"), webApp("shop", 1))
-			observe(appKey("blog"), webApp("blog", 1))
+			observe(appKey("shop"), webAppDoc("shop", 1))
+			observe(appKey("blog"), webAppDoc("blog", 1))
 			observe(deployKey("cache"), deployment("cache", 0, "shop", "blog"))
 			observe(deployKey("cache"), deployment("cache", 2, "shop", "blog"))
 			observe(deployKey("cache"), deployment("cache", 2, "blog", "shop")) // the same relations
@@ -207,7 +207,7 @@ func TestRelatedDeleteRecreate(t *testing.T) {
 	for _, store := range relatedStores {
 		t.Run(store, func(t *testing.T) {
 			_, r, observe := relatedBus(t, store, "related.Deployment[*].status.readyReplicas")
-			observe(appKey("shop"), webApp("shop", 1))
+			observe(appKey("shop"), webAppDoc("shop", 1))
 			observe(deployKey("web"), deployment("web", 1, "shop"))
 			observe(deployKey("web"), nil)
 			observe(deployKey("web"), deployment("web", 1, "shop"))
@@ -215,7 +215,7 @@ func TestRelatedDeleteRecreate(t *testing.T) {
 
 			observe(appKey("shop"), nil)
 			observe(deployKey("web"), deployment("web", 3, "shop")) // while the WebApp is gone
-			observe(appKey("shop"), webApp("shop", 1))
+			observe(appKey("shop"), webAppDoc("shop", 1))
 			observe(deployKey("web"), deployment("web", 4, "shop"))
 			checkRuns(t, r, "shop", "create:", "update:web=1", "update:", "update:web=1", "create:web=3", "update:web=4")
 		})
@@ -228,7 +228,7 @@ func TestRelatedChildBeforeParent(t *testing.T) {
 	_, r, observe := relatedBus(t, "memory", "related.Deployment[*].status.readyReplicas")
 	observe(deployKey("web"), deployment("web", 1, "shop"))
 	observe(deployKey("db"), deployment("db", 2, "shop"))
-	observe(appKey("shop"), webApp("shop", 1))
+	observe(appKey("shop"), webAppDoc("shop", 1))
 	checkRuns(t, r, "shop", "create:db=2,web=1")
 }
 
@@ -292,10 +292,10 @@ func TestRelatedWithoutRun(t *testing.T) {
 	must(t, b.Relate("Deployment", ownersOf))
 	r := &readiness{}
 	must(t, b.Handle("ready", r.handle, On{Kinds: []string{"WebApp"}, Fields: []string{"related.Deployment[*].status.readyReplicas"}}))
-	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
+	must(t, b.Dispatch(ctx, appKey("shop"), webAppDoc("shop", 1)))
 	must(t, b.Dispatch(ctx, deployKey("web"), deployment("web", 1, "shop")))
 	checkRuns(t, r, "shop", "create:")
-	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
+	must(t, b.Dispatch(ctx, appKey("shop"), webAppDoc("shop", 1)))
 	checkRuns(t, r, "shop", "create:", "update:web=1")
 }
 
@@ -311,11 +311,11 @@ func TestRelatedOption(t *testing.T) {
 	}})
 	r := &readiness{}
 	must(t, b.Handle("ready", r.handle, On{Kinds: []string{"WebApp"}, Fields: []string{"related.Deployment[*].status.readyReplicas"}}))
-	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
+	must(t, b.Dispatch(ctx, appKey("shop"), webAppDoc("shop", 1)))
 	must(t, b.Dispatch(ctx, deployKey("web"), deployment("web", 1, "shop")))
-	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 1)))
+	must(t, b.Dispatch(ctx, appKey("shop"), webAppDoc("shop", 1)))
 	must(t, b.Dispatch(ctx, deployKey("web"), deployment("web", 2, "shop")))
-	must(t, b.Dispatch(ctx, appKey("shop"), webApp("shop", 2)))
+	must(t, b.Dispatch(ctx, appKey("shop"), webAppDoc("shop", 2)))
 	checkRuns(t, r, "shop", "create:", "update:web=1", "update:web=2")
 }
 

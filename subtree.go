@@ -1,90 +1,14 @@
 package opbus
 
 import (
-	"cmp"
 	"slices"
-	"strings"
 )
-
-// Lookup returns the value at the concrete path p in v and whether it
-// exists. A [SegMatch] segment finds the list element whose field has that
-// value; [SegAny] is not concrete and finds nothing (see [Resolve]).
-func Lookup(v any, p Path) (any, bool) {
-	for _, s := range p {
-		var ok bool
-		if v, ok = step(v, s); !ok {
-			return nil, false
-		}
-	}
-	return v, true
-}
-
-func step(v any, s Segment) (any, bool) {
-	switch s.Kind {
-	case SegKey:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		e, ok := m[s.Key]
-		return e, ok
-	case SegIndex:
-		l, ok := v.([]any)
-		if !ok || s.Index >= len(l) {
-			return nil, false
-		}
-		return l[s.Index], true
-	case SegMatch:
-		l, ok := v.([]any)
-		if !ok {
-			return nil, false
-		}
-		for _, e := range l {
-			if k, ok := elementKey(e, s.Key); ok && k == s.Value {
-				return e, true
-			}
-		}
-	}
-	return nil, false
-}
-
-// Resolve calls fn for every concrete path in v that the pattern p matches,
-// with the value there, in document order (map keys unordered). Matched
-// [SegMatch] segments stay in the concrete path as they are; [SegAny] becomes
-// an index or a key. The path passed to fn is only valid during the call.
-func Resolve(v any, p Path, fn func(at Path, val any)) {
-	resolve(v, p, make(Path, 0, len(p)), fn)
-}
-
-func resolve(v any, rest, at Path, fn func(Path, any)) {
-	if len(rest) == 0 {
-		fn(at, v)
-		return
-	}
-	s := rest[0]
-	if s.Kind != SegAny {
-		if e, ok := step(v, s); ok {
-			resolve(e, rest[1:], append(at, s), fn)
-		}
-		return
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			resolve(e, rest[1:], append(at, MapKey(k)), fn)
-		}
-	case []any:
-		for i, e := range x {
-			resolve(e, rest[1:], append(at, ListIndex(i)), fn)
-		}
-	}
-}
 
 // Touches reports whether any change of d affects the subtree that the
 // pattern p addresses: a change at or below it, or at one of its ancestors.
 func (d Diff) Touches(p Path) bool {
 	for _, c := range d {
-		if p.Overlaps(c.Path) {
+		if p.overlaps(c.Path) {
 			return true
 		}
 	}
@@ -110,9 +34,9 @@ func (d Diff) narrow(cmp *Comparer, p Path) Diff {
 	var out Diff
 	for _, c := range d {
 		switch {
-		case p.Covers(c.Path):
+		case p.covers(c.Path):
 			out = append(out, c)
-		case p.Overlaps(c.Path):
+		case p.overlaps(c.Path):
 			out = append(out, refine(cmp, c, p)...)
 		}
 	}
@@ -122,9 +46,9 @@ func (d Diff) narrow(cmp *Comparer, p Path) Diff {
 // refine narrows a change at an ancestor of p to the changes within p.
 func refine(cmp *Comparer, c Change, p Path) Diff {
 	rest := p[len(c.Path):]
-	if !rest.IsPattern() {
-		o, inOld := Lookup(c.Old, rest)
-		n, inNew := Lookup(c.New, rest)
+	if !rest.isPattern() {
+		o, inOld := lookup(c.Old, rest)
+		n, inNew := lookup(c.New, rest)
 		inOld = inOld && c.Op != OpAdd
 		inNew = inNew && c.Op != OpRemove
 		full := append(append(Path(nil), c.Path...), rest...)
@@ -151,7 +75,7 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 	var pairs []pair
 	index := map[string]int{}
 	collect := func(v any, isOld bool) {
-		Resolve(v, rest, func(at Path, val any) {
+		eachMatch(v, rest, func(at Path, val any) {
 			key := at.String()
 			i, ok := index[key]
 			if !ok {
@@ -173,7 +97,7 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 	if c.Op != OpRemove {
 		collect(c.New, false)
 	}
-	slices.SortFunc(pairs, func(x, y pair) int { return ComparePaths(x.full, y.full) })
+	slices.SortFunc(pairs, func(x, y pair) int { return comparePaths(x.full, y.full) })
 	var out Diff
 	for _, pr := range pairs {
 		switch {
@@ -189,33 +113,6 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 		}
 	}
 	return out
-}
-
-// ComparePaths orders paths as diffs are ordered: segment by segment, keys in
-// byte order, indexes by number, keyed elements by value; a path sorts
-// before the paths below it.
-func ComparePaths(a, b Path) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		x, y := a[i], b[i]
-		if x.Kind != y.Kind {
-			return cmp.Compare(x.Kind, y.Kind)
-		}
-		var r int
-		switch x.Kind {
-		case SegIndex:
-			r = cmp.Compare(x.Index, y.Index)
-		case SegMatch:
-			if r = strings.Compare(x.Key, y.Key); r == 0 {
-				r = strings.Compare(x.Value, y.Value)
-			}
-		default:
-			r = strings.Compare(x.Key, y.Key)
-		}
-		if r != 0 {
-			return r
-		}
-	}
-	return cmp.Compare(len(a), len(b))
 }
 
 // touches reports whether the changes d may have changed the value at any
@@ -242,7 +139,7 @@ func touches(cmp *Comparer, d Diff, fields []Path) bool {
 
 // mayOverlap reports whether a change at the concrete path c may change
 // the value at the field f: c is at, below or above a path f may stand
-// for. Unlike [Path.Overlaps], a [SegIndex] and a [SegMatch] may address
+// for. Unlike [Path.overlaps], a [SegIndex] and a [SegMatch] may address
 // the same element, and so may two [SegMatch] segments on different fields.
 func mayOverlap(f, c Path) bool {
 	n := min(len(f), len(c))
@@ -339,7 +236,7 @@ func (b *Bus) relevant(changes Diff, fields []Path, old, new map[string]any) Dif
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(x, y Change) int { return ComparePaths(x.Path, y.Path) })
+	slices.SortStableFunc(out, func(x, y Change) int { return comparePaths(x.Path, y.Path) })
 	return out
 }
 
@@ -371,8 +268,8 @@ func (c *Comparer) within(d Diff, f Path, old, new map[string]any) Diff {
 		if root == nil {
 			return
 		}
-		Resolve(root, f, func(at Path, val any) {
-			if c.ignores != 0 && c.Ignored(c.keyed(root, at)) {
+		eachMatch(root, f, func(at Path, val any) {
+			if c.ignores != 0 && c.ignored(c.keyed(root, at)) {
 				return
 			}
 			name := c.named(root, f, at, unique)
@@ -392,7 +289,7 @@ func (c *Comparer) within(d Diff, f Path, old, new map[string]any) Diff {
 	}
 	collect(old, true)
 	collect(new, false)
-	slices.SortFunc(pairs, func(x, y pair) int { return ComparePaths(x.at, y.at) })
+	slices.SortFunc(pairs, func(x, y pair) int { return comparePaths(x.at, y.at) })
 	var out Diff
 	for _, pr := range pairs {
 		switch {
@@ -421,7 +318,7 @@ func (c *Comparer) covered(d Diff, f Path) (Diff, bool) {
 	var out Diff
 	for _, ch := range d {
 		switch {
-		case f.Covers(ch.Path):
+		case f.covers(ch.Path):
 			out = append(out, ch)
 		case mayOverlap(f, ch.Path):
 			return nil, false

@@ -262,7 +262,7 @@ func (b *Bus) withRelated(d *dispatch, o *observation) {
 			own = b.cmp.Compare(d.old, d.new)
 		}
 		d.diff = append(own, related...)
-		slices.SortStableFunc(d.diff, func(x, y Change) int { return ComparePaths(x.Path, y.Path) })
+		slices.SortStableFunc(d.diff, func(x, y Change) int { return comparePaths(x.Path, y.Path) })
 		d.diffd = true
 		for _, h := range b.handlers {
 			if len(h.rel) > 0 {

@@ -55,6 +55,37 @@
 // writes its records on owned objects too, like on every object it
 // watches, and one status mode for all its kinds.
 //
+// # Checked at startup
+//
+// Before it watches anything, [Source.Run] checks what the handlers
+// subscribe to against what the API server serves, and returns an error
+// naming the handler, the input and what was meant:
+//
+//   - a kind in [opbus.On].Kinds that no [Resource] holds, such as "Backup"
+//     where the Source watches Backup.demo.example.com;
+//   - a field path, in a handler's Fields or in [opbus.Options].Ignore
+//     given to [Source.BusOptions], that no object of the handler's kinds
+//     can have by the OpenAPI v3 schema the API server publishes for the
+//     resource (/openapi/v3/apis/<group>/<version>, for built-in kinds and
+//     for custom resources alike): a misspelt field (spec.verison: "did
+//     you mean spec.version?"), a [field=value] match on a field the list's
+//     elements lack, a key on a list or anything below a string or a
+//     number.
+//
+// The check follows the schema's references and its allOf, oneOf and
+// anyOf, and accepts any key of a map (metadata.labels, additionalProperties),
+// any element of a list, anything below x-kubernetes-preserve-unknown-fields
+// or below an object whose schema names no field, and an embedded
+// resource's apiVersion, kind and metadata. A path that one kind of a
+// handler without Kinds can have is accepted. The schemas are read once per
+// group version at each Run; when one cannot be read (the server publishes
+// none, RBAC forbids /openapi/v3, a custom resource's schema is not
+// published yet, just after its CRD was created), the fields of its kind
+// are not checked, and Run logs which at Info, once, and starts. Every
+// authenticated user may read /openapi/v3 by default (the system:discovery
+// role). A handler that lists no fields reads the whole object and needs
+// no schema: without fields to check, Run reads none.
+//
 // # Incarnations
 //
 // Two objects that have the same name one after the other, such as the
@@ -141,7 +172,11 @@
 // invalid, forbidden, denied by an admission policy — is retried by the
 // bus with its backoff, and reported once (until its message changes or a
 // write goes through) with a Warning Event of reason
-// [ReasonRecordRefused] or [ReasonStatusRefused] on the object.
+// [ReasonRecordRefused] or [ReasonStatusRefused] on the object. So is a
+// refused claim (the empty record and the finalizer, or the first
+// conditions), which the adapter retries itself, from 5 ms doubling up to
+// 1000 s, and at most 10 retries a second in all after a burst of 100; the
+// bus never sees an object whose claim is refused.
 //
 // # Deletion
 //
@@ -165,13 +200,14 @@
 // Run returns [ErrLeadershipLost]. The records live on the objects, so the
 // new leader does not run again what the old one handled.
 //
-// A replica that takes the Lease from a holder that did not release it
-// waits before it handles: the Lease's renew deadline, plus the bus's
-// [opbus.Options].ShutdownTimeout (as given to [Source.BusOptions]), plus
-// one second, from when it last saw the old holder's record change. The
-// old leader's handlers see their context cancelled only when its bus's
-// ShutdownTimeout ends, so keep that timeout short under leader election:
-// it bounds both the overlap it prevents and the takeover's delay.
+// Losing the Lease halts the bus ([opbus.ErrHalt]): running handlers see
+// their context cancelled at once, with a cause wrapping
+// [ErrLeadershipLost], and the old leader writes nothing more — no record,
+// condition or pending state. A replica that takes the Lease from a holder
+// that did not release it waits before it handles: the Lease's renew
+// deadline, after which the old holder knows it lost, plus two seconds
+// (one for its handlers to return, one for a write under way), from when
+// it last saw the old holder's record change.
 //
 // # Several operators
 //

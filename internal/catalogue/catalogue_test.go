@@ -2,6 +2,7 @@ package catalogue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -26,6 +27,19 @@ type entry struct {
 
 func handler(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{}, nil }
 
+// webAppSpec is a typed spec, as a handler reads it or a caller builds it.
+type webAppSpec struct {
+	Replicas   int `json:"replicas"`
+	Containers []struct {
+		Name string `json:"name"`
+		Port int    `json:"port"`
+	} `json:"containers"`
+}
+
+// readDoc is a document as encoding/json decodes it, for the typed reads.
+var readDoc = map[string]any{"spec": map[string]any{"version": "1.2", "ratio": 0.5, "port": 8080.0,
+	"containers": []any{map[string]any{"name": "app", "image": "app:1"}}}}
+
 func busWith(t *testing.T) *opbus.Bus {
 	b, err := opbus.New(nil)
 	if err != nil {
@@ -35,6 +49,22 @@ func busWith(t *testing.T) *opbus.Bus {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// jujuSetup runs the install hook of a charm whose metadata.yaml declares
+// the endpoints istio-pilot and peers, and config.yaml the options kind
+// and port, with one handler subscribed to field.
+func jujuSetup(t *testing.T, field string) error {
+	dir := t.TempDir()
+	meta := "name: gateway\nrequires:\n  istio-pilot:\n    interface: k8s-service\npeers:\n  peers:\n    interface: gateway-peers\n"
+	config := "options:\n  kind:\n    type: string\n  port:\n    type: int\n"
+	if err := errors.Join(os.WriteFile(filepath.Join(dir, "metadata.yaml"), []byte(meta), 0o644),
+		os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(config), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	c := &jujutest.Harness{CharmDir: dir, Setup: func(b *opbus.Bus) error { return b.Handle("h", handler, opbus.On{Fields: []string{field}}) }}
+	_, err := c.Run(context.Background(), "install", &jujutest.Model{Unit: "gateway/0"})
+	return err
 }
 
 func entries(t *testing.T) []entry {
@@ -97,10 +127,9 @@ func entries(t *testing.T) []entry {
 		{"object", "an object without a name", func() error {
 			return busWith(t).Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default"}, map[string]any{})
 		}, `opbus: object key kind="Pod" namespace="default" name="": an object needs a kind and a name`},
-		{"value", `{"x": NaN}`, func() error { return opbus.Validate(map[string]any{"x": math.NaN()}) },
-			"opbus: value at x: not a finite number: JSON has no NaN or infinity"},
-		{"value", `{"ch": make(chan int)}`, func() error { return opbus.Validate(map[string]any{"ch": make(chan int)}) },
-			"opbus: value at ch: unsupported type chan int: expected map[string]any, []any, string, bool, nil or a number"},
+		{"value", `{"x": NaN}`, func() error {
+			return busWith(t).Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{"x": math.NaN()})
+		}, "opbus: state of Pod default/web: value at x: not a finite number: JSON has no NaN or infinity"},
 		{"path", "$.spec.version", func() error { _, err := opbus.ParsePath("$.spec.version"); return err },
 			`opbus: field path $.spec.version: at offset 0: looks like JSONPath: opbus paths have no '$' or '$.' (write status.phase, spec.containers[name=app].image)`},
 		{"path", "/spec/version", func() error { _, err := opbus.ParsePath("/spec/version"); return err },
@@ -115,7 +144,7 @@ func entries(t *testing.T) []entry {
 			_, err := opbus.New(&opbus.Options{Backoff: opbus.Backoff{Initial: time.Minute, Max: time.Second}})
 			return err
 		}, "opbus: Options.Backoff.Max (1s) is below Initial (1m0s): expected Max ≥ Initial"},
-		{"status", `level "Blocked"`, func() error { _, err := opbus.ParseLevel("Blocked"); return err },
+		{"status", `level "Blocked"`, func() error { var l opbus.Level; return l.UnmarshalText([]byte("Blocked")) },
 			`opbus: unknown status level "Blocked": expected one of unknown, active, waiting, maintenance, blocked, error`},
 		{"stored record", "not JSON", func() error { return dispatchOn(storeWith("{oops")) },
 			"opbus: stored record of Pod default/web: not a record: invalid character 'o' looking for beginning of object key string"},
@@ -131,6 +160,44 @@ func entries(t *testing.T) []entry {
 			loop["self"] = loop
 			return b.Observe(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, loop)
 		}, "opbus: state of Pod default/web: value at self.self.self.self.self.self.self.self: nested deeper than 1000 levels (a value that contains itself?)"},
+		{"document", "{spec: WebAppSpec{…}} (a struct)", func() error {
+			b, _ := opbus.New(nil)
+			return b.Observe(ctx, opbus.Key{Kind: "WebApp", Namespace: "default", Name: "web"}, map[string]any{"spec": webAppSpec{Replicas: 2}})
+		}, "opbus: state of WebApp default/web: value at spec: unsupported type catalogue.webAppSpec: a struct's JSON form follows its field tags: convert it with opbus.Document"},
+		{"document", `{spec: {tags: []any{"a", "b", make(chan int)}}}`, func() error {
+			b, _ := opbus.New(nil)
+			return b.Dispatch(ctx, opbus.Key{Kind: "WebApp", Namespace: "default", Name: "web"}, map[string]any{"spec": map[string]any{"tags": []any{"a", "b", make(chan int)}}})
+		}, "opbus: state of WebApp default/web: value at spec.tags[2]: unsupported type chan int: expected a JSON-like value: a map with string keys, a slice, a string, a bool, a number or nil"},
+		{"document", "{metadata: {creationTimestamp: time.Time{}}}", func() error {
+			b, _ := opbus.New(nil)
+			return b.Observe(ctx, opbus.Key{Kind: "WebApp", Namespace: "default", Name: "web"}, map[string]any{"metadata": map[string]any{"creationTimestamp": time.Time{}}})
+		}, "opbus: state of WebApp default/web: value at metadata.creationTimestamp: unsupported type time.Time: it has its own JSON encoding: convert it with opbus.Document"},
+		{"document", `{data: {key: []byte("x")}}`, func() error {
+			b, _ := opbus.New(nil)
+			return b.Observe(ctx, opbus.Key{Kind: "Secret", Namespace: "default", Name: "web"}, map[string]any{"data": map[string][]byte{"key": []byte("x")}})
+		}, `opbus: state of Secret default/web: value at data.key: unsupported type []byte: encoding/json writes bytes in base64: convert them to a string`},
+		{"document", `Document([]string{"a"})`, func() error { _, err := opbus.Document([]string{"a"}); return err },
+			"opbus: document of []string: its JSON form is an array, not an object: a document is a JSON object"},
+		{"typed read", `Get[int](doc, "spec.ratio") of 0.5`, func() error { _, err := opbus.Get[int](readDoc, "spec.ratio"); return err },
+			"opbus: value at spec.ratio: got float64 0.5, want int: not a whole number"},
+		{"typed read", `Get[int8](doc, "spec.port") of 8080`, func() error { _, err := opbus.Get[int8](readDoc, "spec.port"); return err },
+			"opbus: value at spec.port: got float64 8080, want int8: out of its range"},
+		{"typed read", `Get[string](doc, "spec.image") of an absent field`, func() error { _, err := opbus.Get[string](readDoc, "spec.image"); return err },
+			`opbus: field spec.image is absent: spec has no key "image"`},
+		{"typed read", `Get[string](doc, "spec.containers[name=db].image")`, func() error {
+			_, err := opbus.Get[string](readDoc, "spec.containers[name=db].image")
+			return err
+		}, `opbus: field spec.containers[name=db].image is absent: spec.containers has no element with name=db`},
+		{"typed read", `Get[string](doc, "spec.version.major") of a string`, func() error { _, err := opbus.Get[string](readDoc, "spec.version.major"); return err },
+			`opbus: value at spec.version: got string, want a map to look up "major" in (reading spec.version.major)`},
+		{"typed read", `Get[string](doc, "spec.containers[*].image")`, func() error { _, err := opbus.Get[string](readDoc, "spec.containers[*].image"); return err },
+			"opbus: field path spec.containers[*].image: [*] stands for any number of values and Get reads one: name an element by index or key, or visit them all with Resolve"},
+		{"typed read", `Get[WebAppSpec](doc, "spec") with a string port`, func() error {
+			_, err := opbus.Get[webAppSpec](map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "port": "http"}}}}, "spec")
+			return err
+		}, "opbus: value at spec.containers[0].port: got string, want int"},
+		{"typed read", "Decode(doc, spec) (not a pointer)", func() error { return opbus.Decode(readDoc, webAppSpec{}) },
+			"opbus: Decode into catalogue.webAppSpec: expected a non-nil pointer"},
 		{"handler result", "a status of level 17", func() error {
 			b, _ := opbus.New(nil)
 			_ = b.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{Level: 17}, nil }, opbus.On{})
@@ -171,7 +238,7 @@ func entries(t *testing.T) []entry {
 			return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{"metadata": map[string]any{"uid": "1"}})
 		}, `opbus: handler "pod/state" on Pod default/web: fsm: machine "pod" on Pod default/web: stored state "exploded" is not a declared state (declared: pending, running)`},
 		{"juju state", "a record over Juju's 64 KiB", func() error {
-			c := &jujutest.Context{Setup: func(b *opbus.Bus) error {
+			c := &jujutest.Harness{Setup: func(b *opbus.Bus) error {
 				return b.Handle("big", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
 					ev.SetValue("blob", strings.Repeat("x", 70<<10))
 					return opbus.Active(""), nil
@@ -180,6 +247,20 @@ func entries(t *testing.T) []entry {
 			_, err := c.Run(ctx, "install", &jujutest.Model{Unit: "web/0"})
 			return err
 		}, `juju: install: storing the records: the records in state key "opbus" take 71801 bytes, more than Juju's limit of 65536 bytes for a state value: keep what handlers persist small`},
+		{"juju handler", `On{Fields: ["relations.istio-pliot"]}`, func() error {
+			return jujuSetup(t, "relations.istio-pliot")
+		}, `juju: handler "h" subscribes to relations.istio-pliot, but the charm has no endpoint "istio-pliot" (did you mean relations.istio-pilot? its endpoints are istio-pilot, peers)`},
+		{"juju handler", `On{Fields: ["config.knd"]}`, func() error {
+			return jujuSetup(t, "config.knd")
+		}, `juju: handler "h" subscribes to config.knd, but the charm has no config option "knd" (did you mean config.kind? its options are kind, port)`},
+		{"juju handler", `On{Fields: ["hook.evnt"]}`, func() error {
+			return jujuSetup(t, "hook.evnt")
+		}, `juju: handler "h" subscribes to hook.evnt, which is not in the document (did you mean hook.event? hook's fields are check, departing-unit, endpoint, event, kind, name, notice-id, notice-key, notice-type, relation-id, remote-app, remote-unit, secret-id, secret-label, secret-revision, storage-id, storage-location, workload)`},
+		{"juju handler", `On{Kinds: ["Unit"]}`, func() error {
+			c := &jujutest.Harness{Setup: func(b *opbus.Bus) error { return b.Handle("h", handler, opbus.On{Kinds: []string{"Unit"}}) }}
+			_, err := c.Run(ctx, "install", &jujutest.Model{Unit: "web/0"})
+			return err
+		}, `juju: handler "h" has kind "Unit": under Juju the bus sees only "unit" and "application" documents, so it would never run (did you mean "unit"?)`},
 		{"juju environment", "a hook with no JUJU_UNIT_NAME", func() error {
 			_, err := juju.ParseEnv(env(map[string]string{"JUJU_DISPATCH_PATH": "hooks/install"}), "dispatch")
 			return err
