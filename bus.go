@@ -57,6 +57,12 @@ type Options struct {
 	// deletion and starts a new one. Nil means incarnations end only at
 	// observed deletions.
 	Incarnation func(obj map[string]any) string
+	// Related, if set, returns the keys of the objects that an observed
+	// object of any kind relates to, as [Bus.Relate] does for one kind;
+	// an adapter that learns which kinds relate only once it runs (the
+	// Kubernetes adapter's owned resources) declares relations this way.
+	// Handlers may then read related objects of any kind.
+	Related RelateFunc
 }
 
 // check reports the first option that cannot be used, naming its field.
@@ -92,6 +98,7 @@ type Bus struct {
 	ignore      []string
 	listKeys    map[string]string
 	incarnation func(map[string]any) string
+	rel         *relations // related objects (related.go); nil until Relate
 
 	mu         sync.Mutex
 	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
@@ -138,6 +145,8 @@ type handler struct {
 	types  uint8 // bit per EventType
 	kinds  []string
 	fields []Path
+	plain  []Path // with related fields: the fields of the object itself (related.go)
+	rel    []int  // its related fields, by index in Bus.rel.fields
 	when   func(*Event) bool
 	rev    string
 	// keepOld stores its fields' handled value with the record (On.KeepOld).
@@ -210,6 +219,11 @@ func New(opts *Options) (*Bus, error) {
 		return nil, err
 	}
 	b.cmp = cmp
+	if opts.Related != nil {
+		if err := b.relateAny(opts.Related); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
 
@@ -275,6 +289,14 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 		if err != nil {
 			return within(err, "opbus: handler %q", id)
 		}
+		if j, err := b.relatedField(id, p); err != nil || j >= 0 {
+			if err != nil {
+				return err
+			}
+			h.fields, h.rel = append(h.fields, p), append(h.rel, j)
+			continue
+		}
+		h.plain = append(h.plain, p)
 		b.mu.Lock()
 		cmp := b.cmp
 		b.mu.Unlock()

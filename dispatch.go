@@ -26,6 +26,7 @@ type dispatch struct {
 	dirty bool   // rec changed
 	errs  []error
 	due   time.Time // earliest retry due; zero for none
+	view  *relView  // the view of related objects new holds (view.go); nil for none
 	// storeFail: a save or publish of this pass failed (counted once).
 	storeFail bool
 }
@@ -134,6 +135,9 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observa
 // states of the record, which go before it.
 func (b *Bus) pass(ctx context.Context, ks *keyState, op *observation, force bool) error {
 	o := *op
+	if b.relatedAside(ks, o) {
+		return nil
+	}
 	if ks.rec == nil {
 		if err := b.load(ctx, ks); err != nil {
 			b.mu.Lock()
@@ -188,7 +192,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 	}
 	d := &dispatch{b: b, ks: ks, rec: ks.rec, force: force}
 	switch {
-	case o.retry:
+	case o.retry, o.relOnly():
 		d.old, d.new = ks.cur, ks.cur
 	case o.hasOld:
 		d.old, d.new = o.old, o.new
@@ -214,6 +218,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		finished = b.runDelete(ctx, d)
 	} else {
 		ks.cur = d.new
+		b.withRelated(d, o)
 		b.runHandlers(ctx, d, o.coalesced)
 		b.runCollectors(ctx, d)
 	}
@@ -379,7 +384,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 			continue
 		}
 		if ks.owesResume(h.idx) {
-			cur, err := digestOf(b.cmp, d.new, h.fields, h.rev)
+			cur, err := b.digestFor(d, h)
 			if err != nil {
 				d.unusable(h, err)
 				continue
@@ -400,7 +405,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmp, d.changes(), h.fields) {
 			continue
 		}
-		cur, err := digestOf(b.cmp, d.new, h.fields, h.rev)
+		cur, err := b.digestFor(d, h)
 		if err != nil {
 			d.unusable(h, err)
 			continue

@@ -73,6 +73,19 @@
 // the program was down is handled on resume, and a failed handler runs
 // again.
 //
+// # Related objects
+//
+// [Bus.Relate] declares that objects of a kind relate to others (a
+// Deployment to the WebApp that owns it): a function from a related
+// object's key and state to the keys it relates to. A handler then reads
+// them under the reserved field [RelatedField], with the ordinary path
+// grammar: related.Deployment[*].status.readyReplicas runs the WebApp's
+// handler once per distinct readiness of its Deployments, and a Deployment
+// that appears or disappears is a change too. A related object's change is
+// queued on each object it relates to (and on those it related to before),
+// in order with their own states; one change costs the same whether an
+// object has one related object or a thousand.
+//
 // # Handlers and results
 //
 // A [HandlerFunc] returns a [Status] and an error. A nil error commits the

@@ -14,8 +14,9 @@ type observation struct {
 	seq       uint64 // order of arrival, for Dispatch to find its own
 	hasOld    bool   // old is given by the source, not the bus's last state
 	deleted   bool
-	retry     bool // a scheduled retry of the current state
-	coalesced bool // states before this one were skipped
+	retry     bool        // a scheduled retry of the current state
+	coalesced bool        // states before this one were skipped
+	rel       []relChange // changes of related objects, applied before new (related.go)
 }
 
 // keyState is what the bus keeps per object. Fields below "owned by the
@@ -168,12 +169,17 @@ func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
 	if err := b.admit(ctx, key, &o); err != nil {
 		return err
 	}
+	to, err := b.relatedTo(key, &o)
+	if err != nil {
+		return err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.freeze(); err != nil {
 		return err
 	}
 	b.push(b.keyState(key), o)
+	b.relay(key, o, to)
 	return nil
 }
 
@@ -203,7 +209,8 @@ func (b *Bus) coalesce(ks *keyState, o *observation) {
 	out := q[:0]
 	skipped := false
 	for i, x := range q {
-		if i+1 < len(q) && !x.deleted && !q[i+1].deleted && !b.bounds(x, q[i+1]) {
+		if i+1 < len(q) && b.supersedes(x, q[i+1]) {
+			q[i+1] = absorb(x, q[i+1])
 			skipped = true
 			continue // superseded by the next state of the same incarnation
 		}

@@ -230,6 +230,10 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 	if err := b.admit(ctx, key, &o); err != nil {
 		return err
 	}
+	to, err := b.relatedTo(key, &o)
+	if err != nil {
+		return err
+	}
 	b.mu.Lock()
 	if err := b.freeze(); err != nil {
 		b.mu.Unlock()
@@ -258,9 +262,9 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		b.push(ks, o)
 	}
 	mine := b.seq
+	b.relay(key, o, to)
 	b.mu.Unlock()
 
-	var err error
 	for {
 		got, ok, perr := b.step(ctx, ks, true, first)
 		first = nil
@@ -340,7 +344,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken}
 		switch {
 		case ks.busy:
-			if in, ok := b.flying[ks]; ok && !in.retry {
+			if in, ok := b.flying[ks]; ok && !in.retry && !in.relOnly() {
 				l.states = append(l.states, in)
 			}
 		case ks.retryDue || ks.deleting || (ks.blocked && ks.cur != nil):
@@ -352,13 +356,14 @@ func (b *Bus) persistPending(ctx context.Context) error {
 				l.states = append(l.states, o)
 			}
 		}
-		if len(l.states) == 0 && !ks.busy && ks.replacedBy(b, ks.queue) {
+		own := ownStates(ks.queue)
+		if len(l.states) == 0 && !ks.busy && ks.replacedBy(b, own) {
 			// The queue starts a new incarnation while the live one is
 			// only in memory: keep its deletion, which the next run could
 			// not make without its last state.
 			l.states = append(l.states, observation{deleted: true, new: ks.cur, inc: ks.rec.inc})
 		}
-		l.states = append(l.states, ks.queue...)
+		l.states = append(l.states, own...)
 		if !ks.busy {
 			l.states = ks.dropRepeats(l.states)
 		}
@@ -471,7 +476,8 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 func collapse(b *Bus, states []observation) []observation {
 	var out []observation
 	for i, o := range states {
-		if i+1 < len(states) && !o.deleted && !states[i+1].deleted && !b.bounds(o, states[i+1]) {
+		if i+1 < len(states) && b.supersedes(o, states[i+1]) {
+			states[i+1] = absorb(o, states[i+1])
 			continue
 		}
 		out = append(out, o)

@@ -44,6 +44,17 @@
 // different groups never share keys, records or handlers. Use the same
 // strings in [opbus.On].Kinds.
 //
+// # Owned objects
+//
+// A [Resource] marked Owned relates each of its objects to its controller
+// (the ownerReference with controller: true), as controller-runtime's Owns
+// does, through [opbus.Options].Related, which [Source.BusOptions] sets: a
+// handler of the owner's kind subscribes to
+// related["Deployment.apps"][*].status.readyReplicas and runs when a
+// Deployment it controls appears, changes readiness or goes. A Source
+// writes its records on owned objects too, like on every object it
+// watches, and one status mode for all its kinds.
+//
 // # Checked at startup
 //
 // Before it watches anything, [Source.Run] checks what the handlers

@@ -72,6 +72,18 @@ type Resource struct {
 	// picks conditions for custom resources with a status subresource and
 	// the annotation otherwise.
 	Status StatusMode
+	// Owned relates each object of the resource to its controller, the
+	// owner its metadata.ownerReferences name with controller: true, as
+	// controller-runtime's Owns does: handlers of the owner's kind read it
+	// under related.<Kind>.<name> (see [opbus.RelatedField]), with Kind as
+	// [KindOf] spells it, such as
+	// related["Deployment.apps"][*].status.readyReplicas. The owner is
+	// found by kind and name in the object's namespace, or without one
+	// when its kind is a cluster-scoped resource of the Source; its uid is
+	// not compared, so an object whose controller was deleted and created
+	// again under its name relates to the new one. The owner's kind must
+	// be watched too for its handlers to run.
+	Owned bool
 }
 
 // StatusMode says where a [Source] writes the statuses of a resource's

@@ -122,7 +122,9 @@ func (s *Source) Sink() opbus.StatusSink { return s.sink }
 // BusOptions returns a copy of o (nil means the zero Options) completed for
 // this Source: its Store and Sink, [ListKeys] added to o.ListKeys (o's own
 // win), [Ignore] added to o.Ignore, the Source's Logger if o has none, and
-// [Incarnation] as the Incarnation, replacing o's: the adapter writes a
+// [Incarnation] as the Incarnation, replacing o's, and, when a resource is
+// [Resource].Owned, Related to relate its objects to their controllers
+// (besides o's own Related): the adapter writes a
 // record, a status or a finalizer only on the object of the incarnation
 // they belong to, which it knows by that ID. Pass the result to
 // [opbus.New]; a bus built otherwise must set Incarnation to [Incarnation]
@@ -148,6 +150,15 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 		out.Logger = s.opts.Logger
 	}
 	out.Incarnation = Incarnation
+	if slices.ContainsFunc(s.opts.Resources, func(r Resource) bool { return r.Owned }) {
+		if user := out.Related; user != nil {
+			out.Related = func(key opbus.Key, obj map[string]any) []opbus.Key {
+				return append(user(key, obj), s.controllerOf(key, obj)...)
+			}
+		} else {
+			out.Related = s.controllerOf
+		}
+	}
 	s.mu.Lock()
 	s.ignored = user
 	s.mu.Unlock()

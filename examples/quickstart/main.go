@@ -1,6 +1,6 @@
 // Quickstart runs opbus on its embedded default — an in-memory store and a
 // scripted source instead of a cluster or a Juju controller — and shows the
-// two cases opbus exists for:
+// cases opbus exists for:
 //
 //  1. A Pod whose container dies fires the handler subscribed to
 //     status.containerStatuses (a status-only change, which kopf's update
@@ -10,6 +10,10 @@
 //     stays Blocked with B's message (in ops, A's Active would erase B's
 //     Blocked), and a new Bus on the same file store — a new process, as
 //     every Juju hook is — still sees it.
+//  3. A WebApp handler subscribes to its Deployment's
+//     status.readyReplicas through related objects: it runs when the
+//     Deployment appears and when its readiness changes, and not for the
+//     Deployment's other changes.
 package main
 
 import (
@@ -31,6 +35,10 @@ func main() {
 	}
 	fmt.Println()
 	if err := scopedSlots(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := relatedObjects(ctx); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -193,6 +201,88 @@ func scopedSlots(ctx context.Context) error {
 		fmt.Printf("%s\n   slots: %s\n   overall: %s\n", s.what, showSlots(slots), show(st))
 	}
 	return nil
+}
+
+func relatedObjects(ctx context.Context) error {
+	fmt.Println("== 3. a related object: a WebApp waits for its Deployment")
+	bus, err := opbus.New(nil)
+	if err != nil {
+		return err
+	}
+	// A Deployment relates to the WebApp that owns it (its ownerReferences).
+	err = bus.Relate("Deployment", func(key opbus.Key, obj map[string]any) []opbus.Key {
+		var owners []opbus.Key
+		refs, _ := obj["metadata"].(map[string]any)["ownerReferences"].([]any)
+		for _, r := range refs {
+			if r := r.(map[string]any); r["kind"] == "WebApp" {
+				owners = append(owners, opbus.Key{Kind: "WebApp", Namespace: key.Namespace, Name: r["name"].(string)})
+			}
+		}
+		return owners
+	})
+	if err != nil {
+		return err
+	}
+	var f fired
+	err = bus.Handle("deployment-ready", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		want := ev.New["spec"].(map[string]any)["replicas"]
+		deployments, _ := ev.New["related"].(map[string]any)["Deployment"].(map[string]any)
+		f.add(fmt.Sprintf("deployment-ready sees %d Deployment(s)", len(deployments)))
+		for name, d := range deployments {
+			ready := d.(map[string]any)["status"].(map[string]any)["readyReplicas"]
+			if ready != want {
+				return opbus.Waiting(fmt.Sprintf("%s: %v/%v ready", name, ready, want)), nil
+			}
+		}
+		if len(deployments) == 0 {
+			return opbus.Waiting("no Deployment yet"), nil
+		}
+		return opbus.Active(""), nil
+	}, opbus.On{Kinds: []string{"WebApp"}, Fields: []string{"spec.replicas", "related.Deployment[*].status.readyReplicas"}})
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- bus.Run(runCtx) }()
+
+	app := opbus.Key{Kind: "WebApp", Namespace: "default", Name: "shop"}
+	web := opbus.Key{Kind: "Deployment", Namespace: "default", Name: "web"}
+	steps := []struct {
+		what string
+		key  opbus.Key
+		obj  map[string]any
+	}{
+		{"the WebApp is created", app, map[string]any{"spec": map[string]any{"replicas": 3}}},
+		{"its Deployment is created", web, deployment("1", "app:1", 0)},
+		{"the Deployment's image changes", web, deployment("2", "app:2", 0)},
+		{"the Deployment becomes ready", web, deployment("3", "app:2", 3)},
+	}
+	for _, s := range steps {
+		if err := bus.Observe(ctx, s.key, s.obj); err != nil {
+			return err
+		}
+		if err := bus.Wait(ctx); err != nil {
+			return err
+		}
+		st, _, err := bus.Status(ctx, app)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\n   fired: %s\n   WebApp: %s\n", s.what, f.take(), show(st))
+	}
+	stop()
+	return <-done
+}
+
+func deployment(rv, image string, ready int) map[string]any {
+	return map[string]any{
+		"metadata": map[string]any{"resourceVersion": rv, "ownerReferences": []any{
+			map[string]any{"kind": "WebApp", "name": "shop", "controller": true}}},
+		"spec":   map[string]any{"template": map[string]any{"image": image}},
+		"status": map[string]any{"readyReplicas": ready},
+	}
 }
 
 // containerStatus is the part of a Pod's status.containerStatuses that

@@ -28,4 +28,18 @@ func Example_main() {
 	// process 3: the relation arrives
 	//    slots: a-config=active, b-relation=active
 	//    overall: active
+	//
+	// == 3. a related object: a WebApp waits for its Deployment
+	// the WebApp is created
+	//    fired: deployment-ready sees 0 Deployment(s)
+	//    WebApp: waiting: no Deployment yet
+	// its Deployment is created
+	//    fired: deployment-ready sees 1 Deployment(s)
+	//    WebApp: waiting: web: 0/3 ready
+	// the Deployment's image changes
+	//    fired: nothing
+	//    WebApp: waiting: web: 0/3 ready
+	// the Deployment becomes ready
+	//    fired: deployment-ready sees 1 Deployment(s)
+	//    WebApp: active
 }

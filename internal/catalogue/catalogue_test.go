@@ -111,6 +111,19 @@ func entries(t *testing.T) []entry {
 		}, `opbus: handler "h": fields [spec] can never change on Delete: a delete handler sees the last state whole`},
 		{"handler", `On{Kinds: [""]}`, func() error { return busWith(t).Handle("h", handler, opbus.On{Kinds: []string{""}}) },
 			`opbus: handler "h": empty kind in Kinds: it would match nothing`},
+		{"relation", `On{Fields: ["related.Deployment[*].status"]}` + " without Relate", func() error {
+			return busWith(t).Handle("h", handler, opbus.On{Fields: []string{"related.Deployment[*].status"}})
+		}, `opbus: handler "h": field related.Deployment[*].status reads related objects, but no relation is declared: call Bus.Relate first`},
+		{"relation", `On{Fields: ["related.Service[*].status"]}` + " with only Deployment related", func() error {
+			b := busWith(t)
+			_ = b.Relate("Deployment", func(opbus.Key, map[string]any) []opbus.Key { return nil })
+			return b.Handle("h", handler, opbus.On{Fields: []string{"related.Service[*].status"}})
+		}, `opbus: handler "h": field related.Service[*].status: no relation is declared for kind "Service" (declared: [Deployment]), so it would never change`},
+		{"relation", "a relation function that returns a key without a name", func() error {
+			b := busWith(t)
+			_ = b.Relate("Deployment", func(opbus.Key, map[string]any) []opbus.Key { return []opbus.Key{{Kind: "WebApp"}} })
+			return b.Dispatch(ctx, opbus.Key{Kind: "Deployment", Namespace: "default", Name: "web"}, map[string]any{})
+		}, `opbus: the relation function of kind "Deployment" on Deployment default/web: object key kind="WebApp" namespace="" name="": an object needs a kind and a name`},
 		{"object", "an object without a name", func() error {
 			return busWith(t).Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default"}, map[string]any{})
 		}, `opbus: object key kind="Pod" namespace="default" name="": an object needs a kind and a name`},

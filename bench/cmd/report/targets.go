@@ -49,6 +49,7 @@ const (
 	nameK8s          = "Kubernetes watch latency and memory"
 	nameHook         = "Juju hook overhead"
 	nameThroughput   = "dispatch throughput"
+	nameRelated      = "related objects"
 )
 
 // targets lists the library's performance targets with this run's figures: lib is the
@@ -214,6 +215,27 @@ func targets(lib, peers *run, ext *external) []target {
 			profile: &profile{"dispatch-bus", "bench", ".", "^BenchmarkDispatch$/^pod-10k$/^opbus$", ""}})
 	} else {
 		notRun(nameThroughput, what, "bench BenchmarkDispatch")
+	}
+
+	// Related objects: one change's cost and a relation's memory.
+	one, ok1 := lib.median("Related/children=1", "sec/op")
+	many, ok2 := lib.median("Related/children=1000", "sec/op")
+	if what := "a related object's change costs within 2× with 1,000 related objects of what it costs with one"; ok1 && ok2 {
+		add(target{name: nameRelated, what: what,
+			figure:  fmt.Sprintf("%.2f× (%s vs %s)", many/one, fmtTime(many), fmtTime(one)),
+			verdict: verdict(many <= 2*one),
+			profile: &profile{"related-1000", ".", ".", "^BenchmarkRelated$/^children=1000$", ""}})
+	} else {
+		notRun(nameRelated, what, "root BenchmarkRelated")
+	}
+	with, ok1 := lib.median("MemoryPerRelation/related=true", "B/pair")
+	without, ok2 := lib.median("MemoryPerRelation/related=false", "B/pair")
+	if what := "an object with one relation costs ≤ 1 KiB more than without (10,000 pairs)"; ok1 && ok2 {
+		add(target{name: nameRelated, what: what,
+			figure:  fmt.Sprintf("%.0f B more per relation (%.0f vs %.0f B per pair)", with-without, with, without),
+			verdict: verdict(with-without <= 1024)})
+	} else {
+		notRun(nameRelated, what, "root BenchmarkMemoryPerRelation")
 	}
 	return ts
 }

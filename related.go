@@ -1,0 +1,282 @@
+package opbus
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// RelatedField is the reserved top-level field of a document that holds the
+// view of the objects related to it (see [Bus.Relate]): under
+// related.<Kind>.<name>, each related object's last observed state. Juju's
+// adapter already puts relation data in the document a handler sees
+// (relations.<endpoint>); related objects follow the same design, so that
+// "my child became ready" is an ordinary field subscription:
+//
+//	related.Deployment[*].status.readyReplicas
+//	related.Deployment.web.status.readyReplicas
+//
+// <name> is the related object's name when it lives in the namespace of
+// the object it relates to (or in none), and namespace/name otherwise.
+// Once a relation is declared, the bus ignores an object's own field of
+// this name: the view takes its place.
+const RelatedField = "related"
+
+// RelateFunc returns the keys of the objects that obj, the latest observed
+// state of key, relates to: a Deployment's owner, the WebApp that selects a
+// Pod by label. It is called once per observation of key, on the goroutine
+// that observes it, and must not block; it must not modify obj. Nil or
+// empty means none.
+type RelateFunc func(key Key, obj map[string]any) []Key
+
+// relations is what the bus knows of related objects: how they are
+// declared, which handler fields read them, which object each related
+// object relates to, and the views of the objects related to.
+type relations struct {
+	fns    map[string]RelateFunc // by the related object's kind; set before the bus starts
+	any    RelateFunc            // for every kind (Options.Related); nil for none
+	fields []relField            // the distinct related fields of all handlers; set before the bus starts
+	// guarded by Bus.mu
+	parents map[Key][]Key    // related object → the objects it relates to, as of its last observation
+	views   map[Key]*relView // object → the view of its related objects; its contents belong to the object's dispatching goroutine
+}
+
+// relField is a subscription to related objects: related.<kind>.<name>.<rest>,
+// kind and name each a key or [*] (omitted: [*]), rest any path (empty: the
+// whole related object).
+type relField struct {
+	path       Path
+	kind, name Segment
+	rest       Path
+}
+
+// matches reports whether the related object child, entered as name,
+// falls under f.
+func (f *relField) matches(child Key, name string) bool {
+	return (f.kind.Kind == SegAny || f.kind.Key == child.Kind) && (f.name.Kind == SegAny || f.name.Key == name)
+}
+
+// relChange is a change of an object related to the one whose queue holds
+// it: child's new state, or nil when child is gone or no longer related.
+type relChange struct {
+	child Key
+	doc   map[string]any
+}
+
+// relOnly reports whether o carries only changes of related objects, no
+// state of its own key.
+func (o *observation) relOnly() bool {
+	return o.new == nil && !o.deleted && !o.retry && len(o.rel) > 0
+}
+
+// Relate declares that objects of kind relate to other objects, as fn says:
+// a change of such an object (a new state, its appearance, its deletion, or
+// a change of what it relates to) is a change of each object it relates to,
+// dispatched through that object's queue in order with its own states.
+// Handlers read related objects through [RelatedField]. The Kubernetes
+// adapter declares owner references this way; a user declares any mapping.
+// Relate must be called before the handlers that read related fields are
+// registered, once per kind, and before the bus starts.
+//
+// What a handler sees: the view holds each related object's last observed
+// state by reference, not a copy, and it is updated in place as related
+// objects change, so Event.Old and a document kept after the handler
+// returns show the view as it is now; Event.Changes lists the related
+// objects' changes under related.<Kind>.<name>. Related objects are known
+// from the observations made to this bus: after a restart, an object's view
+// is empty until its related objects are observed again (an informer's
+// first list does that), and a state of the object left pending by the
+// earlier run may be handled before then.
+func (b *Bus) Relate(kind string, fn RelateFunc) error {
+	if kind == "" {
+		return fmt.Errorf("opbus: Relate: empty kind: expected the kind of the related objects, such as \"Deployment\"")
+	}
+	if fn == nil {
+		return fmt.Errorf("opbus: Relate(%q): nil function", kind)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.frozen {
+		return fmt.Errorf("opbus: Relate(%q): the bus has started; declare relations before Run, Observe or Dispatch", kind)
+	}
+	if err := b.relations(); err != nil {
+		return within(err, "opbus: Relate(%q)", kind)
+	}
+	if _, dup := b.rel.fns[kind]; dup {
+		return fmt.Errorf("opbus: Relate(%q): the kind's relation is declared already: one function per kind", kind)
+	}
+	b.rel.fns[kind] = fn
+	return nil
+}
+
+// relateAny sets up relations for Options.Related.
+func (b *Bus) relateAny(fn RelateFunc) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.relations(); err != nil {
+		return within(err, "opbus: Options.Related")
+	}
+	b.rel.any = fn
+	return nil
+}
+
+// relations makes b.rel, and ignores RelatedField from then on: the view
+// takes its place in documents; b.mu is held.
+func (b *Bus) relations() error {
+	if b.rel != nil {
+		return nil
+	}
+	cmp, err := NewComparer(&CompareOptions{Ignore: append(slices.Clone(b.ignore), RelatedField), ListKeys: b.listKeys})
+	if err != nil {
+		return err
+	}
+	b.ignore = append(b.ignore, RelatedField)
+	b.cmp = cmp
+	b.rel = &relations{fns: map[string]RelateFunc{}, parents: map[Key][]Key{}, views: map[Key]*relView{}}
+	return nil
+}
+
+// relatedField registers p for handler id if it reads related objects, and
+// returns its index among the related fields, or -1 for a field of the
+// object itself.
+func (b *Bus) relatedField(id string, p Path) (int, error) {
+	if len(p) == 0 || p[0].Kind != SegKey || p[0].Key != RelatedField {
+		return -1, nil
+	}
+	f := relField{path: p, kind: Segment{Kind: SegAny}, name: Segment{Kind: SegAny}}
+	for i, at := range []*Segment{&f.kind, &f.name} {
+		if len(p) <= i+1 {
+			break
+		}
+		s := p[i+1]
+		if s.Kind != SegKey && s.Kind != SegAny {
+			return -1, fmt.Errorf("opbus: handler %q: field %s: expected related.<Kind>.<name>.<field>, with a kind and a name that are keys or [*]", id, p)
+		}
+		*at = s
+	}
+	if len(p) > 3 {
+		f.rest = slices.Clone(p[3:])
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.frozen {
+		return -1, fmt.Errorf("opbus: handler %q: the bus has started; register before Run, Observe or Dispatch", id)
+	}
+	if b.rel == nil {
+		return -1, fmt.Errorf("opbus: handler %q: field %s reads related objects, but no relation is declared: call Bus.Relate first", id, p)
+	}
+	if f.kind.Kind == SegKey && b.rel.any == nil {
+		if _, ok := b.rel.fns[f.kind.Key]; !ok {
+			return -1, fmt.Errorf("opbus: handler %q: field %s: no relation is declared for kind %q (declared: %v), so it would never change", id, p, f.kind.Key, slices.Sorted(maps.Keys(b.rel.fns)))
+		}
+	}
+	for i := range b.rel.fields {
+		if b.rel.fields[i].path.Equal(p) {
+			return i, nil
+		}
+	}
+	b.rel.fields = append(b.rel.fields, f)
+	return len(b.rel.fields) - 1, nil
+}
+
+// relatedTo calls the relation function of key's kind on o, outside Bus.mu;
+// nil for a kind without one or for a deletion. A panic, or a key that is
+// not valid, is an error for the caller of Observe or Dispatch.
+func (b *Bus) relatedTo(key Key, o *observation) (to []Key, err error) {
+	b.mu.Lock()
+	var fn RelateFunc
+	if b.rel != nil {
+		if fn = b.rel.fns[key.Kind]; fn == nil {
+			fn = b.rel.any
+		}
+	}
+	b.mu.Unlock()
+	if fn == nil || o.deleted {
+		return nil, nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			to, err = nil, fmt.Errorf("opbus: the relation function of kind %q panicked on %v: %v", key.Kind, key, v)
+		}
+	}()
+	for _, k := range fn(key, o.new) {
+		if err := k.validate(); err != nil {
+			return nil, within(err, "opbus: the relation function of kind %q on %v", key.Kind, key)
+		}
+		if k != key && !slices.Contains(to, k) {
+			to = append(to, k)
+		}
+	}
+	return to, nil
+}
+
+// relay queues o's change of key, an object of a related kind, on each
+// object it relates to now or related to before; b.mu is held.
+func (b *Bus) relay(key Key, o observation, to []Key) {
+	r := b.rel
+	if r == nil || (r.fns[key.Kind] == nil && r.any == nil) {
+		return
+	}
+	doc := o.new
+	if o.deleted {
+		doc, to = nil, nil
+	}
+	prev := r.parents[key]
+	for _, p := range to {
+		b.push(b.keyState(p), observation{rel: []relChange{{child: key, doc: doc}}})
+	}
+	for _, p := range prev {
+		if !slices.Contains(to, p) {
+			b.push(b.keyState(p), observation{rel: []relChange{{child: key}}})
+		}
+	}
+	if len(to) == 0 {
+		delete(r.parents, key)
+	} else {
+		r.parents[key] = to
+	}
+}
+
+// supersedes reports whether the queued observation x may be coalesced
+// into y, the next one: two updates of one incarnation, or changes of
+// related objects next to an update. Deletions and incarnation boundaries
+// stay.
+func (b *Bus) supersedes(x, y observation) bool {
+	if x.deleted || y.deleted {
+		return false
+	}
+	return x.relOnly() || y.relOnly() || !b.bounds(x, y)
+}
+
+// absorb returns y, the observation that supersedes x, carrying what x
+// carried that y does not: the changes of related objects that y does not
+// change again, and x's own state when y has none.
+func absorb(x, y observation) observation {
+	if len(x.rel) > 0 {
+		rel := make([]relChange, 0, len(x.rel)+len(y.rel))
+		for _, c := range x.rel {
+			if !slices.ContainsFunc(y.rel, func(n relChange) bool { return n.child == c.child }) {
+				rel = append(rel, c)
+			}
+		}
+		y.rel = append(rel, y.rel...)
+	}
+	if y.new == nil && x.new != nil {
+		y.new, y.old, y.hasOld, y.inc = x.new, x.old, x.hasOld, x.inc
+	}
+	return y
+}
+
+// ownStates returns the observations of q that carry a state of their own
+// key: what is saved as pending. Changes of related objects are not: the
+// next run learns them from its own observations of those objects.
+func ownStates(q []observation) []observation {
+	out := make([]observation, 0, len(q))
+	for _, o := range q {
+		if !o.relOnly() {
+			o.rel = nil
+			out = append(out, o)
+		}
+	}
+	return out
+}
