@@ -57,6 +57,12 @@ type Options struct {
 	// deletion and starts a new one. Nil means incarnations end only at
 	// observed deletions.
 	Incarnation func(obj map[string]any) string
+	// Runs, if set, says which handlers may run on this bus, by ID: a
+	// handler for which it returns false is passed over as when its
+	// On.When returns false, and its record is kept as it was. Nil means
+	// every handler. The Juju adapter sets it for actions, which run only
+	// their own handlers.
+	Runs func(handler string) bool
 }
 
 // check reports the first option that cannot be used, naming its field.
@@ -92,6 +98,7 @@ type Bus struct {
 	ignore      []string
 	listKeys    map[string]string
 	incarnation func(map[string]any) string
+	runs        func(string) bool
 
 	mu         sync.Mutex
 	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
@@ -177,6 +184,7 @@ func New(opts *Options) (*Bus, error) {
 		recover:     !opts.NoRecover,
 		listKeys:    opts.ListKeys,
 		incarnation: opts.Incarnation,
+		runs:        opts.Runs,
 		ended:       map[Key]string{},
 		flying:      map[*keyState]observation{},
 		owners:      map[string]string{},
