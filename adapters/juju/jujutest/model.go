@@ -47,6 +47,12 @@ type Model struct {
 	// AppStatus and AppStatusHistory are the same for the application.
 	AppStatus        Status   `json:"app_status"`
 	AppStatusHistory []Status `json:"app_status_history,omitempty"`
+	// HookError is set after a hook fails, as Juju sets the unit agent's
+	// status: `hook failed: "<hook>"`; a hook that succeeds clears it. While
+	// it is set, juju status shows the unit in error ([Model.ShownStatus]),
+	// but status-get prints the workload status, as in Juju. A failed
+	// action leaves it alone: Juju does not put the unit in error for it.
+	HookError string `json:"hook_error,omitempty"`
 	// WorkloadVersion is what application-version-set last set.
 	WorkloadVersion string `json:"workload_version,omitempty"`
 	// Logs are the lines written with juju-log, oldest first.
@@ -55,6 +61,13 @@ type Model struct {
 	// Action is the running action; nil outside an action, where the
 	// action tools fail as in Juju.
 	Action *Action `json:"action,omitempty"`
+
+	// Restricted is set while a hook runs in Juju's restricted context
+	// (collect-metrics): every tool but config-get, juju-log and
+	// add-metric fails, "not implemented for restricted context".
+	Restricted bool `json:"restricted,omitempty"`
+	// Metrics are the values add-metric added, by key.
+	Metrics map[string]string `json:"metrics,omitempty"`
 
 	// Calls are the hook tool calls made, in order, failed ones included.
 	Calls []Call `json:"calls,omitempty"`
@@ -90,6 +103,10 @@ type Relation struct {
 	// committed data.
 	LocalUnitData map[string]string `json:"local_unit_data,omitempty"`
 	LocalAppData  map[string]string `json:"local_app_data,omitempty"`
+	// Dead marks a relation being torn down (or removed with
+	// remove-relation --force): relation-ids still lists it, but every
+	// tool given its id fails with "relation not found", as in Juju.
+	Dead bool `json:"dead,omitempty"`
 }
 
 // Status is a workload status as status-set sets it.
@@ -158,6 +175,15 @@ func (m *Model) Commit() {
 			r.LocalAppData = d
 		}
 	}
+}
+
+// ShownStatus returns the unit's status as juju status shows it: error
+// with [Model.HookError] after a failed hook, else the workload status.
+func (m *Model) ShownStatus() Status {
+	if m.HookError != "" {
+		return Status{Status: "error", Message: m.HookError}
+	}
+	return orUnknown(m.UnitStatus)
 }
 
 // Discard drops the staged writes, as Juju does when a hook fails.
