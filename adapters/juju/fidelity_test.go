@@ -218,7 +218,7 @@ func TestUpgradeCharmRunsEveryHandlerAgain(t *testing.T) {
 	if want := (jujutest.Status{Status: "active", Message: "v2"}); m.UnitStatus != want {
 		t.Errorf("status after upgrade %v, want %v (the removed handler's gone)", m.UnitStatus, want)
 	}
-	m = run(t, upgraded, "config-changed", m)
+	run(t, upgraded, "config-changed", m)
 	if runs["config"] != 2 {
 		t.Errorf("config ran %d times, want once only after the upgrade", runs["config"])
 	}

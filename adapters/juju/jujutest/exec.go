@@ -29,6 +29,14 @@ var tools = map[string]func(m *Model, c *call) *result{
 	"action-set":              (*Model).actionSet,
 	"action-fail":             (*Model).actionFail,
 	"action-log":              (*Model).actionLog,
+	"secret-add":              (*Model).secretAdd,
+	"secret-set":              (*Model).secretSet,
+	"secret-get":              (*Model).secretGet,
+	"secret-info-get":         (*Model).secretInfoGet,
+	"secret-ids":              (*Model).secretIDs,
+	"secret-grant":            (*Model).secretGrant,
+	"secret-revoke":           (*Model).secretRevoke,
+	"secret-remove":           (*Model).secretRemove,
 	"add-metric":              (*Model).addMetric,
 }
 

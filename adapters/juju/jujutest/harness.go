@@ -39,7 +39,8 @@ type Harness struct {
 // "actions/<name>" for an action. The hook's context comes from st: a
 // relation hook's relation is the only one on its endpoint, whose remote
 // application it names; relation-joined names the last remote unit in
-// name order, relation-changed the first one (none when it has none);
+// name order, relation-changed the first one (none when it has none); a
+// secret hook's secret is the model's only secret, at its latest revision;
 // collect-metrics runs in Juju's restricted context (Model.Restricted);
 // and an action runs st.Action (made when nil). Use [Harness.RunEnv] for any
 // other context, such as relation-departed or a relation-broken whose
@@ -168,6 +169,12 @@ func hookEnv(hook string, st *Model) (juju.Env, error) {
 		}
 	case e.Kind == juju.KindPebbleReady:
 		e.Workload = e.Endpoint()
+	case e.Kind.IsSecret():
+		if len(st.Secrets) != 1 {
+			return e, fmt.Errorf("jujutest: hook %q: the model has %d secrets, so which one is meant is unclear; use Context.RunEnv", name, len(st.Secrets))
+		}
+		s := &st.Secrets[0]
+		e.SecretID, e.SecretLabel, e.SecretRevision = s.ID, s.Label, s.Latest()
 	}
 	return e, nil
 }

@@ -39,6 +39,8 @@ type Model struct {
 	Relations []Relation `json:"relations,omitempty"`
 	// State is the unit's committed server-side state (state-get/state-set).
 	State map[string]string `json:"state,omitempty"`
+	// Secrets are the secrets the unit owns or observes, committed.
+	Secrets []Secret `json:"secrets,omitempty"`
 
 	// UnitStatus is the unit's workload status; the zero value reads as
 	// "unknown". UnitStatusHistory holds every status set, oldest first.
@@ -154,6 +156,8 @@ type Staged struct {
 	// data, by relation id, of the relations the hook changed.
 	UnitData map[int]map[string]string `json:"unit_data,omitempty"`
 	AppData  map[int]map[string]string `json:"app_data,omitempty"`
+	// Secrets are the new secrets; nil when unchanged.
+	Secrets []Secret `json:"secrets"`
 }
 
 // Commit applies the staged writes, as Juju does when a hook exits 0.
@@ -165,6 +169,9 @@ func (m *Model) Commit() {
 	}
 	if s.State != nil {
 		m.State = s.State
+	}
+	if s.Secrets != nil {
+		m.Secrets = s.Secrets
 	}
 	for i := range m.Relations {
 		r := &m.Relations[i]
