@@ -34,6 +34,8 @@ type Model struct {
 	// Leader reports whether the unit is its application's leader.
 	Leader bool `json:"leader,omitempty"`
 	// Config is the application's configuration, as config-get prints it.
+	// In the copies Harness.Run returns and ReadModel reads, numbers are
+	// json.Numbers, which keep integers above 2^53 exact.
 	Config map[string]any `json:"config,omitempty"`
 	// Relations are the relations the unit takes part in.
 	Relations []Relation `json:"relations,omitempty"`

@@ -3,6 +3,7 @@ package jujutest
 import (
 	"cmp"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -150,9 +151,12 @@ func secretContent(c *call, args []string) (map[string]string, *result) {
 		if err != nil {
 			return nil, usage("%v", err)
 		}
-		file, err := parseSettings(data)
-		if err != nil {
-			return nil, usage("cannot parse secret content: %v", err)
+		// Juju tries JSON first, then YAML.
+		var file map[string]string
+		if json.Unmarshal(data, &file) != nil {
+			if file, err = parseSettings(data); err != nil {
+				return nil, usage("cannot parse secret content: %v", err)
+			}
 		}
 		maps.Copy(raw, file)
 	}
