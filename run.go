@@ -99,7 +99,10 @@ func (b *Bus) Run(ctx context.Context) error {
 // before Run started, which nothing would run otherwise; b.mu is held.
 func (b *Bus) armRetries() {
 	for _, ks := range b.keys {
-		if due := ks.failureDue(); !due.IsZero() && !ks.busy {
+		if ks.busy {
+			continue // its pass is writing its record: not read here (a data race)
+		}
+		if due := ks.failureDue(); !due.IsZero() {
 			b.retryAt(ks, due)
 		}
 	}
