@@ -25,6 +25,10 @@ import (
 // the keys only, and MarshalJSON fails, so that content put by mistake in
 // a document, a record or a JSON log line is an error rather than a leak.
 // Read the values by indexing the map.
+//
+// secret-get prints the content as JSON, which carries UTF-8 only: a value
+// that is not valid UTF-8 reads back with U+FFFD in place of the bad
+// bytes, in Juju as in the fake, so store binary content base64-encoded.
 type SecretContent map[string]string
 
 // String implements [fmt.Stringer]: the keys, never the values.
