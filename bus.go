@@ -63,6 +63,12 @@ type Options struct {
 	// Kubernetes adapter's owned resources) declares relations this way.
 	// Handlers may then read related objects of any kind.
 	Related RelateFunc
+	// Runs, if set, says which handlers may run on this bus, by ID: a
+	// handler for which it returns false is passed over as when its
+	// On.When returns false, and its record is kept as it was. Nil means
+	// every handler. The Juju adapter sets it for actions, which run only
+	// their own handlers.
+	Runs func(handler string) bool
 }
 
 // check reports the first option that cannot be used, naming its field.
@@ -99,6 +105,7 @@ type Bus struct {
 	listKeys    map[string]string
 	incarnation func(map[string]any) string
 	rel         *relations // related objects (related.go); nil until Relate
+	runs        func(string) bool
 
 	mu         sync.Mutex
 	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
@@ -186,6 +193,7 @@ func New(opts *Options) (*Bus, error) {
 		recover:     !opts.NoRecover,
 		listKeys:    opts.ListKeys,
 		incarnation: opts.Incarnation,
+		runs:        opts.Runs,
 		ended:       map[Key]string{},
 		flying:      map[*keyState]observation{},
 		owners:      map[string]string{},

@@ -513,6 +513,10 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	if d.ks.abandoned.Load() {
 		return
 	}
+	if b.runs != nil && !b.runs(h.id) {
+		d.ks.setClean(h.idx, false)
+		return
+	}
 	ev := d.event(h, typ, cur, coalesced)
 	if h.when != nil {
 		ok, err := b.filter(h, ev)
