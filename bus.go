@@ -54,6 +54,11 @@ type Options struct {
 	// deletion and starts a new one. Nil means incarnations end only at
 	// observed deletions.
 	Incarnation func(obj map[string]any) string
+	// Due, if set, decides instead of the clock whether a handler's
+	// schedule ([On.Every], [Event.Again]) is due in a pass, and the bus
+	// arms no timers: for programs that run one pass per process, such as
+	// a Juju hook (the Juju adapter sets it). Nil means the clock.
+	Due DueFunc
 }
 
 // check reports the first option that cannot be used, naming its field.
@@ -89,6 +94,7 @@ type Bus struct {
 	ignore      []string
 	listKeys    map[string]string
 	incarnation func(map[string]any) string
+	due         DueFunc // Options.Due (timer.go)
 
 	mu         sync.Mutex
 	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
@@ -99,6 +105,7 @@ type Bus struct {
 	ids        []string          // handler IDs by index
 	cmp        *Comparer
 	frozen     bool
+	periodic   bool // a handler has On.Every (timer.go)
 	running    bool
 	stopping   bool
 	closed     bool
@@ -137,6 +144,7 @@ type handler struct {
 	fields []Path
 	when   func(*Event) bool
 	rev    string
+	every  time.Duration // On.Every (timer.go)
 }
 
 func (h *handler) wants(t EventType) bool { return h.types&(1<<t) != 0 }
@@ -172,6 +180,7 @@ func New(opts *Options) (*Bus, error) {
 		recover:     !opts.NoRecover,
 		listKeys:    opts.ListKeys,
 		incarnation: opts.Incarnation,
+		due:         opts.Due,
 		ended:       map[Key]string{},
 		flying:      map[*keyState]observation{},
 		owners:      map[string]string{},
@@ -240,7 +249,7 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	if fn == nil {
 		return fmt.Errorf("opbus: handler %q: nil function", id)
 	}
-	h := &handler{id: id, fn: fn, when: on.When, rev: on.Revision}
+	h := &handler{id: id, fn: fn, when: on.When, rev: on.Revision, every: on.Every}
 	types := on.Types
 	if len(types) == 0 {
 		types = []EventType{Create, Update}
@@ -250,6 +259,9 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 			return fmt.Errorf("opbus: handler %q: unknown event type %d: expected Create, Update, Delete or Resume", id, int(t))
 		}
 		h.types |= 1 << t
+	}
+	if err := checkEvery(id, on.Every, h.types); err != nil {
+		return err
 	}
 	if len(on.Fields) > 0 && h.types == 1<<Delete {
 		return fmt.Errorf("opbus: handler %q: fields %v can never change on Delete: a delete handler sees the last state whole", id, on.Fields)
@@ -280,6 +292,7 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	}
 	h.idx = len(b.handlers)
 	b.handlers = append(b.handlers, h)
+	b.periodic = b.periodic || h.every > 0
 	b.index[id] = h.idx
 	b.ids = append(b.ids, id)
 	return nil

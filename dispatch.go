@@ -26,6 +26,8 @@ type dispatch struct {
 	dirty bool   // rec changed
 	errs  []error
 	due   time.Time // earliest retry due; zero for none
+	now   time.Time // when schedules were first checked in this pass (timer.go)
+	tick  bool      // the handler being run is due to its schedule (timer.go)
 }
 
 func (d *dispatch) setValue(name, value string) {
@@ -209,9 +211,13 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 	} else {
 		ks.cur = d.new
 		b.runHandlers(ctx, d, o.coalesced)
+		b.startSchedules(d)
 		b.runCollectors(ctx, d)
 	}
 	b.commit(ctx, d, finished)
+	if b.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {
+		b.armTick(ks) // schedules (timer.go)
+	}
 
 	b.mu.Lock()
 	ks.blocked = ks.deleting
@@ -386,6 +392,9 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 		if !h.wants(Create) && !h.wants(Update) {
 			continue
 		}
+		if d.rec.sched != nil && b.runDue(ctx, d, h, coalesced) {
+			continue // a run due to its schedule (timer.go)
+		}
 		if !h.wants(Update) && !d.rec.digests[h.idx].isZero() {
 			continue // created already; its value is no concern of a create-only handler
 		}
@@ -511,6 +520,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 		}
 	}
 	ev.ID = d.correlation()
+	ev.Due = d.tick
 	start := time.Now()
 	st, err := b.call(ctx, h, ev)
 	took := time.Since(start)
@@ -545,6 +555,9 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	d.ks.setClean(h.idx, typ != Delete)
 	d.putSlot(h.id, st)
 	d.dirty = true
+	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.sched != nil) {
+		d.scheduled(h, ev.again) // timer.go
+	}
 }
 
 // failed records a failure of h on the value cur.

@@ -14,7 +14,7 @@ import (
 // which was a fifth of a dispatch. ids names the handlers by index.
 func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 	buf = append(buf, `{"v":`...)
-	buf = strconv.AppendInt(buf, RecordVersion, 10)
+	buf = strconv.AppendInt(buf, int64(r.version()), 10)
 	if r.inc != "" {
 		buf = append(buf, `,"inc":`...)
 		buf = appendJSONString(buf, r.inc)
@@ -114,6 +114,22 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 			buf = append(buf, '}')
 		}
 		buf = append(buf, ']')
+	}
+	if len(r.sched) > 0 {
+		buf = append(buf, `,"timers":{`...)
+		for n, id := range sortedKeys(r.sched) {
+			s := r.sched[id]
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, id)
+			buf = append(buf, `:{"at":`...)
+			buf = strconv.AppendInt(buf, s.anchor.UnixMilli(), 10)
+			buf = append(buf, `,"every":`...)
+			buf = strconv.AppendInt(buf, s.every.Milliseconds(), 10)
+			buf = append(buf, '}')
+		}
+		buf = append(buf, '}')
 	}
 	return append(buf, '}'), nil
 }

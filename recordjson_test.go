@@ -11,7 +11,13 @@ import (
 // wireOf builds the wireRecord that encoding/json would be given for r.
 func wireOf(t *testing.T, r *record, ids []string) wireRecord {
 	t.Helper()
-	w := wireRecord{Version: RecordVersion, Inc: r.inc}
+	w := wireRecord{Version: 2, Inc: r.inc}
+	for id, s := range r.sched {
+		if w.Timers == nil {
+			w.Version, w.Timers = 3, map[string]wireTimer{}
+		}
+		w.Timers[id] = wireTimer{At: s.anchor.UnixMilli(), Every: s.every.Milliseconds()}
+	}
 	for i, d := range r.digests {
 		if d.isZero() {
 			continue
@@ -88,6 +94,9 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			r.addPending(pendingState{Object: map[string]any{"a": str(), "n": int64(rng.IntN(100))}})
 			r.addPending(pendingState{Deleted: true})
 			r.addPending(pendingState{Deleted: true, Object: map[string]any{}})
+		}
+		if rng.IntN(3) == 0 {
+			r.sched = map[string]*schedule{ids[3]: {anchor: time.UnixMilli(rng.Int64N(1 << 40)), every: time.Duration(rng.IntN(1e6)+1) * time.Millisecond}, str(): {anchor: time.UnixMilli(-1), every: time.Hour}}
 		}
 		got, err := r.encode(ids)
 		must(t, err)

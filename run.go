@@ -48,6 +48,9 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.mu.Lock()
 	b.stopping = true
 	for _, ks := range b.keys {
+		if ks.x != nil {
+			ks.x.stopTick() // a schedule is no work to save (timer.go)
+		}
 		if ks.hasTimer() {
 			ks.stopTimer()
 			ks.retryDue = true // saved as pending
