@@ -547,6 +547,11 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	if b.log.Enabled(ctx, slog.LevelDebug) {
 		b.log.Debug("opbus: handler succeeded", "key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took, "status", st.String())
 	}
+	_, failing := d.rec.fails[h.id]
+	_, saved := d.rec.good[h.id]
+	if d.rec.digests[h.idx] != cur || failing || saved {
+		d.dirty = true // a run that changes nothing writes nothing (a due run)
+	}
 	d.rec.digests[h.idx] = cur
 	delete(d.rec.fails, h.id)
 	delete(d.rec.good, h.id)
@@ -554,7 +559,6 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	d.ks.paid(h.idx)
 	d.ks.setClean(h.idx, typ != Delete)
 	d.putSlot(h.id, st)
-	d.dirty = true
 	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.sched != nil) {
 		d.scheduled(h, ev.again) // timer.go
 	}

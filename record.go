@@ -46,8 +46,8 @@ type record struct {
 	fails   map[string]*failure // handler ID → its failure on its current value
 	good    Slots               // handler ID → its slot at its last success, while it is failing
 	slots   Slots
-	values  map[string]string // named values set by handlers and state machines
-	pending *pendingStates    // observed states not handled when the bus stopped, oldest first; nil for none
+	values  map[string]string    // named values set by handlers and state machines
+	pending *pendingStates       // observed states not handled when the bus stopped, oldest first; nil for none
 	sched   map[string]*schedule // handler ID → its schedule (timer.go); nil for none
 }
 

@@ -119,18 +119,19 @@ func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced boo
 	if err != nil || cur != stored {
 		return false
 	}
-	if failingHere && d.waiting(h, cur) {
-		return true
+	if !failingHere || !d.waiting(h, cur) {
+		typ := Update
+		if stored.isZero() {
+			typ = Create
+		}
+		d.tick = true
+		b.run(ctx, d, h, typ, cur, coalesced)
+		d.tick = false
 	}
-	typ := Update
-	if stored.isZero() {
-		typ = Create
-	}
-	d.tick = true
-	b.run(ctx, d, h, typ, cur, coalesced)
-	d.tick = false
 	if now := time.Now(); d.scheduleOf(h) == s && !s.next().After(now) {
-		s.tried(now) // failed, filtered out by When, or interrupted
+		// Failed, waiting for a retry, filtered out by When, or
+		// interrupted: the schedule is next due at its next due time.
+		s.tried(now)
 	}
 	return true
 }
