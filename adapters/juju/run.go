@@ -128,6 +128,9 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		bo = *opts.Bus
 	}
 	bo.Store = r.store
+	if bo.Due == nil {
+		bo.Due = dueAt(env.Kind) // timer.go
+	}
 	bo.Logger = slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: busLevel}))
 	if err := r.setup(setup, &bo, opts.Endpoints); err != nil {
 		r.log.ErrorContext(ctx, "juju: the charm's handlers cannot run", "hook", env.Name, "err", err)
