@@ -560,7 +560,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	d.ks.setClean(h.idx, typ != Delete)
 	d.putSlot(h.id, st)
 	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.sched != nil) {
-		d.scheduled(h, ev.again) // timer.go
+		d.scheduled(h, ev.again, start) // timer.go
 	}
 }
 

@@ -136,9 +136,15 @@ func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced boo
 	return true
 }
 
-// scheduled updates h's schedule after a successful run at now that
-// asked for another after again (0: none).
-func (d *dispatch) scheduled(h *handler, again time.Duration) {
+// scheduled updates h's schedule after a successful run that began at
+// start and asked for another after again (0: none). A due run's next due
+// time is a period after the due time it ran for. A run that was not due
+// (its value changed) leaves a periodic handler's grid alone; a run that
+// asks Again restarts the grid at start (a record write) if the next due
+// time would come sooner than asked: by any amount after a run that was
+// not due, by more than a tenth of the period after a due run that began
+// late (such as the run that collapses missed due times at a restart).
+func (d *dispatch) scheduled(h *handler, again time.Duration, start time.Time) {
 	every := h.every
 	if again > 0 {
 		every = max(again.Truncate(time.Millisecond), time.Millisecond) // as stored
@@ -154,12 +160,18 @@ func (d *dispatch) scheduled(h *handler, again time.Duration) {
 	now := time.Now()
 	if s != nil && s.every == every {
 		s.ran(now) // in memory only: no write for a run alone
-		return
+		late := time.Duration(0)
+		if d.tick {
+			late = every / 10 // a due run's start may pass its due time a little
+		}
+		if again == 0 || !s.next().Before(start.Add(every-late)) {
+			return
+		}
 	}
 	if d.rec.sched == nil {
 		d.rec.sched = map[string]*schedule{}
 	}
-	d.rec.sched[h.id] = &schedule{anchor: startAt(now), every: every}
+	d.rec.sched[h.id] = &schedule{anchor: startAt(start), every: every}
 	d.dirty = true
 }
 
@@ -185,14 +197,21 @@ func (b *Bus) startSchedules(d *dispatch) {
 	}
 }
 
-// armTick arms the timer of ks for the earliest due time among its
-// schedules, or stops it when there is none or the incarnation is being
+// armTick arms the timer of ks for the earliest due time after now among
+// its schedules, or stops it when there is none or the incarnation is being
 // deleted or is gone; the caller holds ks busy. Under [Options.Due] no
 // timer is armed: the caller decides when passes happen.
 func (b *Bus) armTick(ks *keyState) {
 	var at time.Time
 	if ks.rec != nil && ks.live && !ks.deleting && b.due == nil {
+		now := time.Now()
 		for _, s := range ks.rec.sched {
+			if !s.next().After(now) {
+				// Due, but this pass did not run it: its value changed
+				// and is failing, filtered out, or the handler is not
+				// for this kind. The next due time is next.
+				s.tried(now)
+			}
 			if n := s.next(); at.IsZero() || n.Before(at) {
 				at = n
 			}
