@@ -46,9 +46,9 @@ type record struct {
 	fails   map[string]*failure // handler ID → its failure on its current value
 	good    Slots               // handler ID → its slot at its last success, while it is failing
 	slots   Slots
-	values  map[string]string    // named values set by handlers and state machines
-	pending *pendingStates       // observed states not handled when the bus stopped, oldest first; nil for none
-	sched   map[string]*schedule // handler ID → its schedule (timer.go); nil for none
+	values  map[string]string // named values set by handlers and state machines
+	pending *pendingStates    // observed states not handled when the bus stopped, oldest first; nil for none
+	sched   []*schedule       // the handlers' schedules, by handler ID (timer.go); nil for none
 }
 
 // pendingStates is a list behind a pointer: most records have none, and a
@@ -198,10 +198,7 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 		if wt.Every <= 0 {
 			return fail("timer of %q: period %dms: expected a positive period", id, wt.Every)
 		}
-		if r.sched == nil {
-			r.sched = map[string]*schedule{}
-		}
-		r.sched[id] = &schedule{anchor: time.UnixMilli(wt.At), every: time.Duration(wt.Every) * time.Millisecond}
+		r.sched = append(r.sched, &schedule{id: id, anchor: wt.At * int64(time.Millisecond), every: time.Duration(wt.Every) * time.Millisecond})
 	}
 	for i, p := range w.Pending {
 		obj, err := decodeSnapshot(p.Snapshot)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -117,14 +118,13 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 	}
 	if len(r.sched) > 0 {
 		buf = append(buf, `,"timers":{`...)
-		for n, id := range sortedKeys(r.sched) {
-			s := r.sched[id]
+		for n, s := range r.sched { // in ID order
 			if n > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendJSONString(buf, id)
+			buf = appendJSONString(buf, s.id)
 			buf = append(buf, `:{"at":`...)
-			buf = strconv.AppendInt(buf, s.anchor.UnixMilli(), 10)
+			buf = strconv.AppendInt(buf, time.Duration(s.anchor).Milliseconds(), 10)
 			buf = append(buf, `,"every":`...)
 			buf = strconv.AppendInt(buf, s.every.Milliseconds(), 10)
 			buf = append(buf, '}')

@@ -12,11 +12,11 @@ import (
 func wireOf(t *testing.T, r *record, ids []string) wireRecord {
 	t.Helper()
 	w := wireRecord{Version: 2, Inc: r.inc}
-	for id, s := range r.sched {
+	for _, s := range r.sched {
 		if w.Timers == nil {
 			w.Version, w.Timers = 3, map[string]wireTimer{}
 		}
-		w.Timers[id] = wireTimer{At: s.anchor.UnixMilli(), Every: s.every.Milliseconds()}
+		w.Timers[s.id] = wireTimer{At: time.Duration(s.anchor).Milliseconds(), Every: s.every.Milliseconds()}
 	}
 	for i, d := range r.digests {
 		if d.isZero() {
@@ -96,7 +96,8 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			r.addPending(pendingState{Deleted: true, Object: map[string]any{}})
 		}
 		if rng.IntN(3) == 0 {
-			r.sched = map[string]*schedule{ids[3]: {anchor: time.UnixMilli(rng.Int64N(1 << 40)), every: time.Duration(rng.IntN(1e6)+1) * time.Millisecond}, str(): {anchor: time.UnixMilli(-1), every: time.Hour}}
+			r.setSched(&schedule{id: ids[3], anchor: rng.Int64N(1<<40) * 1e6, every: time.Duration(rng.IntN(1e6)+1) * time.Millisecond})
+			r.setSched(&schedule{id: str(), anchor: -1e6, every: time.Hour})
 		}
 		got, err := r.encode(ids)
 		must(t, err)

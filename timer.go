@@ -3,6 +3,8 @@ package opbus
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -21,43 +23,76 @@ import (
 // missed while no program ran, and runs the store does not know of,
 // collapse into one run at the first pass; the grid, and so the cadence,
 // is kept.
+//
+// Times are Unix nanoseconds, to keep a schedule small (48 bytes): a
+// running bus keeps one per object per scheduled handler.
 type schedule struct {
-	anchor time.Time     // a due time (or the start) at which the handler is known to have run
+	id     string        // the handler's
+	anchor int64         // a due time (or the start) at which the handler is known to have run
 	every  time.Duration // the period
-	later  time.Time     // in memory: a due time after a run that did not succeed; zero for none
+	later  int64         // in memory: a due time after a run that did not succeed; 0 for none
 }
 
 // next returns when the handler is due: the first due time after the
 // anchor, or after a run that did not succeed (whose retries follow the
 // failure rules, not the schedule).
 func (s *schedule) next() time.Time {
-	if !s.later.IsZero() {
-		return s.later
+	if s.later != 0 {
+		return time.Unix(0, s.later)
 	}
-	return s.anchor.Add(s.every)
+	return time.Unix(0, s.anchor+int64(s.every))
 }
 
 // ran moves the anchor to the latest due time at or before now: the run at
 // now covers every due time up to it.
 func (s *schedule) ran(now time.Time) {
-	if k := now.Sub(s.anchor) / s.every; k > 0 {
-		s.anchor = s.anchor.Add(k * s.every)
+	if k := (now.UnixNano() - s.anchor) / int64(s.every); k > 0 {
+		s.anchor += k * int64(s.every)
 	}
-	s.later = time.Time{}
+	s.later = 0
 }
 
 // tried notes a due run at now that did not succeed: the schedule is next
 // due at the first due time after now.
 func (s *schedule) tried(now time.Time) {
-	if s.later.IsZero() || !s.later.After(now) {
-		k := max(now.Sub(s.anchor)/s.every+1, 1)
-		s.later = s.anchor.Add(k * s.every)
+	if s.later == 0 || s.later <= now.UnixNano() {
+		k := max((now.UnixNano()-s.anchor)/int64(s.every)+1, 1)
+		s.later = s.anchor + k*int64(s.every)
+	}
+}
+
+// schedOf returns the schedule of handler id, or nil.
+func (r *record) schedOf(id string) *schedule {
+	for _, s := range r.sched {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// setSched puts s in place of the schedule of its handler, keeping the
+// list in ID order.
+func (r *record) setSched(s *schedule) {
+	i, found := slices.BinarySearchFunc(r.sched, s.id, func(x *schedule, id string) int { return strings.Compare(x.id, id) })
+	if found {
+		r.sched[i] = s
+		return
+	}
+	r.sched = slices.Insert(r.sched, i, s)
+}
+
+// dropSched removes the schedule of handler id.
+func (r *record) dropSched(id string) {
+	r.sched = slices.DeleteFunc(r.sched, func(s *schedule) bool { return s.id == id })
+	if len(r.sched) == 0 {
+		r.sched = nil
 	}
 }
 
 // startAt returns the anchor of a schedule started at now: whole
 // milliseconds, as stored, so that memory and store agree.
-func startAt(now time.Time) time.Time { return time.UnixMilli(now.UnixMilli()) }
+func startAt(now time.Time) int64 { return now.UnixMilli() * int64(time.Millisecond) }
 
 // DueFunc decides, instead of the clock, whether a handler's schedule is
 // due in a pass; see [Options.Due]. again reports that the schedule comes
@@ -83,10 +118,7 @@ func (ev *Event) Again(d time.Duration) {
 
 // scheduleOf returns h's schedule on the record, or nil.
 func (d *dispatch) scheduleOf(h *handler) *schedule {
-	if d.rec.sched == nil {
-		return nil
-	}
-	return d.rec.sched[h.id]
+	return d.rec.schedOf(h.id)
 }
 
 // isDue reports whether h's schedule s is due in this pass.
@@ -152,7 +184,7 @@ func (d *dispatch) scheduled(h *handler, again time.Duration, start time.Time) {
 	s := d.scheduleOf(h)
 	if every == 0 {
 		if s != nil {
-			delete(d.rec.sched, h.id) // polling ended
+			d.rec.dropSched(h.id) // polling ended
 			d.dirty = true
 		}
 		return
@@ -168,10 +200,7 @@ func (d *dispatch) scheduled(h *handler, again time.Duration, start time.Time) {
 			return
 		}
 	}
-	if d.rec.sched == nil {
-		d.rec.sched = map[string]*schedule{}
-	}
-	d.rec.sched[h.id] = &schedule{anchor: startAt(start), every: every}
+	d.rec.setSched(&schedule{id: h.id, anchor: startAt(start), every: every})
 	d.dirty = true
 }
 
@@ -189,10 +218,7 @@ func (b *Bus) startSchedules(d *dispatch) {
 		if d.rec.digests[h.idx].isZero() {
 			continue // not handled yet: its first success starts it
 		}
-		if d.rec.sched == nil {
-			d.rec.sched = map[string]*schedule{}
-		}
-		d.rec.sched[h.id] = &schedule{anchor: startAt(time.Now()), every: h.every}
+		d.rec.setSched(&schedule{id: h.id, anchor: startAt(time.Now()), every: h.every})
 		d.dirty = true
 	}
 }
