@@ -147,9 +147,14 @@ func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced boo
 	if !failingHere && !d.isDue(h, s) {
 		return false
 	}
-	cur, err := digestOf(b.cmp, d.new, h.fields, h.rev)
-	if err != nil || cur != stored {
-		return false
+	cur := stored
+	if d.old == nil || !d.ks.isClean(h.idx) || touches(b.cmp, d.changes(), h.fields) {
+		// Its value may have changed: compare (a clean handler's value
+		// cannot have changed unless the diff touches its fields).
+		var err error
+		if cur, err = digestOf(b.cmp, d.new, h.fields, h.rev); err != nil || cur != stored {
+			return false
+		}
 	}
 	if !failingHere || !d.waiting(h, cur) {
 		typ := Update
