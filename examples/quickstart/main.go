@@ -10,6 +10,10 @@
 //     stays Blocked with B's message (in ops, A's Active would erase B's
 //     Blocked), and a new Bus on the same file store — a new process, as
 //     every Juju hook is — still sees it.
+//  3. A timer and a poll: a handler that runs every period even when
+//     nothing changes (kopf's @timer), and one that is not done yet and
+//     says "look again later" without failing (what ops' event.defer()
+//     is used for).
 package main
 
 import (
@@ -19,6 +23,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/opbus/opbus"
 )
@@ -30,6 +35,10 @@ func main() {
 	}
 	fmt.Println()
 	if err := scopedSlots(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := timers(ctx); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -44,6 +53,16 @@ func (f *fired) add(s string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.runs = append(f.runs, s)
+}
+
+// first returns the first run collected, leaving it.
+func (f *fired) first() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.runs) == 0 {
+		return "nothing"
+	}
+	return f.runs[0]
 }
 
 func (f *fired) take() string {
@@ -181,6 +200,75 @@ func scopedSlots(ctx context.Context) error {
 		fmt.Printf("%s\n   slots: %s\n   overall: %s\n", s.what, showSlots(slots), show(st))
 	}
 	return nil
+}
+
+func timers(ctx context.Context) error {
+	fmt.Println("== 3. a timer, and \"not done yet, look again later\"")
+	bus, err := opbus.New(nil)
+	if err != nil {
+		return err
+	}
+	var f fired
+	beats := make(chan struct{}, 3)
+	// Runs when the spec changes and, even if nothing changes, every 100ms.
+	err = bus.Handle("heartbeat", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		if ev.Due {
+			select {
+			case beats <- struct{}{}:
+			default:
+			}
+		}
+		return opbus.Active(""), nil
+	}, opbus.On{Fields: []string{"spec"}, Every: 100 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	checks := 0
+	ready := make(chan struct{})
+	// Polls an outside system: handled for now, look again in 100ms.
+	err = bus.Handle("database", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		if checks++; checks < 3 {
+			ev.Again(100 * time.Millisecond)
+			f.add(fmt.Sprintf("check %d: not ready, look again in 100ms", checks))
+			return opbus.Waiting("database starting"), nil
+		}
+		f.add(fmt.Sprintf("check %d: ready", checks))
+		close(ready)
+		return opbus.Active(""), nil
+	}, opbus.On{Fields: []string{"spec.database"}})
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- bus.Run(runCtx) }()
+	key := opbus.Key{Kind: "Shop", Namespace: "default", Name: "web"}
+	if err := bus.Observe(ctx, key, map[string]any{"spec": map[string]any{"database": "pg"}}); err != nil {
+		return err
+	}
+	if err := bus.Wait(ctx); err != nil {
+		return err
+	}
+	st, _, err := bus.Status(ctx, key)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("the Shop is created\n   database: %s\n   overall: %s\n", f.first(), show(st)) // a later check may have run since
+	<-ready
+	<-beats
+	<-beats
+	if err := bus.Wait(ctx); err != nil {
+		return err
+	}
+	st, _, err = bus.Status(ctx, key)
+	if err != nil {
+		return err
+	}
+	_, later, _ := strings.Cut(f.take(), "\n") // after the first
+	fmt.Printf("nothing changes; the bus looks again when asked\n   database: %s\n   heartbeat: ran when due, twice or more\n   overall: %s\n   failures counted: %d\n", strings.TrimSpace(later), show(st), bus.Stats().Failed)
+	stop()
+	return <-done
 }
 
 func show(s opbus.Status) string {

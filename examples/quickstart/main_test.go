@@ -28,4 +28,15 @@ func Example_main() {
 	// process 3: the relation arrives
 	//    slots: a-config=active, b-relation=active
 	//    overall: active
+	//
+	// == 3. a timer, and "not done yet, look again later"
+	// the Shop is created
+	//    database: check 1: not ready, look again in 100ms
+	//    overall: waiting: database starting
+	// nothing changes; the bus looks again when asked
+	//    database: check 2: not ready, look again in 100ms
+	//           check 3: ready
+	//    heartbeat: ran when due, twice or more
+	//    overall: active
+	//    failures counted: 0
 }
