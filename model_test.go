@@ -39,7 +39,7 @@ type simHandler struct {
 	types    []EventType
 	fields   []string
 	revision string
-	gated    bool // has an On.When filter
+	gated    bool          // has an On.When filter
 	every    time.Duration // On.Every (sim_timer_test.go)
 	again    bool          // asks to run again (sim_timer_test.go)
 }
