@@ -100,6 +100,12 @@ func (s *simRun) timerCall(gen int, h simHandler, ev *Event, name string, epoch 
 		return
 	}
 	if !ok {
+		if !ev.Due {
+			// A run on a new value that failed: what an earlier success
+			// asked is superseded; the failure rules apply (a permanent
+			// failure waits for the next change).
+			delete(t.asked, hk)
+		}
 		return // Again is only after a success
 	}
 	pk := fmt.Sprint(name, "/", epoch, "/", v)
