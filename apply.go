@@ -4,12 +4,12 @@ import (
 	"fmt"
 )
 
-// Apply returns old with the changes of d applied, leaving old untouched:
-// Apply(a, Compare(a, b)) equals b. List changes follow the order [Compare]
+// apply returns old with the changes of d applied, leaving old untouched:
+// apply(a, Compare(a, b)) equals b. List changes follow the order [Compare]
 // produces (a change or remove names the old list's index, an add the new
 // list's). An element added to a keyed list is appended, so a keyed list's
 // order is not restored. A change whose path does not exist is an error.
-func Apply(old any, d Diff) (any, error) {
+func apply(old any, d Diff) (any, error) {
 	root := deepCopy(old)
 	for _, c := range d {
 		var err error

@@ -17,7 +17,7 @@ func TestApply(t *testing.T) {
 	for _, p := range pairs {
 		a, b := obj(t, p[0]), obj(t, p[1])
 		before := jsonText(a)
-		got, err := Apply(a, Compare(a, b))
+		got, err := apply(a, Compare(a, b))
 		if err != nil {
 			t.Fatalf("Apply(%s, Compare(.., %s)): %v", p[0], p[1], err)
 		}
@@ -34,7 +34,7 @@ func TestApplyKeyedList(t *testing.T) {
 	c, _ := NewComparer(&CompareOptions{ListKeys: map[string]string{"l": "n"}})
 	a := obj(t, `{"l":[{"n":"a","v":1},{"n":"b","v":1},{"n":"c"}]}`)
 	b := obj(t, `{"l":[{"n":"b","v":2},{"n":"a","v":1},{"n":"d"}]}`)
-	got, err := Apply(a, c.Compare(a, b))
+	got, err := apply(a, c.Compare(a, b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestApplyErrors(t *testing.T) {
 		{Op: OpChange, Path: MustParsePath("m[0]"), New: 1},
 		{Op: OpChange, Path: MustParsePath("a[*]"), New: 1},
 	} {
-		_, err := Apply(a, Diff{c})
+		_, err := apply(a, Diff{c})
 		if err == nil || !strings.Contains(err.Error(), c.Path.String()) {
 			t.Errorf("Apply(%v): got %v, want an error naming the path", c, err)
 		}

@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// DefaultIgnore lists the per-write noise that every Bus ignores: values the
+// defaultIgnore lists the per-write noise that every Bus ignores: values the
 // API server changes on every write, which no handler should react to.
-var DefaultIgnore = []string{
+var defaultIgnore = []string{
 	"metadata.resourceVersion",
 	"metadata.managedFields",
 	"metadata.generation",
@@ -34,7 +34,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Workers bounds how many objects are dispatched at once; 0 means 4.
 	Workers int
-	// Ignore adds path patterns to ignore to [DefaultIgnore].
+	// Ignore adds path patterns to ignore to those every bus ignores:
+	// metadata.resourceVersion, metadata.managedFields and
+	// metadata.generation, the per-write noise of an API server. A path
+	// given twice counts once.
 	Ignore []string
 	// ListKeys identifies list elements by a field; see [CompareOptions].
 	ListKeys map[string]string
@@ -203,10 +206,10 @@ func New(opts *Options) (*Bus, error) {
 	if b.shutdown <= 0 {
 		b.shutdown = 30 * time.Second
 	}
-	b.ignore = append(slices.Clone(DefaultIgnore), opts.Ignore...)
+	b.ignore = addNew(slices.Clone(defaultIgnore), opts.Ignore...)
 	for _, w := range []any{b.store, b.sink} {
 		if pw, ok := w.(PathWriter); ok {
-			b.ignore = append(b.ignore, pw.WrittenPaths()...)
+			b.ignore = addNew(b.ignore, pw.WrittenPaths()...)
 		}
 	}
 	cmp, err := NewComparer(&CompareOptions{Ignore: b.ignore, ListKeys: b.listKeys})
@@ -225,18 +228,19 @@ func (b *Bus) Ignore(paths ...string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: Ignore(%v): the bus has started; declare ignored paths before Run, Observe or Dispatch", paths)
 	}
-	cmp, err := NewComparer(&CompareOptions{Ignore: append(slices.Clone(b.ignore), paths...), ListKeys: b.listKeys})
+	ignore := addNew(slices.Clone(b.ignore), paths...)
+	cmp, err := NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.listKeys})
 	if err != nil {
 		return err
 	}
-	b.ignore = append(b.ignore, paths...)
+	b.ignore = ignore
 	b.cmp = cmp
 	return nil
 }
 
-// Comparer returns the Comparer the bus diffs with: [DefaultIgnore], the
+// comparer returns the comparer the bus diffs with: the default, the
 // ignored paths and the list keys it was given.
-func (b *Bus) Comparer() *Comparer {
+func (b *Bus) comparer() *Comparer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.cmp
@@ -313,10 +317,10 @@ func (b *Bus) Collect(id string, fn CollectFunc) error {
 	return nil
 }
 
-// Slot registers a status slot that handlers set with [Event.SetSlot], such
+// AddSlot registers a status slot that handlers set with [Event.SetSlot], such
 // as a state machine's. Slots of no registered owner are dropped from
 // records at their next commit.
-func (b *Bus) Slot(id string) error {
+func (b *Bus) AddSlot(id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.claim(id, "slot")
@@ -351,7 +355,11 @@ func (b *Bus) freeze() error {
 
 // Observe queues obj as the latest observed state of key. It returns at
 // once; the bus keeps a reference to obj, not a copy, so obj must not be
-// modified afterwards (client-go's informer objects never are).
+// modified afterwards (client-go's informer objects never are). Values of
+// Go types that decoders do not produce, such as a map[string]string, are
+// converted (see Objects and keys in the package documentation) in a copy
+// of the maps and lists that hold them; a value that cannot be is an error
+// naming its path and type, and nothing is queued.
 func (b *Bus) Observe(ctx context.Context, key Key, obj map[string]any) error {
 	return b.enqueue(ctx, key, observation{new: obj})
 }
@@ -370,34 +378,13 @@ func (b *Bus) ObserveDelete(ctx context.Context, key Key, last map[string]any) e
 	return b.enqueue(ctx, key, observation{new: last, deleted: true})
 }
 
-// Wait blocks until no observed state is queued or being dispatched, or ctx
-// ends. Retries scheduled for later do not count.
-func (b *Bus) Wait(ctx context.Context) error {
-	b.mu.Lock()
-	if b.pending == 0 {
-		b.mu.Unlock()
-		return nil
-	}
-	if b.idle == nil {
-		b.idle = make(chan struct{})
-	}
-	idle := b.idle
-	b.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // Status returns the overall status of key and a copy of its slots, from
 // memory or, for an object this bus has not dispatched, from the store.
 func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	b.mu.Lock()
 	ks, ok := b.keys[key]
 	if ok && ks.shown {
-		s := ks.published.Clone()
+		s := ks.published.clone()
 		if s == nil {
 			s = Slots{}
 		}
@@ -417,7 +404,7 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	if err != nil {
 		return Status{}, nil, err
 	}
-	return rec.slots.Summary(), rec.slots.Clone(), nil
+	return rec.slots.Summary(), rec.slots.clone(), nil
 }
 
 // Value returns a named value persisted with key's record (see
@@ -462,10 +449,10 @@ func (b *Bus) Stats() Stats {
 	}
 }
 
-// SlotIDs returns the IDs of every status slot registered so far (of
-// handlers, collectors and [Bus.Slot]), sorted: what a StatusSink may be
+// slotIDs returns the IDs of every status slot registered so far (of
+// handlers, collectors and [Bus.AddSlot]), sorted: what a StatusSink may be
 // asked to publish.
-func (b *Bus) SlotIDs() []string {
+func (b *Bus) slotIDs() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Sorted(maps.Keys(b.owners))
@@ -495,4 +482,14 @@ func (b *Bus) Subscriptions() []Subscription {
 		out = append(out, s)
 	}
 	return out
+}
+
+// addNew appends to list the paths it does not hold yet.
+func addNew(list []string, paths ...string) []string {
+	for _, p := range paths {
+		if !slices.Contains(list, p) {
+			list = append(list, p)
+		}
+	}
+	return list
 }

@@ -251,7 +251,7 @@ func TestHandlerErrorsAreReturnedByDispatch(t *testing.T) {
 		t.Error("a failing handler kept another from running")
 	}
 	_, slots, _ := b.Status(t.Context(), podKey)
-	if slots["fails"] != Error("boom") || slots["panics"] != Error("panic: kaput") {
+	if slots["fails"] != ErrorStatus("boom") || slots["panics"] != ErrorStatus("panic: kaput") {
 		t.Errorf("slots = %v", slots)
 	}
 }
@@ -262,8 +262,8 @@ func TestSubscriptions(t *testing.T) {
 	must(t, b.Handle("x", ok, On{Kinds: []string{"unit"}, Fields: []string{"relations.istio-pilot", "config.kind"}}))
 	must(t, b.Handle("y", ok, On{Types: []EventType{Delete, Resume}}))
 	must(t, b.Collect("c", func(context.Context, Key, map[string]any) Status { return Status{} }))
-	must(t, b.Slot("machine"))
-	if got := fmt.Sprint(b.SlotIDs()); got != "[c machine x y]" {
+	must(t, b.AddSlot("machine"))
+	if got := fmt.Sprint(b.slotIDs()); got != "[c machine x y]" {
 		t.Errorf("SlotIDs() = %s", got)
 	}
 	subs := b.Subscriptions()
@@ -344,9 +344,10 @@ func TestOptionsChecked(t *testing.T) {
 			}
 		})
 	}
-	b := Backoff{Initial: time.Second, Jitter: -1}
+	// Through New, as a bus uses it: "no jitter" must survive the defaults.
+	b := newBus(t, &Options{Backoff: Backoff{Initial: time.Second, Jitter: -1}}).backoff
 	for n := 1; n < 5; n++ {
-		if got, want := b.Delay(n), time.Second<<(n-1); got != want {
+		if got, want := b.delay(n), time.Second<<(n-1); got != want {
 			t.Fatalf("Delay(%d) with no jitter = %v, want %v", n, got, want)
 		}
 	}

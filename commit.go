@@ -58,14 +58,14 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 	summary := d.rec.slots.Summary()
 	b.mu.Lock()
 	before := ks.published.Summary()
-	changed := !ks.shown || !ks.published.Equal(d.rec.slots)
+	changed := !ks.shown || !ks.published.equal(d.rec.slots)
 	if !maps.Equal(ks.values, d.rec.values) {
 		ks.values = maps.Clone(d.rec.values)
 	}
 	if changed {
 		ks.published = nil
 		if len(d.rec.slots) > 0 {
-			ks.published = d.rec.slots.Clone()
+			ks.published = d.rec.slots.clone()
 		}
 		ks.shown = true
 	}
@@ -77,7 +77,10 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 		}
 	}
 	if b.sink != nil && !ks.sunk {
-		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.Clone()); err != nil {
+		if ks.abandoned.Load() {
+			return // shutdown or a halt took the key from this pass
+		}
+		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.clone()); err != nil {
 			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
 			b.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
 			d.errs = append(d.errs, err)
@@ -94,7 +97,7 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 func (d *dispatch) storeFailed() {
 	x := d.b.extra(d.ks)
 	x.storeFails++
-	d.retryAt(time.Now().Add(d.b.backoff.Delay(x.storeFails)))
+	d.retryAt(time.Now().Add(d.b.backoff.delay(x.storeFails)))
 }
 
 // dropOrphans removes what handlers, collectors and slots that are no

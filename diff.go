@@ -159,17 +159,17 @@ func NewComparer(opts *CompareOptions) (*Comparer, error) {
 // ignored.
 func (c *Comparer) ignoresAll(p Path) bool {
 	for _, pt := range c.patterns {
-		if pt.ignore && pt.path.CoversAll(p) {
+		if pt.ignore && pt.path.coversAll(p) {
 			return true
 		}
 	}
 	return false
 }
 
-// Ignored reports whether changes at the concrete path p are dropped.
-func (c *Comparer) Ignored(p Path) bool {
+// ignored reports whether changes at the concrete path p are dropped.
+func (c *Comparer) ignored(p Path) bool {
 	for _, pt := range c.patterns {
-		if pt.ignore && pt.path.Covers(p) {
+		if pt.ignore && pt.path.covers(p) {
 			return true
 		}
 	}
@@ -678,9 +678,9 @@ func (c *Comparer) hollow(v any, mask uint64, depth int, listKey string) bool {
 	return false
 }
 
-// Strip returns a copy of obj without the paths c ignores, or obj itself
+// stripped returns a copy of obj without the paths c ignores, or obj itself
 // when c ignores nothing in it.
-func (c *Comparer) Strip(obj map[string]any) map[string]any {
+func (c *Comparer) stripped(obj map[string]any) map[string]any {
 	v, ok := c.strip(obj, c.all, 0, "")
 	if !ok {
 		return map[string]any{}

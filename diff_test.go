@@ -145,7 +145,7 @@ func TestComparerIgnore(t *testing.T) {
 	if got := diffText(c.Compare(old, real)); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	if !c.Ignored(MustParsePath("metadata.managedFields[3].x")) || c.Ignored(MustParsePath("metadata.name")) {
+	if !c.ignored(MustParsePath("metadata.managedFields[3].x")) || c.ignored(MustParsePath("metadata.name")) {
 		t.Error("Ignored: wrong answer")
 	}
 }
@@ -232,7 +232,7 @@ func TestCompareDeterministic(t *testing.T) {
 	}
 	d := Compare(old, new)
 	for i := 1; i < len(d); i++ {
-		if ComparePaths(d[i-1].Path, d[i].Path) >= 0 {
+		if comparePaths(d[i-1].Path, d[i].Path) >= 0 {
 			t.Fatalf("not sorted: %s before %s", d[i-1].Path, d[i].Path)
 		}
 	}
@@ -318,7 +318,7 @@ func TestIgnoredContentAlone(t *testing.T) {
 			}
 		})
 	}
-	stripped := c.Strip(obj(t, `{"metadata":{"annotations":{"opbus.dev/record":"r"}},"a":1}`).(map[string]any))
+	stripped := c.stripped(obj(t, `{"metadata":{"annotations":{"opbus.dev/record":"r"}},"a":1}`).(map[string]any))
 	if jsonText(stripped) != `{"a":1}` {
 		t.Errorf("Strip = %s", jsonText(stripped))
 	}

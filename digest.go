@@ -76,7 +76,7 @@ func digestOf(cmp *Comparer, obj any, fields []Path, rev string) (digest, error)
 }
 
 func (e *encoder) field(obj any, f Path) error {
-	if !f.IsPattern() {
+	if !f.isPattern() {
 		v, ok := Lookup(obj, f)
 		mask, ignored, field := e.cmp.at(f)
 		if !ok || ignored || e.cmp.hollow(v, mask, len(f), field) {
@@ -92,10 +92,10 @@ func (e *encoder) field(obj any, f Path) error {
 		val any
 	}
 	var ms []match
-	Resolve(obj, f, func(at Path, val any) {
+	eachMatch(obj, f, func(at Path, val any) {
 		ms = append(ms, match{e.cmp.keyed(obj, at), val})
 	})
-	slices.SortFunc(ms, func(a, b match) int { return ComparePaths(a.at, b.at) })
+	slices.SortFunc(ms, func(a, b match) int { return comparePaths(a.at, b.at) })
 	e.buf = binary.AppendUvarint(append(e.buf, 'M'), uint64(len(ms)))
 	for _, m := range ms {
 		e.buf = appendPath(e.buf, m.at)

@@ -49,8 +49,12 @@ func (d *dispatch) setSlot(id string, s Status) error {
 	d.b.mu.Lock()
 	owner := d.b.owners[id]
 	d.b.mu.Unlock()
-	if owner != "slot" {
-		return fmt.Errorf("opbus: SetSlot(%q): not a slot registered with Bus.Slot", id)
+	switch owner {
+	case "slot":
+	case "":
+		return fmt.Errorf("opbus: SetSlot(%q): no such slot is registered: call Bus.AddSlot(%q) before Run (fsm.Machine.Register does it for a state machine)", id, id)
+	default:
+		return fmt.Errorf("opbus: SetSlot(%q): the slot is a %s's own, set by what it returns", id, owner)
 	}
 	if err := s.Level.check(); err != nil {
 		return fmt.Errorf("opbus: SetSlot(%q): %w", id, err)
@@ -60,7 +64,7 @@ func (d *dispatch) setSlot(id string, s Status) error {
 }
 
 func (d *dispatch) putSlot(id string, s Status) {
-	if cur, ok := d.rec.slots.Get(id); ok == !s.IsZero() && cur == s {
+	if cur, ok := d.rec.slots.get(id); ok == !s.IsZero() && cur == s {
 		return
 	}
 	if d.rec.slots == nil {
@@ -137,7 +141,7 @@ func (b *Bus) pass(ctx context.Context, ks *keyState, op *observation, force boo
 			x.loadFails++
 			b.unshift(ks, o)
 			ks.blocked = true
-			b.retryAt(ks, time.Now().Add(b.backoff.Delay(x.loadFails)))
+			b.retryAt(ks, time.Now().Add(b.backoff.delay(x.loadFails)))
 			b.mu.Unlock()
 			return err
 		}
@@ -216,7 +220,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 	}
 	b.commit(ctx, d, finished)
 	if b.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {
-		b.armTick(ks) // schedules (timer.go)
+		b.armTick(ks, d.now) // schedules (timer.go)
 	}
 
 	b.mu.Lock()
@@ -302,7 +306,7 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 		b.log.Error("opbus: stored record cannot be read; its handlers wait until it is repaired or deleted", "key", ks.key.String(), "err", err)
 		if b.sink != nil && (ks.x == nil || ks.x.loadFails == 0) {
 			msg := err.Error()
-			_ = b.sink.PutStatus(ctx, ks.key, ks.cur, Error(msg), Slots{busSlot: Error(msg)})
+			_ = b.sink.PutStatus(ctx, ks.key, ks.cur, ErrorStatus(msg), Slots{busSlot: ErrorStatus(msg)})
 			ks.sunk = false
 		}
 		return err
@@ -314,7 +318,7 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 		// What the last run published: the baseline for "status changed".
 		// shown stays false so that this run still hands its first commit
 		// to the sink.
-		ks.published = rec.slots.Clone()
+		ks.published = rec.slots.clone()
 	}
 	b.mu.Unlock()
 	return nil
@@ -455,7 +459,7 @@ func (d *dispatch) recovered(h *handler) {
 func (d *dispatch) unusable(h *handler, err error) {
 	err = within(err, "opbus: handler %q on %v", h.id, d.ks.key)
 	d.b.log.Error("opbus: object has an unsupported value", "key", d.ks.key.String(), "handler", h.id, "err", err)
-	d.putSlot(h.id, Error(err.Error()))
+	d.putSlot(h.id, ErrorStatus(err.Error()))
 	d.errs = append(d.errs, err)
 }
 
@@ -576,14 +580,14 @@ func (b *Bus) failed(d *dispatch, h *handler, ev *Event, cur digest, st Status, 
 		b.log.Error("opbus: handler panicked", append(attrs(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))...)
 	}
 	if st.IsZero() {
-		st = Error(err.Error())
+		st = ErrorStatus(err.Error())
 	}
 	d.errs = append(d.errs, within(err, "opbus: handler %q on %v", h.id, d.ks.key))
 	if _, saved := d.rec.good[h.id]; !saved && !d.rec.digests[h.idx].isZero() {
 		if d.rec.good == nil {
 			d.rec.good = Slots{}
 		}
-		d.rec.good[h.id], _ = d.rec.slots.Get(h.id) // zero if it had none
+		d.rec.good[h.id], _ = d.rec.slots.get(h.id) // zero if it had none
 	}
 	d.putSlot(h.id, st)
 	if x := b.extra(d.ks); ev.Type != Delete {
@@ -613,7 +617,7 @@ func (b *Bus) failed(d *dispatch, h *handler, ev *Event, cur digest, st Status, 
 	}
 	delay, asked := retryDelay(err)
 	if !asked {
-		delay = b.backoff.Delay(f.n)
+		delay = b.backoff.delay(f.n)
 	}
 	f.at = time.Now().Add(max(delay, time.Nanosecond))
 	d.retryAt(f.at)
@@ -685,14 +689,14 @@ func (b *Bus) collect(ctx context.Context, d *dispatch, c *collector) (st Status
 			if v := recover(); v != nil {
 				b.stats.panicked.Add(1)
 				b.log.Error("opbus: collector panicked", "key", d.ks.key.String(), "collector", c.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				st = Error(fmt.Sprintf("collector %s panicked: %v", c.id, v))
+				st = ErrorStatus(fmt.Sprintf("collector %s panicked: %v", c.id, v))
 			}
 		}()
 	}
 	st = c.fn(ctx, d.ks.key, d.new)
 	if err := st.Level.check(); err != nil {
 		b.log.Error("opbus: collector returned a bad status", "key", d.ks.key.String(), "collector", c.id, "err", err)
-		st = Error(fmt.Sprintf("collector %s returned a bad status: %v", c.id, err))
+		st = ErrorStatus(fmt.Sprintf("collector %s returned a bad status: %v", c.id, err))
 	}
 	return st
 }

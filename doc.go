@@ -12,6 +12,31 @@
 // encoding/json, int64 from client-go's unstructured objects, int from
 // hand-written documents). [Validate] reports anything else.
 //
+// The door — [Bus.Observe], [Bus.Dispatch] and their update and delete
+// forms — also takes the Go values whose JSON form is evident from their
+// kind: maps with string keys (a map[string]string of labels), slices and
+// arrays (a []string), named string, bool and number types, and pointers
+// to these. Handlers see them in the form above: map[string]any, []any,
+// string, bool, int64 or uint64, float64; numbers compare by value, so a
+// converted int32 3 and a decoded float64 3 are one value. A document
+// that needs no conversion is not copied; one that does is copied where it
+// changes, never modified. A struct, whose JSON form follows its field
+// tags, a []byte, and a type with its own MarshalJSON or MarshalText are
+// errors there: [Document] converts them, through encoding/json. Every
+// error at the door is returned by the call, names the key, the path and
+// the Go type, and leaves nothing queued.
+//
+// # Reading fields
+//
+// [Get] reads a field as a Go type, by a path written as for [ParsePath]:
+// Get[string](ev.New, "spec.containers[name=app].image"). A whole number
+// reads as any integer type whatever its Go type (encoding/json and Juju's
+// hook tools give float64); a field that is missing or null is an error
+// that wraps [ErrAbsent], so an optional field gets its default with
+// errors.Is; any other mismatch names the path and both types. A struct,
+// map or slice type reads through its JSON form, and [Decode] decodes a
+// document, or a part of one, into a struct the same way.
+//
 // # Paths
 //
 // A [Path] addresses a subtree: status.containerStatuses,
@@ -30,7 +55,7 @@
 // list keys, so that spec.containers is compared by name rather than by
 // index. Numbers compare by value, so a Pod decoded by encoding/json equals
 // the same Pod decoded by client-go. [Diff.Under] re-roots a diff at a field,
-// [Diff.Touches] tells whether a field changed, [Apply] replays a diff.
+// [Diff.Touches] tells whether a field changed, [apply] replays a diff.
 //
 // # Subscriptions
 //
@@ -39,7 +64,8 @@
 // A handler runs when the digest of the values at its fields differs from
 // the digest committed at its last success: level-triggered, once per
 // distinct value. Status is data: a change of status.containerStatuses
-// fires its handlers like any other change. Only [DefaultIgnore], paths
+// fires its handlers like any other change. Only the API server's per-write
+// noise (metadata.resourceVersion, managedFields, generation), paths
 // declared with [Options].Ignore or [Bus.Ignore], and paths the Store and
 // the StatusSink declare as their own writes ([PathWriter]) are ignored, so
 // the library's writes never trigger anyone. Consequences: a restart does
@@ -71,7 +97,7 @@
 //
 // A [Status] is a [Level] and a message. Levels are ordered as Juju orders
 // them: unknown < active < waiting < maintenance < blocked < error. Every
-// handler owns one slot in [Slots]; [Summarize] folds them into the overall
+// handler owns one slot in [Slots]; [Slots.Summary] folds them into the overall
 // status: the highest level wins and its message joins the messages of every
 // slot at that level in slot-name order, so one handler going active never
 // hides another handler's blocked. Slots persist in the Store; a
@@ -107,6 +133,6 @@
 //
 // Errors start with "opbus:" and name the bad input. Callers branch with
 // errors.As on [*PathError], [*ValueError], [*RecordError] and
-// [*PanicError], and with errors.Is on [ErrPermanent], [ErrCorruptRecord]
-// and [ErrClosed].
+// [*PanicError], and with errors.Is on [ErrPermanent], [ErrCorruptRecord],
+// [ErrClosed] and [ErrAbsent].
 package opbus

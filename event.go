@@ -56,14 +56,16 @@ func (ev *Event) Value(name string) (string, bool) {
 
 // SetValue persists a named value with the object, committed with the rest
 // of the dispatch whatever the handler returns. An empty value deletes it.
-func (ev *Event) SetValue(name, value string) {
+// Outside a dispatch (an Event a test built) it is an error.
+func (ev *Event) SetValue(name, value string) error {
 	if ev.d == nil {
-		return
+		return fmt.Errorf("opbus: SetValue(%q): the event is not being dispatched", name)
 	}
 	ev.d.setValue(name, value)
+	return nil
 }
 
-// SetSlot sets the status in a slot registered with [Bus.Slot] (such as a
+// SetSlot sets the status in a slot registered with [Bus.AddSlot] (such as a
 // state machine's). A handler's own slot is set by what it returns.
 func (ev *Event) SetSlot(id string, s Status) error {
 	if ev.d == nil {

@@ -2,6 +2,7 @@ package opbus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -66,14 +67,14 @@ func ExampleComparer() {
 	// change [name=app].ready: true → false
 }
 
-func ExampleSummarize() {
+func ExampleSlots_Summary() {
 	slots := opbus.Slots{}
 	slots.Set("config", opbus.Blocked("config item 'kind' must be set"))
 	slots.Set("relation", opbus.Blocked("waiting for istio-pilot relation"))
 	fmt.Println(slots.Summary())
 
 	slots.Set("config", opbus.Active("")) // fixing one problem hides no other
-	fmt.Println(opbus.Summarize(slots))
+	fmt.Println(slots.Summary())
 	// Output:
 	// blocked: config item 'kind' must be set; waiting for istio-pilot relation
 	// blocked: waiting for istio-pilot relation
@@ -131,13 +132,21 @@ func ExampleBus_Dispatch() {
 	} {
 		bus, _ := opbus.New(&opbus.Options{Store: store}) // a new process each time
 		_ = bus.Handle("config", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			if ev.New["kind"] == "" {
+			kind, err := opbus.Get[string](ev.New, "kind")
+			if err != nil {
+				return opbus.Status{}, err
+			}
+			if kind == "" {
 				return opbus.Blocked("set kind"), nil
 			}
 			return opbus.Active(""), nil
 		}, opbus.On{Fields: []string{"kind"}})
 		_ = bus.Handle("relation", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			if ev.New["relation"] == false {
+			related, err := opbus.Get[bool](ev.New, "relation")
+			if err != nil {
+				return opbus.Status{}, err
+			}
+			if !related {
 				return opbus.Blocked("add the relation"), nil
 			}
 			return opbus.Active(""), nil
@@ -151,4 +160,99 @@ func ExampleBus_Dispatch() {
 	// Output:
 	// blocked: set kind; add the relation
 	// blocked: add the relation
+}
+
+// ExampleGet reads fields of a document as encoding/json and Juju's
+// config-get decode it, where every number is a float64: a whole number
+// reads as an int, an absent field is told apart with ErrAbsent, and a
+// value of another type is an error naming the path and both types.
+func ExampleGet() {
+	var doc map[string]any
+	_ = json.Unmarshal([]byte(`{
+		"spec": {"version": "1.2", "replicas": 3, "ratio": 0.5,
+			"containers": [{"name": "app", "image": "app:1"}]},
+		"metadata": {"labels": {"app": "web"}}
+	}`), &doc)
+
+	version, err := opbus.Get[string](doc, "spec.version")
+	fmt.Println(version, err)
+	replicas, err := opbus.Get[int](doc, "spec.replicas")
+	fmt.Println(replicas, err)
+	image, err := opbus.Get[string](doc, "spec.containers[name=app].image")
+	fmt.Println(image, err)
+	labels, err := opbus.Get[map[string]string](doc, "metadata.labels")
+	fmt.Println(labels, err)
+
+	_, err = opbus.Get[int](doc, "spec.paused")
+	fmt.Println(errors.Is(err, opbus.ErrAbsent), err)
+	_, err = opbus.Get[int](doc, "spec.ratio")
+	fmt.Println(err)
+	// Output:
+	// 1.2 <nil>
+	// 3 <nil>
+	// app:1 <nil>
+	// map[app:web] <nil>
+	// true opbus: field spec.paused is absent: spec has no key "paused"
+	// opbus: value at spec.ratio: got float64 0.5, want int: not a whole number
+}
+
+// ExampleDecode decodes the part of a document a handler reads into a
+// struct, through its JSON form: fields the document lacks keep the
+// defaults set before.
+func ExampleDecode() {
+	type container struct {
+		Name  string `json:"name"`
+		Image string `json:"image"`
+	}
+	type spec struct {
+		Replicas   int         `json:"replicas"`
+		Containers []container `json:"containers"`
+	}
+	doc := map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "app", "image": "app:1"}},
+	}}
+	s := spec{Replicas: 1}
+	if err := opbus.Decode(doc["spec"], &s); err != nil {
+		panic(err)
+	}
+	fmt.Printf("%+v\n", s)
+
+	bad := map[string]any{"replicas": "two"}
+	fmt.Println(opbus.Decode(bad, &s))
+	// Output:
+	// {Replicas:1 Containers:[{Name:app Image:app:1}]}
+	// opbus: value at replicas: got string, want int
+}
+
+// ExampleDocument observes a Go struct, here a typed spec, through its
+// JSON form. The door converts plain values such as a map[string]string by
+// itself, but a struct's JSON form follows its tags, so it is an error
+// there.
+func ExampleDocument() {
+	type webApp struct {
+		Name     string            `json:"name"`
+		Replicas int32             `json:"replicas"`
+		Labels   map[string]string `json:"labels,omitempty"`
+	}
+	ctx := context.Background()
+	key := opbus.Key{Kind: "WebApp", Namespace: "default", Name: "web"}
+	bus, _ := opbus.New(nil)
+	_ = bus.Handle("show", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		fmt.Printf("%T %v\n", ev.New["spec"], ev.New["spec"])
+		return opbus.Status{}, nil
+	}, opbus.On{})
+
+	app := webApp{Name: "web", Replicas: 2, Labels: map[string]string{"tier": "front"}}
+	err := bus.Dispatch(ctx, key, map[string]any{"spec": app})
+	fmt.Println(err)
+
+	spec, err := opbus.Document(app)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(bus.Dispatch(ctx, key, map[string]any{"spec": spec}))
+	// Output:
+	// opbus: state of WebApp default/web: value at spec: unsupported type opbus_test.webApp: a struct's JSON form follows its field tags: convert it with opbus.Document
+	// map[string]interface {} map[labels:map[tier:front] name:web replicas:2]
+	// <nil>
 }

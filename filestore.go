@@ -34,9 +34,6 @@ func NewFileStore(dir string) (*FileStore, error) {
 	return &FileStore{dir: dir}, nil
 }
 
-// Dir returns the directory that holds the records.
-func (s *FileStore) Dir() string { return s.dir }
-
 // maxComponent bounds the bytes of an escaped part of a file path, well
 // below the 255 bytes most file systems allow in a file name.
 const maxComponent = 200

@@ -3,6 +3,7 @@ package opbus
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -17,7 +18,7 @@ func FuzzCompareApply(f *testing.F) {
 			return
 		}
 		d := Compare(a, b)
-		got, err := Apply(a, d)
+		got, err := apply(a, d)
 		if err != nil {
 			t.Fatalf("Apply(%s, %v): %v", x, d, err)
 		}
@@ -82,5 +83,44 @@ func FuzzDecodeRecord(f *testing.F) {
 		if string(third) != string(again) {
 			t.Fatalf("encoding is not stable:\n%s\n%s", again, third)
 		}
+	})
+}
+
+// FuzzGet checks that typed reads of any JSON document by any path never
+// panic, agree with Lookup, and fail only with errors that start with
+// "opbus:" — absent, wrong type, or a path that does not parse.
+func FuzzGet(f *testing.F) {
+	f.Add([]byte(`{"spec":{"replicas":3,"containers":[{"name":"app","port":80}]}}`), "spec.containers[name=app].port")
+	f.Add([]byte(`{"spec":{"replicas":3.5,"tags":["a",1]}}`), "spec.replicas")
+	f.Add([]byte(`{"a":{"b":null}}`), "a.b.c")
+	f.Add([]byte(`{"a":[[1],{"x":"y"}]}`), "a[1].x")
+	f.Fuzz(func(t *testing.T, data []byte, path string) {
+		var doc map[string]any
+		if json.Unmarshal(data, &doc) != nil {
+			return
+		}
+		check := func(err error) {
+			if err != nil && !strings.HasPrefix(err.Error(), "opbus: ") {
+				t.Fatalf("Get(%s, %q): error without the prefix: %v", data, path, err)
+			}
+		}
+		v, err := Get[any](doc, path)
+		check(err)
+		if err == nil {
+			want, ok := Lookup(doc, MustParsePath(path))
+			if !ok || !Equal(v, want) || v == nil {
+				t.Fatalf("Get(%s, %q) = %v, Lookup = %v, %t", data, path, v, want, ok)
+			}
+		}
+		_, err = Get[int](doc, path)
+		check(err)
+		_, err = Get[[]string](doc, path)
+		check(err)
+		_, err = Get[struct {
+			Name string         `json:"name"`
+			Port int8           `json:"port"`
+			Tags map[string]int `json:"tags"`
+		}](doc, path)
+		check(err)
 	})
 }

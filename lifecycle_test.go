@@ -328,7 +328,7 @@ func TestRemovedHandlerForgotten(t *testing.T) {
 		t.Fatalf("the returning handler ran %d times, want 1", rs["b"].count())
 	}
 	_, slots, _ := b.Status(ctx, podKey)
-	if s, ok := slots.Get("b"); !ok || s.Level != LevelBlocked {
+	if s, ok := slots.get("b"); !ok || s.Level != LevelBlocked {
 		t.Fatalf("slots %v: the returning handler's Blocked is missing", slots)
 	}
 }

@@ -24,7 +24,7 @@ import (
 // simListKeys are the Options.ListKeys of the sequences that use list keys.
 var simListKeys = map[string]string{"containers": "name", "containerStatuses": "name", "conditions": "type"}
 
-// simIgnore is what every simulated bus ignores besides DefaultIgnore.
+// simIgnore is what every simulated bus ignores besides defaultIgnore.
 var simIgnore = []string{"metadata.labels"}
 
 // simMapWildcard registers handler sel, which reads spec.selector[*]: the
@@ -165,9 +165,9 @@ func canon(b *strings.Builder, v any, path string, listKeys bool) {
 	}
 }
 
-// simIgnored reports the paths no handler sees: DefaultIgnore and simIgnore.
+// simIgnored reports the paths no handler sees: defaultIgnore and simIgnore.
 func simIgnored(p string) bool {
-	for _, q := range append(slices.Clone(DefaultIgnore), simIgnore...) {
+	for _, q := range append(slices.Clone(defaultIgnore), simIgnore...) {
 		if p == q {
 			return true
 		}

@@ -405,15 +405,15 @@ func (p Path) Equal(q Path) bool {
 	return true
 }
 
-// HasPrefix reports whether q is a prefix of p, segment by segment: p is q
+// hasPrefix reports whether q is a prefix of p, segment by segment: p is q
 // itself or lies below it. Wildcards are compared literally, not matched.
-func (p Path) HasPrefix(q Path) bool {
+func (p Path) hasPrefix(q Path) bool {
 	return len(q) <= len(p) && p[:len(q)].Equal(q)
 }
 
-// IsPattern reports whether p has a [SegAny] or [SegMatch] segment, so that it
+// isPattern reports whether p has a [SegAny] or [SegMatch] segment, so that it
 // stands for a set of concrete paths rather than one.
-func (p Path) IsPattern() bool {
+func (p Path) isPattern() bool {
 	for _, s := range p {
 		if s.Kind == SegAny || s.Kind == SegMatch {
 			return true
@@ -422,14 +422,14 @@ func (p Path) IsPattern() bool {
 	return false
 }
 
-// Covers reports whether the concrete path c lies at or below a subtree that
+// covers reports whether the concrete path c lies at or below a subtree that
 // the pattern p addresses. For example status.conditions[*] covers
 // status.conditions[2].reason, and status covers status itself.
 //
 // A [SegMatch] segment of p covers a SegMatch segment of c with the same field
 // and value (the form [Compare] produces for lists with a configured list
 // key); paths alone cannot tell which index an element with a given key has.
-func (p Path) Covers(c Path) bool {
+func (p Path) covers(c Path) bool {
 	if len(c) < len(p) {
 		return false
 	}
@@ -441,11 +441,11 @@ func (p Path) Covers(c Path) bool {
 	return true
 }
 
-// CoversAll reports whether every concrete path that the pattern q stands
+// coversAll reports whether every concrete path that the pattern q stands
 // for lies at or below a path that the pattern p stands for: a [SegAny] of
 // p covers anything, and any other segment of p covers only the same
-// segment in q. For a concrete q it is [Path.Covers].
-func (p Path) CoversAll(q Path) bool {
+// segment in q. For a concrete q it is [Path.covers].
+func (p Path) coversAll(q Path) bool {
 	if len(q) < len(p) {
 		return false
 	}
@@ -457,10 +457,10 @@ func (p Path) CoversAll(q Path) bool {
 	return true
 }
 
-// Overlaps reports whether the pattern p and the concrete path c are on one
+// overlaps reports whether the pattern p and the concrete path c are on one
 // line of descent: c lies at or below p, or c is an ancestor of what p
 // addresses (so a change at c may change the subtree at p).
-func (p Path) Overlaps(c Path) bool {
+func (p Path) overlaps(c Path) bool {
 	n := min(len(p), len(c))
 	for i := 0; i < n; i++ {
 		if !p[i].matches(c[i]) {

@@ -154,15 +154,15 @@ func TestPathMatching(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.pattern+"~"+tt.concrete, func(t *testing.T) {
 			pat, c := p(tt.pattern), p(tt.concrete)
-			if got := pat.Covers(c); got != tt.covers {
+			if got := pat.covers(c); got != tt.covers {
 				t.Errorf("Covers = %v, want %v", got, tt.covers)
 			}
-			if got := pat.Overlaps(c); got != tt.overlaps {
+			if got := pat.overlaps(c); got != tt.overlaps {
 				t.Errorf("Overlaps = %v, want %v", got, tt.overlaps)
 			}
 		})
 	}
-	if !p("a.b.c").HasPrefix(p("a.b")) || p("a.b").HasPrefix(p("a.b.c")) || p("a[*]").HasPrefix(p("a[0]")) {
+	if !p("a.b.c").hasPrefix(p("a.b")) || p("a.b").hasPrefix(p("a.b.c")) || p("a[*]").hasPrefix(p("a[0]")) {
 		t.Error("HasPrefix: wrong answer")
 	}
 	for _, c := range []struct {
@@ -176,14 +176,14 @@ func TestPathMatching(t *testing.T) {
 		{"metadata", "metadata.labels[*]", true},
 		{"metadata.labels", "metadata", false},
 	} {
-		if got := p(c.p).CoversAll(p(c.q)); got != c.want {
-			t.Errorf("%s.CoversAll(%s) = %v, want %v", c.p, c.q, got, c.want)
+		if got := p(c.p).coversAll(p(c.q)); got != c.want {
+			t.Errorf("%s.coversAll(%s) = %v, want %v", c.p, c.q, got, c.want)
 		}
 	}
-	if Path(nil).String() != "" || !p("a.b").HasPrefix(nil) {
+	if Path(nil).String() != "" || !p("a.b").hasPrefix(nil) {
 		t.Error("root path: want empty string, prefix of everything")
 	}
-	if p("a.b").IsPattern() || !p("a[*]").IsPattern() || !p("a[k=v]").IsPattern() {
+	if p("a.b").isPattern() || !p("a[*]").isPattern() || !p("a[k=v]").isPattern() {
 		t.Error("IsPattern: wrong answer")
 	}
 }

@@ -131,7 +131,8 @@ func (b *Bus) incarnationOf(obj map[string]any) (id string, err error) {
 	return b.incarnation(obj), nil
 }
 
-// admit checks an observation at the door and fills in its incarnation.
+// admit checks an observation at the door, puts its documents in canonical
+// form and fills in its incarnation.
 func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	if err := key.validate(); err != nil {
 		return err
@@ -142,17 +143,18 @@ func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	b.mu.Lock()
 	cmp := b.cmp
 	b.mu.Unlock()
+	var err error
 	if o.deleted {
 		if o.new != nil {
-			if err := cmp.checkDocument(o.new); err != nil {
+			if o.new, err = cmp.admitDocument(o.new); err != nil {
 				return within(err, "opbus: last state of %v", key)
 			}
 		}
-	} else if err := cmp.checkDocument(o.new); err != nil {
+	} else if o.new, err = cmp.admitDocument(o.new); err != nil {
 		return within(err, "opbus: state of %v", key)
 	}
 	if o.hasOld && o.old != nil {
-		if err := cmp.checkDocument(o.old); err != nil {
+		if o.old, err = cmp.admitDocument(o.old); err != nil {
 			return within(err, "opbus: previous state of %v", key)
 		}
 	}

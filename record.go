@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-// RecordVersion is the newest version of the record format: 3 adds the
+// recordVersion is the newest version of the record format: 3 adds the
 // handlers' schedules (timers) to 2. This package writes a record without
 // schedules as version 2, so that a build without timers still reads it,
 // and reads versions 1 to 3; a record of another version is reported,
 // never rewritten.
-const RecordVersion = 3
+const recordVersion = 3
 
 // ErrCorruptRecord marks a stored record that cannot be read: it does not
 // decode, or has a version this package does not know. The key's handlers do
@@ -155,8 +155,8 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	if dec.More() {
 		return fail("not a record: data after the JSON object")
 	}
-	if w.Version != 2 && w.Version != RecordVersion {
-		return fail("unknown version %d: this build reads versions 1 to %d", w.Version, RecordVersion)
+	if w.Version != 2 && w.Version != recordVersion {
+		return fail("unknown version %d: this build reads versions 1 to %d", w.Version, recordVersion)
 	}
 	if len(w.Timers) > 0 && w.Version < 3 {
 		return fail("timers in a version %d record: expected version 3", w.Version)

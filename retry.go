@@ -121,9 +121,9 @@ func (b Backoff) check() error {
 	return nil
 }
 
-// Delay returns the wait before retry number n (1 for the first retry).
-func (b Backoff) Delay(n int) time.Duration {
-	b = b.withDefaults()
+// delay returns the wait before retry number n (1 for the first retry); b
+// has its defaults (withDefaults).
+func (b Backoff) delay(n int) time.Duration {
 	d := float64(b.Initial)
 	for i := 1; i < n && d < float64(b.Max); i++ {
 		d *= b.Factor

@@ -88,7 +88,7 @@ func TestFailedSlotShowsErrorUntilSuccess(t *testing.T) {
 		must(t, b.Observe(t.Context(), podKey, map[string]any{"a": 1}))
 		synctest.Wait()
 		st, slots, _ := b.Status(t.Context(), podKey)
-		if st.Level != LevelError || slots["h"] != Error("database unreachable") || slots["w"] != Waiting("custom status kept on error") {
+		if st.Level != LevelError || slots["h"] != ErrorStatus("database unreachable") || slots["w"] != Waiting("custom status kept on error") {
 			t.Fatalf("status %v, slots %v", st, slots)
 		}
 		fail.Store(false)
@@ -181,13 +181,13 @@ func TestBackoffDelay(t *testing.T) {
 	b := Backoff{Initial: time.Second, Factor: 2, Max: 10 * time.Second, Jitter: 0.1}
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 50: 10 * time.Second} {
 		for range 20 {
-			got := b.Delay(n)
+			got := b.delay(n)
 			if got < want*9/10 || got > want*11/10 {
 				t.Fatalf("Delay(%d) = %v, want %v ±10%%", n, got, want)
 			}
 		}
 	}
-	if d := (Backoff{}).Delay(1); d < 800*time.Millisecond || d > 1200*time.Millisecond {
+	if d := (Backoff{}).withDefaults().delay(1); d < 800*time.Millisecond || d > 1200*time.Millisecond {
 		t.Errorf("default first delay %v, want 1s ±20%%", d)
 	}
 }

@@ -13,6 +13,15 @@ import (
 // abandoned: its state is saved as pending instead.
 var errAbandoned = errors.New("opbus: pass abandoned at shutdown")
 
+// ErrHalt, as the cause of Run's cancelled context (see
+// [context.WithCancelCause]), stops the bus at once instead of draining
+// it: running handlers' context is cancelled with that cause straight
+// away, and from then on the bus writes nothing — no record, no status,
+// no pending state. It is for a process that has lost its authority over
+// the objects, such as a Kubernetes replica that lost its Lease: whoever
+// takes over observes the objects afresh.
+var ErrHalt = errors.New("opbus: halted")
+
 // abandonAfter is how long Run waits for handlers to return once it has
 // cancelled their context, before it abandons them.
 const abandonAfter = time.Second
@@ -23,8 +32,9 @@ const abandonAfter = time.Second
 // more, and abandons a pass still running then: its results are not
 // committed. Every state that was observed but not handled is saved in its
 // object's record, so that it is handled after a restart. It returns nil
-// after a clean shutdown, or the errors saving that work. Run can be
-// called once.
+// after a clean shutdown, or the errors saving that work. A context
+// cancelled with a cause wrapping [ErrHalt] stops the bus at once instead.
+// Run can be called once.
 func (b *Bus) Run(ctx context.Context) error {
 	b.mu.Lock()
 	if b.running || b.closed {
@@ -33,18 +43,24 @@ func (b *Bus) Run(ctx context.Context) error {
 	}
 	b.running = true
 	b.frozen = true
+	b.armRetries()
+	b.armSchedules() // timer.go
 	b.mu.Unlock()
 
 	b.resumePending(ctx)
 
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
 	var wg sync.WaitGroup
 	for range b.workers {
 		wg.Go(func() { b.work(hctx) })
 	}
 
 	<-ctx.Done()
+	if cause := context.Cause(ctx); errors.Is(cause, ErrHalt) {
+		b.halt(&wg, cancel, cause)
+		return nil
+	}
 	b.mu.Lock()
 	b.stopping = true
 	for _, ks := range b.keys {
@@ -73,7 +89,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	case <-drained:
 	case <-time.After(b.shutdown):
 		b.log.Warn("opbus: shutdown timeout: cancelling running handlers", "timeout", b.shutdown)
-		cancel()
+		cancel(nil)
 		select {
 		case <-drained:
 		case <-time.After(abandonAfter):
@@ -81,6 +97,31 @@ func (b *Bus) Run(ctx context.Context) error {
 		}
 	}
 	return b.persistPending(context.WithoutCancel(ctx))
+}
+
+// armRetries schedules the retries of failures that Dispatch or Wait met
+// before Run started, which nothing would run otherwise; b.mu is held.
+func (b *Bus) armRetries() {
+	for _, ks := range b.keys {
+		if due := ks.failureDue(); !due.IsZero() && !ks.busy {
+			b.retryAt(ks, due)
+		}
+	}
+}
+
+// failureDue returns when the earliest retry of a failed handler of ks is
+// due, or the zero time if none is; b.mu is held.
+func (ks *keyState) failureDue() time.Time {
+	var due time.Time
+	if ks.rec == nil {
+		return due
+	}
+	for _, f := range ks.rec.fails {
+		if !f.permanent && !f.at.IsZero() && (due.IsZero() || f.at.Before(due)) {
+			due = f.at
+		}
+	}
+	return due
 }
 
 func (b *Bus) work(ctx context.Context) {
@@ -93,25 +134,36 @@ func (b *Bus) work(ctx context.Context) {
 			b.mu.Unlock()
 			return
 		}
-		ks := b.ready[0]
-		b.ready[0] = nil
-		b.ready = b.ready[1:]
-		ks.queuedNow = false
-		if ks.busy || b.keys[ks.key] != ks { // held by Dispatch, or gone
-			b.mu.Unlock()
-			continue
-		}
-		b.acquire(ks)
 		b.mu.Unlock()
-
-		if _, _, err := b.step(ctx, ks, false, nil); err != nil {
-			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
-		}
-
-		b.mu.Lock()
-		b.release(ks)
-		b.mu.Unlock()
+		b.workOne(ctx)
 	}
+}
+
+// workOne dispatches the first ready key, if any, with ctx.
+func (b *Bus) workOne(ctx context.Context) {
+	b.mu.Lock()
+	if len(b.ready) == 0 || b.stopping {
+		b.mu.Unlock()
+		return
+	}
+	ks := b.ready[0]
+	b.ready[0] = nil
+	b.ready = b.ready[1:]
+	ks.queuedNow = false
+	if ks.busy || b.keys[ks.key] != ks { // held by Dispatch, or gone
+		b.mu.Unlock()
+		return
+	}
+	b.acquire(ks)
+	b.mu.Unlock()
+
+	if _, _, err := b.step(ctx, ks, false, nil); err != nil {
+		b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+	}
+
+	b.mu.Lock()
+	b.release(ks)
+	b.mu.Unlock()
 }
 
 // acquire makes the caller the only one dispatching ks; b.mu is held.
@@ -409,7 +461,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 		kept = append([]observation{states[0]}, collapse(b, states[1:])...)
 	}
 	for _, o := range kept {
-		rec.addPending(pendingState{Object: b.cmp.Strip(o.new), Deleted: o.deleted})
+		rec.addPending(pendingState{Object: b.cmp.stripped(o.new), Deleted: o.deleted})
 	}
 	data, err := rec.encode(b.ids)
 	if err != nil {

@@ -20,11 +20,11 @@ func (m Slots) Set(id string, s Status) {
 	m[id] = s
 }
 
-// Clear empties the slot named id.
-func (m Slots) Clear(id string) { delete(m, id) }
+// clear empties the slot named id.
+func (m Slots) clear(id string) { delete(m, id) }
 
-// Get returns the status in the slot named id, and whether there is one.
-func (m Slots) Get(id string) (Status, bool) {
+// get returns the status in the slot named id, and whether there is one.
+func (m Slots) get(id string) (Status, bool) {
 	s, ok := m[id]
 	return s, ok
 }
@@ -34,11 +34,15 @@ func (m Slots) Names() []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// Summary returns the overall status; see [Summarize].
-func (m Slots) Summary() Status { return Summarize(m) }
+// Summary folds the slots into one overall Status: the highest level
+// present (error > blocked > maintenance > waiting > active > unknown)
+// wins, and its message joins the non-empty messages of every slot at that
+// level, in slot-name order, with "; ". No slots, or only zero statuses,
+// give the zero Status.
+func (m Slots) Summary() Status { return summarize(m) }
 
-// Clone returns a copy of m.
-func (m Slots) Clone() Slots {
+// clone returns a copy of m.
+func (m Slots) clone() Slots {
 	if m == nil {
 		return nil
 	}
@@ -49,8 +53,8 @@ func (m Slots) Clone() Slots {
 	return c
 }
 
-// Equal reports whether m and o hold the same statuses.
-func (m Slots) Equal(o Slots) bool {
+// equal reports whether m and o hold the same statuses.
+func (m Slots) equal(o Slots) bool {
 	if len(m) != len(o) {
 		return false
 	}

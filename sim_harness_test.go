@@ -463,6 +463,9 @@ func (s *simRun) observe(o simOp) {
 		s.dispatches[name]++
 	}
 	s.keyOps[o.key]++
+	if s.keyOps[o.key]%3 == 0 && doc != nil {
+		doc = typedDoc(doc) // the same document, as a caller may build it (rule 20)
+	}
 	b := s.bus
 	s.mu.Unlock()
 	if o.dispatch {

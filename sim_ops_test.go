@@ -5,6 +5,7 @@ package opbus
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -273,6 +274,82 @@ func simClone(v any) any {
 		return l
 	}
 	return v
+}
+
+// typedDoc returns doc with some of its values in the Go types a caller
+// may build a document with and the door converts (rule 20): the labels as
+// a map[string]string, conditions whose fields are all strings as a
+// []map[string]string, a replicas count as an int32, the selector as a
+// map[string]*string. The bus must take it as doc itself. doc is not
+// modified.
+func typedDoc(doc map[string]any) map[string]any {
+	out := maps.Clone(doc)
+	if md, ok := doc["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		if l, ok := stringMap(md["labels"]); ok {
+			md["labels"] = l
+		}
+		out["metadata"] = md
+	}
+	if spec, ok := doc["spec"].(map[string]any); ok {
+		spec = maps.Clone(spec)
+		switch n := spec["replicas"].(type) {
+		case int:
+			spec["replicas"] = int32(n)
+		case int64:
+			spec["replicas"] = int32(n)
+		}
+		if sel, ok := spec["selector"].(map[string]any); ok {
+			ptrs := make(map[string]*string, len(sel))
+			for k, v := range sel {
+				if s, ok := v.(string); ok {
+					ptrs[k] = &s
+				} else if v == nil {
+					ptrs[k] = nil
+				} else {
+					ptrs = nil
+					break
+				}
+			}
+			if ptrs != nil {
+				spec["selector"] = ptrs
+			}
+		}
+		out["spec"] = spec
+	}
+	if status, ok := doc["status"].(map[string]any); ok {
+		if conds, ok := status["conditions"].([]any); ok {
+			typed := make([]map[string]string, 0, len(conds))
+			for _, c := range conds {
+				if m, ok := stringMap(c); ok {
+					typed = append(typed, m)
+				}
+			}
+			if len(typed) == len(conds) {
+				status = maps.Clone(status)
+				status["conditions"] = typed
+				out["status"] = status
+			}
+		}
+	}
+	return out
+}
+
+// stringMap returns v as a map[string]string if it is a map of strings.
+func stringMap(v any) (map[string]string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	for k, e := range m {
+		s, ok := e.(string)
+		if !ok {
+			return nil, false
+		}
+		out[k] = s
+	}
+	return out, true
 }
 
 // mutate returns doc changed as the update operation o says.

@@ -154,7 +154,7 @@ func (s *simRun) check() {
 					want[id] = e.status
 				}
 			}
-			if w := Summarize(want); overall != w {
+			if w := summarize(want); overall != w {
 				s.violate("slots", "%s: overall status %q, want %q", name, overall, w)
 			}
 		}

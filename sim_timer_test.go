@@ -1,16 +1,17 @@
 package opbus
 
-// Timers in the simulation (docs/semantics.md rules 26-30): handler tick
+// Timers in the simulation (docs/semantics.md rules 29-33): handler tick
 // runs every simTick, handler poll asks to run again (Event.Again) after
 // simAgain for its first two successes on each value. The harness checks,
 // at every call:
 //   - only a handler with a schedule has due runs (due-unscheduled);
-//   - a periodic handler's first attempts of due runs are at least a period
-//     apart within one bus and incarnation, whatever changes in between:
+//   - a periodic handler's first attempts of due runs start at least three
+//     quarters of a period apart (starts, not due times: a busy key delays
+//     a start) within one bus and incarnation, whatever changes in between:
 //     never more often than its period but for changes and retries, and no
 //     burst after a restart (timer-early); the one exception is the run
 //     after the first due run of a bus, which may be the off-grid run that
-//     collapses the due times missed while no bus ran (rule 28);
+//     collapses the due times missed while no bus ran (rule 31);
 //   - a poll comes no earlier than asked after a run that was not due, and
 //     no earlier than nine tenths of it after a due run, whose start may
 //     pass the due time the next is counted from (again-early).
@@ -21,10 +22,11 @@ package opbus
 // rules of due runs are TestTimerFailuresBackoff's.
 //
 // and at quiescence (ten seconds of fake time with nothing observed) that
-// the timers of live objects still run and those of deleted ones do not
-// (the harness's stale-incarnation check covers every call): tick ran in
-// the last seconds (timer-stopped), no poll asked for is missing
-// (again-missing). Overlapping runs are the harness's overlap check.
+// the timers of live objects that the last bus dispatched still run and
+// those of deleted ones do not (the harness's stale-incarnation check
+// covers every call): tick ran in the last seconds (timer-stopped), no
+// poll asked for is missing (again-missing), unless the current value
+// fails for good. Overlapping runs are the harness's overlap check.
 
 import (
 	"context"
@@ -71,10 +73,12 @@ func (s *simRun) timerCall(gen int, h simHandler, ev *Event, name string, epoch 
 		switch {
 		case h.every > 0:
 			// The first due run of a bus may be the one that collapses
-			// the due times missed while no bus ran (rule 28): it is off
+			// the due times missed while no bus ran (rule 31): it is off
 			// the grid, and the next due time may follow it sooner.
+			// Starts are compared, which a busy key delays past the due
+			// time: a quarter period of slack.
 			p, seen := t.lastDue[hk]
-			if ev.Attempt == 1 && seen && same(p) && !p.first && now.Sub(p.at) < h.every-time.Millisecond {
+			if ev.Attempt == 1 && seen && same(p) && !p.first && now.Sub(p.at) < h.every*3/4 {
 				s.violate("timer-early", "%s: periodic handler %s ran when due %v after its last due run, less than its period %v", name, h.id, now.Sub(p.at), h.every)
 			}
 			if ev.Attempt == 1 {
@@ -100,13 +104,10 @@ func (s *simRun) timerCall(gen int, h simHandler, ev *Event, name string, epoch 
 		return
 	}
 	if !ok {
-		if !ev.Due {
-			// A run on a new value that failed: what an earlier success
-			// asked is superseded; the failure rules apply (a permanent
-			// failure waits for the next change).
-			delete(t.asked, hk)
-		}
-		return // Again is only after a success
+		// Again is only after a success. What the last success asked
+		// stands: if the value returns to the one it handled (rule 10),
+		// the run it asked for comes.
+		return
 	}
 	pk := fmt.Sprint(name, "/", epoch, "/", v)
 	t.polls[pk]++
@@ -131,6 +132,12 @@ func (s *simRun) checkTimers() {
 		if hs, _ := s.m.expected(name, s.gen); hs == nil {
 			continue
 		}
+		s.bus.mu.Lock()
+		ks := s.bus.keys[s.cfg.key(k)]
+		s.bus.mu.Unlock()
+		if ks == nil || ks.rec == nil || !ks.live {
+			continue // this bus has not dispatched it (a restart without relist): no timer
+		}
 		if data, err := s.store.inner.Load(context.Background(), s.cfg.key(k)); err != nil || data == nil {
 			continue
 		} else if _, err := decodeRecord(s.cfg.key(k), data, s.bus.index); err != nil {
@@ -143,7 +150,7 @@ func (s *simRun) checkTimers() {
 					s.violate("timer-stopped", "%s: periodic handler %s of a live object did not run when due in the last 5 s (last due run %v before the end)", name, h.id, time.Since(p.at))
 				}
 			}
-			if h.again {
+			if h.again && behaviourOf(h.id, name, view(h, doc, s.cfg.listKeys)).kind != bePermanent {
 				if p, asked := t.asked[hk]; asked && p.epoch == s.epoch[k] {
 					s.violate("again-missing", "%s: handler %s asked to run again %v before the end, and did not", name, h.id, time.Since(p.at))
 				}

@@ -38,9 +38,9 @@ func (l Level) check() error {
 	return nil
 }
 
-// ParseLevel returns the Level named by one of Juju's words: unknown, active,
+// parseLevel returns the Level named by one of Juju's words: unknown, active,
 // waiting, maintenance, blocked or error.
-func ParseLevel(s string) (Level, error) {
+func parseLevel(s string) (Level, error) {
 	for i, w := range levelWords {
 		if w == s {
 			return Level(i), nil
@@ -59,7 +59,7 @@ func (l Level) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes a level word; an unknown word is an error.
 func (l *Level) UnmarshalText(b []byte) error {
-	v, err := ParseLevel(string(b))
+	v, err := parseLevel(string(b))
 	if err != nil {
 		return err
 	}
@@ -86,25 +86,26 @@ func Maintenance(msg string) Status { return Status{LevelMaintenance, msg} }
 // Blocked returns a Status at [LevelBlocked].
 func Blocked(msg string) Status { return Status{LevelBlocked, msg} }
 
-// Error returns a Status at [LevelError].
-func Error(msg string) Status { return Status{LevelError, msg} }
+// ErrorStatus returns a Status at [LevelError].
+func ErrorStatus(msg string) Status { return Status{LevelError, msg} }
 
 // IsZero reports whether s is the zero Status, "no opinion".
 func (s Status) IsZero() bool { return s == Status{} }
 
-// String formats the status as "level: message", or just the level.
+// String formats the status as "level: message", or just the level; the
+// zero Status, which a slot never holds, is "(no status)".
 func (s Status) String() string {
+	if s.IsZero() {
+		return "(no status)"
+	}
 	if s.Message == "" {
 		return s.Level.String()
 	}
 	return s.Level.String() + ": " + s.Message
 }
 
-// Summarize folds slots into one overall Status: the highest level present
-// wins, and its message joins the non-empty messages of every slot at that
-// level, in slot-name order, with "; ". No slots, or only zero statuses, give
-// the zero Status.
-func Summarize(slots map[string]Status) Status {
+// summarize folds slots into one overall Status; see [Slots.Summary].
+func summarize(slots map[string]Status) Status {
 	top := Status{}
 	var names []string
 	for name, s := range slots {

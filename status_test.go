@@ -67,14 +67,14 @@ func TestSummarize(t *testing.T) {
 		{"empty", nil, Status{}},
 		{"only zero statuses", map[string]Status{"a": {}}, Status{}},
 		{"highest wins", map[string]Status{"a": Active("fine"), "b": Waiting("later"), "c": Maintenance("busy")}, Maintenance("busy")},
-		{"error over blocked", map[string]Status{"a": Blocked("b"), "z": Error("boom")}, Error("boom")},
+		{"error over blocked", map[string]Status{"a": Blocked("b"), "z": ErrorStatus("boom")}, ErrorStatus("boom")},
 		{"messages joined in slot-name order", map[string]Status{"zeta": Blocked("z"), "alpha": Blocked("a"), "mid": Blocked("")}, Blocked("a; z")},
 		{"lower levels' messages left out", map[string]Status{"a": Waiting("w"), "b": Active("ok")}, Waiting("w")},
 		{"unknown with a message", map[string]Status{"a": {Level: LevelUnknown, Message: "?"}}, Status{Level: LevelUnknown, Message: "?"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Summarize(tt.slots); got != tt.want {
+			if got := summarize(tt.slots); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
@@ -92,19 +92,29 @@ func TestSlotsMotivatingCase(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	s.Set("b", Status{})
-	if _, ok := s.Get("b"); ok {
+	if _, ok := s.get("b"); ok {
 		t.Error("setting the zero Status should clear the slot")
 	}
 	if got := s.Summary(); got != Active("") {
 		t.Errorf("after b clears: got %v", got)
 	}
-	b, err := json.Marshal(Slots{"z": Active("1"), "a": Error("2")})
+	b, err := json.Marshal(Slots{"z": Active("1"), "a": ErrorStatus("2")})
 	if err != nil || string(b) != `{"a":{"level":"error","message":"2"},"z":{"level":"active","message":"1"}}` {
 		t.Errorf("JSON = %s, %v", b, err)
 	}
-	c := s.Clone()
-	c.Clear("a")
-	if !s.Equal(Slots{"a": Active("")}) || c.Equal(s) || len(c.Names()) != 0 {
+	c := s.clone()
+	c.clear("a")
+	if !s.equal(Slots{"a": Active("")}) || c.equal(s) || len(c.Names()) != 0 {
 		t.Error("Clone/Clear/Equal/Names: wrong answer")
+	}
+}
+
+// TestZeroStatusString: the zero Status says it is none, not "unknown".
+func TestZeroStatusString(t *testing.T) {
+	if got := (Status{}).String(); got != "(no status)" {
+		t.Errorf("zero Status prints %q, want (no status)", got)
+	}
+	if got := (Status{Level: LevelUnknown, Message: "no data yet"}).String(); got != "unknown: no data yet" {
+		t.Errorf("unknown with a message prints %q", got)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // Lookup returns the value at the concrete path p in v and whether it
 // exists. A [SegMatch] segment finds the list element whose field has that
-// value; [SegAny] is not concrete and finds nothing (see [Resolve]).
+// value; [SegAny] is not concrete and finds nothing (see [eachMatch]).
 func Lookup(v any, p Path) (any, bool) {
 	for _, s := range p {
 		var ok bool
@@ -48,11 +48,11 @@ func step(v any, s Segment) (any, bool) {
 	return nil, false
 }
 
-// Resolve calls fn for every concrete path in v that the pattern p matches,
+// eachMatch calls fn for every concrete path in v that the pattern p matches,
 // with the value there, in document order (map keys unordered). Matched
 // [SegMatch] segments stay in the concrete path as they are; [SegAny] becomes
 // an index or a key. The path passed to fn is only valid during the call.
-func Resolve(v any, p Path, fn func(at Path, val any)) {
+func eachMatch(v any, p Path, fn func(at Path, val any)) {
 	resolve(v, p, make(Path, 0, len(p)), fn)
 }
 
@@ -84,7 +84,7 @@ func resolve(v any, rest, at Path, fn func(Path, any)) {
 // pattern p addresses: a change at or below it, or at one of its ancestors.
 func (d Diff) Touches(p Path) bool {
 	for _, c := range d {
-		if p.Overlaps(c.Path) {
+		if p.overlaps(c.Path) {
 			return true
 		}
 	}
@@ -110,9 +110,9 @@ func (d Diff) narrow(cmp *Comparer, p Path) Diff {
 	var out Diff
 	for _, c := range d {
 		switch {
-		case p.Covers(c.Path):
+		case p.covers(c.Path):
 			out = append(out, c)
-		case p.Overlaps(c.Path):
+		case p.overlaps(c.Path):
 			out = append(out, refine(cmp, c, p)...)
 		}
 	}
@@ -122,7 +122,7 @@ func (d Diff) narrow(cmp *Comparer, p Path) Diff {
 // refine narrows a change at an ancestor of p to the changes within p.
 func refine(cmp *Comparer, c Change, p Path) Diff {
 	rest := p[len(c.Path):]
-	if !rest.IsPattern() {
+	if !rest.isPattern() {
 		o, inOld := Lookup(c.Old, rest)
 		n, inNew := Lookup(c.New, rest)
 		inOld = inOld && c.Op != OpAdd
@@ -151,7 +151,7 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 	var pairs []pair
 	index := map[string]int{}
 	collect := func(v any, isOld bool) {
-		Resolve(v, rest, func(at Path, val any) {
+		eachMatch(v, rest, func(at Path, val any) {
 			key := at.String()
 			i, ok := index[key]
 			if !ok {
@@ -173,7 +173,7 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 	if c.Op != OpRemove {
 		collect(c.New, false)
 	}
-	slices.SortFunc(pairs, func(x, y pair) int { return ComparePaths(x.full, y.full) })
+	slices.SortFunc(pairs, func(x, y pair) int { return comparePaths(x.full, y.full) })
 	var out Diff
 	for _, pr := range pairs {
 		switch {
@@ -191,10 +191,10 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 	return out
 }
 
-// ComparePaths orders paths as diffs are ordered: segment by segment, keys in
+// comparePaths orders paths as diffs are ordered: segment by segment, keys in
 // byte order, indexes by number, keyed elements by value; a path sorts
 // before the paths below it.
-func ComparePaths(a, b Path) int {
+func comparePaths(a, b Path) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		x, y := a[i], b[i]
 		if x.Kind != y.Kind {
@@ -242,7 +242,7 @@ func touches(cmp *Comparer, d Diff, fields []Path) bool {
 
 // mayOverlap reports whether a change at the concrete path c may change
 // the value at the field f: c is at, below or above a path f may stand
-// for. Unlike [Path.Overlaps], a [SegIndex] and a [SegMatch] may address
+// for. Unlike [Path.overlaps], a [SegIndex] and a [SegMatch] may address
 // the same element, and so may two [SegMatch] segments on different fields.
 func mayOverlap(f, c Path) bool {
 	n := min(len(f), len(c))
@@ -339,7 +339,7 @@ func (b *Bus) relevant(changes Diff, fields []Path, old, new map[string]any) Dif
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(x, y Change) int { return ComparePaths(x.Path, y.Path) })
+	slices.SortStableFunc(out, func(x, y Change) int { return comparePaths(x.Path, y.Path) })
 	return out
 }
 
@@ -371,8 +371,8 @@ func (c *Comparer) within(d Diff, f Path, old, new map[string]any) Diff {
 		if root == nil {
 			return
 		}
-		Resolve(root, f, func(at Path, val any) {
-			if c.ignores != 0 && c.Ignored(c.keyed(root, at)) {
+		eachMatch(root, f, func(at Path, val any) {
+			if c.ignores != 0 && c.ignored(c.keyed(root, at)) {
 				return
 			}
 			name := c.named(root, f, at, unique)
@@ -392,7 +392,7 @@ func (c *Comparer) within(d Diff, f Path, old, new map[string]any) Diff {
 	}
 	collect(old, true)
 	collect(new, false)
-	slices.SortFunc(pairs, func(x, y pair) int { return ComparePaths(x.at, y.at) })
+	slices.SortFunc(pairs, func(x, y pair) int { return comparePaths(x.at, y.at) })
 	var out Diff
 	for _, pr := range pairs {
 		switch {
@@ -421,7 +421,7 @@ func (c *Comparer) covered(d Diff, f Path) (Diff, bool) {
 	var out Diff
 	for _, ch := range d {
 		switch {
-		case f.Covers(ch.Path):
+		case f.covers(ch.Path):
 			out = append(out, ch)
 		case mayOverlap(f, ch.Path):
 			return nil, false

@@ -80,7 +80,7 @@ func TestLookupAndResolve(t *testing.T) {
 		}
 	}
 	var seen []string
-	Resolve(v, MustParsePath("a[*].v"), func(at Path, val any) { seen = append(seen, at.String()) })
+	eachMatch(v, MustParsePath("a[*].v"), func(at Path, val any) { seen = append(seen, at.String()) })
 	if strings.Join(seen, ",") != "a[0].v,a[1].v" {
 		t.Errorf("Resolve(a[*].v) = %v", seen)
 	}

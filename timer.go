@@ -228,20 +228,21 @@ func (b *Bus) startSchedules(d *dispatch) {
 	}
 }
 
-// armTick arms the timer of ks for the earliest due time after now among
-// its schedules, or stops it when there is none or the incarnation is being
-// deleted or is gone; the caller holds ks busy. Under [Options.Due] no
+// armTick arms the timer of ks for the earliest due time among its
+// schedules, or stops it when there is none or the incarnation is being
+// deleted or is gone; checked is when the pass looked at the schedules
+// (zero if it did not). The caller holds ks busy. Under [Options.Due] no
 // timer is armed: the caller decides when passes happen.
-func (b *Bus) armTick(ks *keyState) {
+func (b *Bus) armTick(ks *keyState, checked time.Time) {
 	var at time.Time
 	if ks.rec != nil && ks.live && !ks.deleting && b.due == nil {
-		now := time.Now()
 		for _, s := range ks.rec.sched {
-			if !s.next().After(now) {
-				// Due, but this pass did not run it: its value changed
-				// and is failing, filtered out, or the handler is not
-				// for this kind. The next due time is next.
-				s.tried(now)
+			if !checked.IsZero() && !s.next().After(checked) {
+				// Due when the pass looked, but it did not run: its
+				// value changed and is failing, or it was filtered out.
+				// The next due time is next. (One that came due since
+				// the pass looked fires at once.)
+				s.tried(checked)
 			}
 			if n := s.next(); at.IsZero() || n.Before(at) {
 				at = n
@@ -250,6 +251,12 @@ func (b *Bus) armTick(ks *keyState) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.armTickAt(ks, at)
+}
+
+// armTickAt arms the timer of ks for at, or stops it for the zero time;
+// only a running bus arms timers; b.mu is held.
+func (b *Bus) armTickAt(ks *keyState, at time.Time) {
 	if at.IsZero() {
 		if ks.x != nil {
 			ks.x.stopTick()
@@ -276,6 +283,27 @@ func (b *Bus) armTick(ks *keyState) {
 		ks.retryDue = true // a pass over the current state, as a retry
 		b.schedule(ks)
 	})
+}
+
+// armSchedules arms the timers of the keys that passes made before Run
+// (Dispatch, Wait) left with schedules; b.mu is held, and Run has just set
+// running. A key being dispatched arms its own at the end of its pass.
+func (b *Bus) armSchedules() {
+	if b.due != nil {
+		return
+	}
+	for _, ks := range b.keys {
+		if ks.busy || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.sched) == 0 {
+			continue
+		}
+		var at time.Time
+		for _, s := range ks.rec.sched {
+			if n := s.next(); at.IsZero() || n.Before(at) {
+				at = n
+			}
+		}
+		b.armTickAt(ks, at)
+	}
 }
 
 // tick is the timer of a key's schedules, apart from the retry timer: a

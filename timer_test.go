@@ -355,3 +355,25 @@ func TestEveryChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestTimerArmedWhenRunStarts: a schedule started by a pass made before
+// Run (Dispatch, or Wait dispatching itself) runs once Run starts.
+func TestTimerArmedWhenRunStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := &ticker{start: time.Now()}
+		b := newBus(t, nil)
+		must(t, b.Handle("poll", func(ctx context.Context, ev *Event) (Status, error) {
+			k.note(ev)
+			return Active("ok"), nil
+		}, On{Every: 10 * time.Second}))
+		must(t, b.Dispatch(t.Context(), podKey, map[string]any{"spec": 1}))
+		time.Sleep(time.Second)
+		stop := run(t, b)
+		time.Sleep(24 * time.Second)
+		synctest.Wait()
+		must(t, stop())
+		if got, want := k.runs(), []float64{0, 10, 20}; !sameRuns(got, want) {
+			t.Errorf("runs at %v s, want %v", got, want)
+		}
+	})
+}

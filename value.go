@@ -166,7 +166,10 @@ func scalarEqual(a, b any) bool {
 
 // Validate reports whether v holds only values that opbus can compare, hash
 // and persist: maps with string keys, []any, strings, bools, nil and finite
-// numbers. The error names the path of the first offending value.
+// numbers. The error names the path of the first offending value. This is
+// the form handlers see; [Bus.Observe] and [Bus.Dispatch] also take, and
+// convert to it, the Go values whose JSON form is evident, such as a
+// map[string]string or a []string (see [Document] for the others).
 func Validate(v any) error {
 	return validate(v, nil)
 }
@@ -179,24 +182,25 @@ const maxNesting = 1000
 // shownPrefix is how many segments of a too-deep path an error names.
 const shownPrefix = 8
 
-// checkDocument reports whether obj can enter the bus as an object's
-// state: a non-nil map holding only values [Validate] accepts, nested at
-// most maxNesting levels deep.
-func checkDocument(obj map[string]any) error {
-	return defaultComparer.checkDocument(obj)
+// admitDocument returns obj as it enters the bus as an object's state: a
+// non-nil map holding only JSON-like values, nested at most maxNesting
+// levels deep, in canonical form (see canonicalDocument: obj itself when
+// it holds only what decoders produce).
+func admitDocument(obj map[string]any) (map[string]any, error) {
+	return defaultComparer.admitDocument(obj)
 }
 
-// checkDocument is checkDocument for a bus that diffs with c: what c
+// admitDocument is admitDocument for a bus that diffs with c: what c
 // ignores (per-write noise such as managedFields, often the largest part
 // of a Kubernetes object) is never read, so the common walk skips it.
-func (c *Comparer) checkDocument(obj map[string]any) error {
+func (c *Comparer) admitDocument(obj map[string]any) (map[string]any, error) {
 	if obj == nil {
-		return errors.New("opbus: document is nil: expected a map[string]any, empty for an object with no fields")
+		return nil, errors.New("opbus: document is nil: expected a map[string]any, empty for an object with no fields")
 	}
 	if c.plain(obj, c.all, 0, "") {
-		return nil
+		return obj, nil
 	}
-	return validate(obj, nil)
+	return canonicalDocument(obj)
 }
 
 // plain is the package's plain that skips the paths c ignores.

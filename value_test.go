@@ -87,7 +87,7 @@ func TestValidateDepth(t *testing.T) {
 	}
 }
 
-func TestCheckDocument(t *testing.T) {
+func TestAdmitDocument(t *testing.T) {
 	cyclic := map[string]any{}
 	cyclic["self"] = cyclic
 	tests := []struct {
@@ -104,7 +104,7 @@ func TestCheckDocument(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkDocument(tc.obj)
+			_, err := admitDocument(tc.obj)
 			if tc.want == "" {
 				if err != nil {
 					t.Errorf("got %v, want nil", err)

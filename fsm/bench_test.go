@@ -47,7 +47,10 @@ func (r *memRecord) Value(name string) (string, bool) {
 	return v, ok
 }
 
-func (r *memRecord) SetValue(name, value string) { r.values[name] = value }
+func (r *memRecord) SetValue(name, value string) error {
+	r.values[name] = value
+	return nil
+}
 
 func (r *memRecord) SetSlot(id string, s opbus.Status) error {
 	r.slots.Set(id, s)

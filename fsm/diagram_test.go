@@ -15,7 +15,7 @@ func awkwardSpec() fsm.Spec {
 		Initial: "s1",
 		States: []fsm.State{
 			{Name: "s1"},
-			{Name: "crash-loop", Status: opbus.Error("crash loop")},
+			{Name: "crash-loop", Status: opbus.ErrorStatus("crash loop")},
 			{Name: "v1.2"},
 			{Name: "old", Retired: true, Status: opbus.Blocked("old")},
 		},

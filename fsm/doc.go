@@ -51,7 +51,7 @@
 // # Rules
 //
 // A [Rule] declares "on a change of field F where P holds, fire E" without
-// writing a handler: [Machine.On] turns it into a bus handler subscribed to
+// writing a handler: [Machine.AddRule] turns it into a bus handler subscribed to
 // F. A rule fires only from its event's source states, so rules on one
 // field can drive different transitions in different states.
 //

@@ -38,23 +38,28 @@ func podRules(m *fsm.Machine) error {
 		{ID: "crashed", Field: containerStatuses, When: anyContainer("terminated"), Fire: "crash"},
 		{ID: "recovered", Field: containerStatuses, When: allContainers("running"), Fire: "recover"},
 	} {
-		if err := m.On(r); err != nil {
+		if err := m.AddRule(r); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// containerStatus is what the rules read of each element of
+// status.containerStatuses.
+type containerStatus struct {
+	State map[string]any `json:"state"`
+}
+
 // containerStates returns the state ("waiting", "running", "terminated")
-// of each container of the Pod.
+// of each container of the Pod: none while the Pod lists no containers, or
+// lists them in a form that is not a Pod's (a When filter has no error to
+// return).
 func containerStates(ev *opbus.Event) []string {
 	var states []string
-	status, _ := ev.Object()["status"].(map[string]any)
-	list, _ := status["containerStatuses"].([]any)
-	for _, c := range list {
-		cs, _ := c.(map[string]any)
-		st, _ := cs["state"].(map[string]any)
-		for k := range st {
+	list, _ := opbus.Get[[]containerStatus](ev.Object(), containerStatuses)
+	for _, cs := range list {
+		for k := range cs.State {
 			states = append(states, k)
 		}
 	}

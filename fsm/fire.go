@@ -59,7 +59,7 @@ func (r *Result) steps() int {
 // commits to the object's record), or a map in benchmarks.
 type recorder interface {
 	valuer
-	SetValue(name, value string)
+	SetValue(name, value string) error
 	SetSlot(id string, s opbus.Status) error
 }
 
@@ -178,7 +178,10 @@ func (m *Machine) fire(ctx context.Context, ev *opbus.Event, rec recorder, event
 			in.setState(m.states[t.From])
 			return res, fmt.Errorf("fsm: machine %q on %v: recording state %q: %w", m.spec.Name, ev.Key, t.To, err)
 		}
-		rec.SetValue(m.value, t.To)
+		if err := rec.SetValue(m.value, t.To); err != nil {
+			in.setState(m.states[t.From])
+			return res, fmt.Errorf("fsm: machine %q on %v: recording state %q: %w", m.spec.Name, ev.Key, t.To, err)
+		}
 		res.add(t)
 		res.To, stored = t.To, true
 		if st.Enter == nil {
@@ -192,7 +195,9 @@ func (m *Machine) fire(ctx context.Context, ev *opbus.Event, rec recorder, event
 		if err := rec.SetSlot(m.spec.Name, m.states[from].Status); err != nil {
 			return res, fmt.Errorf("fsm: machine %q on %v: recording state %q: %w", m.spec.Name, ev.Key, from, err)
 		}
-		rec.SetValue(m.value, from)
+		if err := rec.SetValue(m.value, from); err != nil {
+			return res, fmt.Errorf("fsm: machine %q on %v: recording state %q: %w", m.spec.Name, ev.Key, from, err)
+		}
 	}
 	return res, nil
 }

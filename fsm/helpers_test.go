@@ -135,7 +135,7 @@ func (h *harness) status() (overall, slot opbus.Status) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	slot, _ = slots.Get(h.m.Name())
+	slot = slots[h.m.Name()]
 	return overall, slot
 }
 

@@ -179,7 +179,7 @@ func (m *Machine) In(states ...string) func(ev *opbus.Event) bool {
 // object when it is first seen, checks the stored state when the program
 // starts again (an unknown one fails the handler permanently, naming the
 // object and the state) and forgets the object when it is deleted, and a
-// handler per rule (see [Machine.On]). Register it before the handlers
+// handler per rule (see [Machine.AddRule]). Register it before the handlers
 // that use it, so that they see the state its rules set in the same
 // dispatch. A machine is registered with one bus; to run another bus, as a
 // second process does, make another machine from the same spec. An error
@@ -193,7 +193,7 @@ func (m *Machine) Register(bus *opbus.Bus) error {
 	if m.bus != nil {
 		return fmt.Errorf("fsm: machine %q: already registered with a bus: make another machine from the same spec", m.spec.Name)
 	}
-	if err := bus.Slot(m.spec.Name); err != nil {
+	if err := bus.AddSlot(m.spec.Name); err != nil {
 		return fmt.Errorf("fsm: machine %q: %w", m.spec.Name, err)
 	}
 	on := opbus.On{
@@ -231,7 +231,9 @@ func (m *Machine) track(ctx context.Context, ev *opbus.Event) (opbus.Status, err
 		return opbus.Status{}, err
 	}
 	if !stored {
-		ev.SetValue(m.value, state)
+		if err := ev.SetValue(m.value, state); err != nil {
+			return opbus.Status{}, err
+		}
 	}
 	return opbus.Status{}, nil
 }

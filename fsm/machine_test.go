@@ -89,7 +89,8 @@ func (p *podBus) step(t *testing.T, s podStep) {
 func TestPersistence(t *testing.T) {
 	for split := 1; split < len(podSteps); split++ {
 		t.Run(podSteps[split-1].wantState+"@"+string(rune('0'+split)), func(t *testing.T) {
-			store, err := opbus.NewFileStore(t.TempDir())
+			dir := t.TempDir()
+			store, err := opbus.NewFileStore(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +99,7 @@ func TestPersistence(t *testing.T) {
 				first.step(t, s)
 			}
 
-			store2, err := opbus.NewFileStore(store.Dir())
+			store2, err := opbus.NewFileStore(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +113,7 @@ func TestPersistence(t *testing.T) {
 			if overall != last.wantStatus {
 				t.Errorf("restored overall status: got %v, want %v", overall, last.wantStatus)
 			}
-			if got, _ := slots.Get("lifecycle"); got != last.wantStatus {
+			if got := slots["lifecycle"]; got != last.wantStatus {
 				t.Errorf("restored machine slot: got %v, want %v", got, last.wantStatus)
 			}
 			// The same state observed again resumes in the recorded state.
@@ -131,7 +132,7 @@ func TestPersistence(t *testing.T) {
 // the object and the state, and is never overwritten.
 func TestUnknownStoredState(t *testing.T) {
 	withLost := jobSpec()
-	withLost.States = append(withLost.States, fsm.State{Name: "lost", Status: opbus.Error("lost")})
+	withLost.States = append(withLost.States, fsm.State{Name: "lost", Status: opbus.ErrorStatus("lost")})
 	withLost.Triggers = append(withLost.Triggers, fsm.Trigger{Name: "lose", Src: []string{"running"}, Dst: "lost"})
 
 	store := opbus.NewMemoryStore()
@@ -151,7 +152,7 @@ func TestUnknownStoredState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot, _ := slots.Get("job/state")
+	slot := slots["job/state"]
 
 	msgs := []string{"Job ns/j1", `stored state "lost"`, "declared: idle, queued, running, done, failed"}
 	for _, tt := range []struct {
@@ -294,7 +295,7 @@ func TestFirstSightAndDelete(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := slots.Get("lifecycle"); got != tt.want {
+			if got := slots["lifecycle"]; got != tt.want {
 				t.Errorf("got slot %v on first sight, want %v", got, tt.want)
 			}
 			if tt.key != podKey {
@@ -320,7 +321,7 @@ func TestRegister(t *testing.T) {
 			return m.Register(bus)
 		}, "already registered"},
 		{"a slot with the machine's name is taken", func(bus *opbus.Bus, m *fsm.Machine) error {
-			return bus.Slot("lifecycle")
+			return bus.AddSlot("lifecycle")
 		}, `slot "lifecycle": duplicate ID`},
 		{"the bus has started", func(bus *opbus.Bus, m *fsm.Machine) error {
 			return bus.Dispatch(context.Background(), podKey, pod("web", "waiting", 0))

@@ -31,12 +31,12 @@ type Rule struct {
 	Fire string
 }
 
-// On adds a rule to the machine. Rules added before [Machine.Register] are
+// AddRule adds a rule to the machine. Rules added before [Machine.Register] are
 // registered by it; a rule added afterwards is registered with the bus at
 // once, which fails once the bus has started. An empty or malformed ID, an
 // ID used twice, a bad field path or an undeclared event is an error
 // naming it.
-func (m *Machine) On(r Rule) error {
+func (m *Machine) AddRule(r Rule) error {
 	if err := checkName(r.ID); err != nil {
 		return fmt.Errorf("fsm: machine %q: rule ID: %w", m.spec.Name, err)
 	}

@@ -32,7 +32,7 @@ func TestOnErrors(t *testing.T) {
 			if err := podRules(m); err != nil {
 				t.Fatal(err)
 			}
-			err = m.On(tt.rule)
+			err = m.AddRule(tt.rule)
 			if err == nil {
 				t.Fatalf("got no error, want one containing %q", tt.want)
 			}
@@ -118,13 +118,13 @@ func TestRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			slot, _ := slots.Get("lifecycle/recovered")
+			slot := slots["lifecycle/recovered"]
 			if !strings.Contains(slot.Message, tt.wantSlot) || (tt.wantSlot == "") != slot.IsZero() {
 				t.Errorf("got slot lifecycle/recovered %v, want one with %q", slot, tt.wantSlot)
 			}
 
 			// Once the bus has started, rules can no longer be added.
-			err = m.On(fsm.Rule{ID: "late", Field: "spec", Fire: "crash"})
+			err = m.AddRule(fsm.Rule{ID: "late", Field: "spec", Fire: "crash"})
 			if err == nil || !strings.Contains(err.Error(), "the bus has started") {
 				t.Errorf("got %v adding a rule to a started bus, want an error", err)
 			}

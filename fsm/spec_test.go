@@ -86,7 +86,7 @@ func TestNewCopiesSpec(t *testing.T) {
 	}
 	before := m.Mermaid()
 	spec.States[1].Name = "changed"
-	spec.States[1].Status = opbus.Error("changed")
+	spec.States[1].Status = opbus.ErrorStatus("changed")
 	spec.Triggers[0].Src[0] = "changed"
 	if after := m.Mermaid(); after != before {
 		t.Errorf("the machine changed with its spec:\n%s\nwant\n%s", after, before)

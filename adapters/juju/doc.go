@@ -129,7 +129,7 @@
 // ([Main] does). The retry runs the failed handler again, since its digest
 // was not committed, and every other handler whose value it had handled in
 // the failed run. A slot at error level with no error (a collector's, or a
-// handler's that returned opbus.Error and a nil error) fails the hook too,
+// handler's that returned opbus.ErrorStatus and a nil error) fails the hook too,
 // since status-set cannot show it. A failing hook tool fails the hook the
 // same way. Blocked, Waiting and Maintenance are results, not failures.
 //
@@ -154,7 +154,7 @@
 // # Testing
 //
 // The jujutest package holds an in-memory Juju model with fakes of the
-// hook tools: jujutest.Context runs a charm's handlers in process against
+// hook tools: jujutest.Harness runs a charm's handlers in process against
 // a model and returns the model the hook leaves (state in, state out), and
 // jujutest.InstallTools builds the fakes as a program, so that a charm can
 // also be tested as a process, the way Juju runs it.

@@ -2,6 +2,7 @@ package juju_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/opbus/opbus"
@@ -13,7 +14,10 @@ import (
 // names, and waits for leadership in a separate slot.
 func setup(b *opbus.Bus) error {
 	if err := b.Handle("greeting", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-		name, _ := ev.New["config"].(map[string]any)["name"].(string)
+		name, err := opbus.Get[string](ev.New, "config.name")
+		if err != nil && !errors.Is(err, opbus.ErrAbsent) {
+			return opbus.Status{}, err
+		}
 		if name == "" {
 			return opbus.Blocked("set config item 'name'"), nil
 		}
@@ -22,7 +26,11 @@ func setup(b *opbus.Bus) error {
 		return err
 	}
 	return b.Handle("leadership", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-		if ev.New["leader"] == true {
+		leader, err := opbus.Get[bool](ev.New, "leader")
+		if err != nil {
+			return opbus.Status{}, err
+		}
+		if leader {
 			return opbus.Active(""), nil
 		}
 		return opbus.Waiting("waiting for leadership"), nil
@@ -78,7 +86,7 @@ func ExampleMain() {
 }
 
 func ExampleOnHook() {
-	c := &jujutest.Context{Setup: func(b *opbus.Bus) error {
+	c := &jujutest.Harness{Setup: func(b *opbus.Bus) error {
 		on := juju.OnHook("install", "upgrade-charm")
 		on.Fields = append(on.Fields, "config.version") // what the handler reads
 		return b.Handle("install", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
@@ -86,7 +94,10 @@ func ExampleOnHook() {
 			if err != nil {
 				return opbus.Status{}, err
 			}
-			version := fmt.Sprint(d.Config["version"])
+			version, err := opbus.Get[string](ev.New, "config.version")
+			if err != nil {
+				return opbus.Status{}, err
+			}
 			fmt.Println("installing", version, "on", d.Hook.Name)
 			return opbus.Status{}, juju.FromContext(ctx).Tools.ApplicationVersionSet(ctx, version)
 		}, on)

@@ -230,7 +230,7 @@ func (r *run) run(ctx context.Context) error {
 		return fmt.Errorf("juju: %s failed: %w", e.Name, err)
 	}
 	// A slot at error level without a handler error (a collector's, or a
-	// handler returning opbus.Error with a nil error) cannot be shown with
+	// handler returning opbus.ErrorStatus with a nil error) cannot be shown with
 	// status-set: it fails the hook too.
 	for _, k := range keys {
 		overall, slots, err := r.bus.Status(ctx, k)

@@ -47,8 +47,8 @@ type handler struct {
 }
 
 // charm returns a Context for the handlers.
-func charm(hs ...handler) *jujutest.Context {
-	return &jujutest.Context{
+func charm(hs ...handler) *jujutest.Harness {
+	return &jujutest.Harness{
 		Setup: func(b *opbus.Bus) error {
 			for _, h := range hs {
 				if err := b.Handle(h.id, h.fn, h.on); err != nil {
@@ -84,7 +84,7 @@ func toolNames(m *jujutest.Model) []string {
 }
 
 // run runs hook and fails the test on error.
-func run(t *testing.T, c *jujutest.Context, hook string, m *jujutest.Model) *jujutest.Model {
+func run(t *testing.T, c *jujutest.Harness, hook string, m *jujutest.Model) *jujutest.Model {
 	t.Helper()
 	out, err := c.Run(context.Background(), hook, m)
 	if err != nil {
@@ -194,11 +194,11 @@ func TestReadsOnlyWhatHandlersSubscribeTo(t *testing.T) {
 }
 
 func TestRegistrationErrors(t *testing.T) {
-	noEndpoints := func(c *jujutest.Context) { c.Options = nil }
+	noEndpoints := func(c *jujutest.Harness) { c.Options = nil }
 	tests := []struct {
 		name  string
 		hs    []handler
-		setup func(*jujutest.Context)
+		setup func(*jujutest.Harness)
 		want  string
 	}{
 		{"misspelt top field", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"cofig.kind"}}}}, nil,
@@ -399,7 +399,7 @@ func TestHandlerErrorFailsTheHook(t *testing.T) {
 func TestErrorSlotWithoutErrorFailsTheHook(t *testing.T) {
 	c := charm()
 	c.Setup = func(b *opbus.Bus) error {
-		return b.Collect("disk", func(context.Context, opbus.Key, map[string]any) opbus.Status { return opbus.Error("disk full") })
+		return b.Collect("disk", func(context.Context, opbus.Key, map[string]any) opbus.Status { return opbus.ErrorStatus("disk full") })
 	}
 	m, err := c.Run(context.Background(), "update-status", newModel())
 	if err == nil || !strings.Contains(err.Error(), "disk: disk full") {

@@ -40,7 +40,9 @@ func (w *watch) claimLoop(ctx context.Context) {
 // (see [watch]), or releases a deleting object from a finalizer the
 // adapter no longer needs. Each call makes at most one write, under the
 // object's resource version; the write's own event brings the object back
-// if more is needed.
+// if more is needed. A write refused for good is reported as the record's
+// or the status's would be (see [Source.refused]); the claim queue retries
+// it with its backoff.
 func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 	u, ok := r.cached(key)
 	if !ok {
@@ -73,7 +75,11 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("k8s: claiming %v: %w", key, err)
+			err = fmt.Errorf("k8s: claiming %v: %w", key, err)
+		}
+		w.s.refused(ctx, r, key, ReasonRecordRefused, err)
+		if err != nil {
+			return err
 		}
 		w.s.log.Debug("k8s: claimed", "key", key.String())
 		return nil
@@ -103,7 +109,11 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("k8s: writing the first conditions of %v: %w", key, err)
+		err = fmt.Errorf("k8s: writing the first conditions of %v: %w", key, err)
+	}
+	w.s.refused(ctx, r, key, ReasonStatusRefused, err)
+	if err != nil {
+		return err
 	}
 	if _, ok := conditions(got.Object); !ok {
 		// The CRD's schema prunes status.conditions: writing conditions

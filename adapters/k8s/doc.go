@@ -130,7 +130,11 @@
 // invalid, forbidden, denied by an admission policy — is retried by the
 // bus with its backoff, and reported once (until its message changes or a
 // write goes through) with a Warning Event of reason
-// [ReasonRecordRefused] or [ReasonStatusRefused] on the object.
+// [ReasonRecordRefused] or [ReasonStatusRefused] on the object. So is a
+// refused claim (the empty record and the finalizer, or the first
+// conditions), which the adapter retries itself, from 5 ms doubling up to
+// 1000 s, and at most 10 retries a second in all after a burst of 100; the
+// bus never sees an object whose claim is refused.
 //
 // # Deletion
 //
@@ -154,13 +158,14 @@
 // Run returns [ErrLeadershipLost]. The records live on the objects, so the
 // new leader does not run again what the old one handled.
 //
-// A replica that takes the Lease from a holder that did not release it
-// waits before it handles: the Lease's renew deadline, plus the bus's
-// [opbus.Options].ShutdownTimeout (as given to [Source.BusOptions]), plus
-// one second, from when it last saw the old holder's record change. The
-// old leader's handlers see their context cancelled only when its bus's
-// ShutdownTimeout ends, so keep that timeout short under leader election:
-// it bounds both the overlap it prevents and the takeover's delay.
+// Losing the Lease halts the bus ([opbus.ErrHalt]): running handlers see
+// their context cancelled at once, with a cause wrapping
+// [ErrLeadershipLost], and the old leader writes nothing more — no record,
+// condition or pending state. A replica that takes the Lease from a holder
+// that did not release it waits before it handles: the Lease's renew
+// deadline, after which the old holder knows it lost, plus two seconds
+// (one for its handlers to return, one for a write under way), from when
+// it last saw the old holder's record change.
 //
 // # Several operators
 //

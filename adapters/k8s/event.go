@@ -106,7 +106,7 @@ func refusedForGood(err error) bool {
 // refused reports a write of the object of key that err refused: if it is
 // refused for good, with a Warning Event of the reason on the object, once
 // for as long as the message stays the same. The bus retries the write
-// with its backoff. A nil err ends the refusal.
+// with its backoff (the claim queue, a claim). A nil err ends the refusal.
 func (s *Source) refused(ctx context.Context, r *resource, key opbus.Key, reason string, err error) {
 	k := refusalKey{key, reason}
 	s.refusals.mu.Lock()
@@ -134,6 +134,6 @@ func (s *Source) refused(ctx context.Context, r *resource, key opbus.Key, reason
 		u.SetAPIVersion(r.gvr.GroupVersion().String())
 		u.SetKind(r.kind)
 	}
-	s.log.Warn("k8s: a write was refused; the bus retries it with backoff", "key", key.String(), "reason", reason, "err", err)
+	s.log.Warn("k8s: a write was refused; it is retried with backoff", "key", key.String(), "reason", reason, "err", err)
 	s.record(ctx, s.newEvent(u, corev1.EventTypeWarning, reason, msg+" (retried with backoff)"))
 }

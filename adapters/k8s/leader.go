@@ -65,9 +65,8 @@ func (s *Source) elect(ctx context.Context, bus *opbus.Bus) error {
 
 		if prev != "" {
 			// Taken from a holder that did not release it: that replica may
-			// still be handling. It stops within its renew deadline, and
-			// its handlers within the bus's shutdown timeout and the
-			// second the bus gives them after cancelling their context.
+			// still be handling. It halts within its renew deadline, and
+			// its handlers within haltMargin.
 			margin := s.takeoverMargin(le) - time.Since(seen)
 			s.log.Info("k8s: lease taken over; waiting for the previous leader to stop", "lease", lease, "previous", prev, "wait", margin)
 			t := time.NewTimer(margin)
@@ -86,11 +85,16 @@ func (s *Source) elect(ctx context.Context, bus *opbus.Bus) error {
 		}
 
 		s.log.Info("k8s: leading", "lease", lease, "identity", id)
-		wctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(leCtx, cancel)
+		// Losing the Lease halts the bus: its handlers are cancelled at
+		// once and it writes nothing more, since the objects are another
+		// replica's now.
+		wctx, cancel := context.WithCancelCause(ctx)
+		stop := context.AfterFunc(leCtx, func() {
+			cancel(fmt.Errorf("%w: %w: lease %s, identity %s", opbus.ErrHalt, ErrLeadershipLost, lease, id))
+		})
 		err := s.lead(wctx, bus)
 		stop()
-		cancel()
+		cancel(nil)
 		if leCtx.Err() != nil && ctx.Err() == nil {
 			s.log.Error("k8s: leadership lost: stopped handling", "lease", lease, "identity", id)
 			err = errors.Join(fmt.Errorf("%w: lease %s, identity %s", ErrLeadershipLost, lease, id), err)
@@ -173,27 +177,19 @@ func (l *watchedLock) previous() (string, time.Time) {
 	return l.other, l.seen
 }
 
-// shutdownAbandon is how long a bus waits for handlers after cancelling
-// their context at the end of its shutdown timeout (opbus's abandonAfter).
-const shutdownAbandon = time.Second
+// haltMargin is how long a replica that lost its Lease may still take to
+// stop once it knows: the second a halted bus gives handlers that ignore
+// their cancelled context, and a second more for a write already under way
+// to return (its context is cancelled too).
+const haltMargin = 2 * time.Second
 
 // takeoverMargin is how long a replica that took the Lease from a holder
 // that did not release it waits before it handles: the previous holder's
-// renew deadline, after which it knows it lost, plus the time its bus
-// takes to stop handlers ([opbus.Options].ShutdownTimeout, and one second
-// for handlers to return once their context is cancelled).
+// renew deadline, after which it knows it lost and halts its bus, plus
+// haltMargin.
 func (s *Source) takeoverMargin(le LeaderElection) time.Duration {
-	s.mu.Lock()
-	shutdown := s.shutdown
-	s.mu.Unlock()
-	if shutdown == 0 {
-		shutdown = defaultShutdown
-	}
-	return le.RenewDeadline + shutdown + shutdownAbandon
+	return le.RenewDeadline + haltMargin
 }
-
-// defaultShutdown is opbus's default [opbus.Options].ShutdownTimeout.
-const defaultShutdown = 30 * time.Second
 
 // identity returns a name for this replica: the Source's name, the host
 // name and a random suffix, so that two processes on one host differ.

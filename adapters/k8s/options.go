@@ -31,7 +31,7 @@ type Options struct {
 	// handles. Nil means no election: Run always handles.
 	LeaderElection *LeaderElection
 	// Slots lists the IDs of status slots registered with [opbus.Bus.Collect]
-	// or [opbus.Bus.Slot]. Run learns the slots of handlers from the bus,
+	// or [opbus.Bus.AddSlot]. Run learns the slots of handlers from the bus,
 	// but not these; a slot not declared has no condition written for it
 	// (it still counts in the Ready condition's summary).
 	Slots []string

@@ -53,7 +53,7 @@ var ListKeys = map[string]string{
 
 // Ignore lists the per-write noise of Kubernetes objects that no handler
 // should react to: what the API server changes on every write (which
-// [opbus.DefaultIgnore] already holds) and the copy of the whole object
+// every bus ignores already) and the copy of the whole object
 // that kubectl apply keeps in an annotation. [Source.BusOptions] adds these
 // to [opbus.Options].Ignore.
 var Ignore = []string{

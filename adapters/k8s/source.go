@@ -47,8 +47,6 @@ type Source struct {
 	ran   bool
 	kinds map[string]*resource // by key kind; set once by Run
 
-	shutdown time.Duration // the bus's ShutdownTimeout, as BusOptions saw it; 0: the default
-
 	names *names          // what it writes, after its name
 	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
 }
@@ -133,7 +131,7 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	out.ListKeys = keys
 	ignore := slices.Clone(out.Ignore)
 	for _, p := range Ignore {
-		if !slices.Contains(ignore, p) && !slices.Contains(opbus.DefaultIgnore, p) {
+		if !slices.Contains(ignore, p) {
 			ignore = append(ignore, p)
 		}
 	}
@@ -142,9 +140,6 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 		out.Logger = s.opts.Logger
 	}
 	out.Incarnation = Incarnation
-	s.mu.Lock()
-	s.shutdown = out.ShutdownTimeout
-	s.mu.Unlock()
 	return out
 }
 
@@ -331,10 +326,12 @@ func checkModes(rs []*resource) error {
 // writes and therefore ignores: it would never fire.
 func checkSubscriptions(subs []opbus.Subscription, ignore []string) error {
 	for _, p := range ignore {
-		ip := opbus.MustParsePath(p)
+		ip := opbus.MustParsePath(p).String()
 		for _, sub := range subs {
 			for _, f := range sub.Fields {
-				if ip.CoversAll(f) {
+				// The adapter's paths name no wildcard: a field is
+				// ignored whole if it is one of them or lies under one.
+				if fs := f.String(); fs == ip || strings.HasPrefix(fs, ip+".") || strings.HasPrefix(fs, ip+"[") {
 					return fmt.Errorf("k8s: handler %q subscribes to %s, which the adapter writes itself and the bus therefore ignores: it would never fire", sub.ID, f)
 				}
 			}

@@ -18,7 +18,9 @@ import (
 
 // TestTakeoverWaitsForOldLeader runs two replicas on one Lease. The
 // leader's handler blocks until its context is cancelled; then the Lease
-// is handed to the other replica, which takes it at once. The old leader's
+// is handed to the other replica, which takes it at once. The old leader
+// must cancel its handler when it sees the loss (its ShutdownTimeout of a
+// minute plays no part), with ErrLeadershipLost as the cause, and the
 // handler must have ended before the new leader's run of the same handler
 // on the same value starts: the overlap is zero.
 func TestTakeoverWaitsForOldLeader(t *testing.T) {
@@ -31,6 +33,7 @@ func TestTakeoverWaitsForOldLeader(t *testing.T) {
 	type span struct {
 		who        string
 		start, end time.Time
+		cause      error
 	}
 	var (
 		mu    sync.Mutex
@@ -44,7 +47,7 @@ func TestTakeoverWaitsForOldLeader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bus, err := opbus.New(src.BusOptions(&opbus.Options{ShutdownTimeout: 2 * time.Second}))
+		bus, err := opbus.New(src.BusOptions(&opbus.Options{ShutdownTimeout: time.Minute}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,9 +56,13 @@ func TestTakeoverWaitsForOldLeader(t *testing.T) {
 			i := len(spans)
 			spans = append(spans, span{who: who, start: time.Now()})
 			mu.Unlock()
+			if who == "second" {
+				return opbus.Active(""), nil // the new leader's run; the test ends
+			}
 			<-ctx.Done()
 			mu.Lock()
 			spans[i].end = time.Now()
+			spans[i].cause = context.Cause(ctx)
 			mu.Unlock()
 			return opbus.Status{}, ctx.Err()
 		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec.size"}}))
@@ -79,8 +86,10 @@ func TestTakeoverWaitsForOldLeader(t *testing.T) {
 	// The Lease is handed to the second replica behind the first's back.
 	now := time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")
 	patch(t, c, leases, ns, "takeover", fmt.Sprintf(`{"spec":{"holderIdentity":"second","renewTime":%q,"acquireTime":%q}}`, now, now))
+	var lostAt time.Time
 	select {
 	case err := <-firstDone:
+		lostAt = time.Now()
 		firstDone <- err
 		if !errors.Is(err, k8s.ErrLeadershipLost) {
 			t.Fatalf("first's Run: got %v, want ErrLeadershipLost", err)
@@ -103,7 +112,15 @@ func TestTakeoverWaitsForOldLeader(t *testing.T) {
 		return !old.end.IsZero() && !next.start.IsZero()
 	})
 	overlap := old.end.Sub(next.start)
-	t.Logf("first's handler ran %v, ended %v before second's started", old.end.Sub(old.start).Round(time.Millisecond), (-overlap).Round(time.Millisecond))
+	t.Logf("first's handler ran %v, ended %v before first's Run returned and %v before second's started (overlap %v)",
+		old.end.Sub(old.start).Round(time.Millisecond), lostAt.Sub(old.end).Round(time.Millisecond),
+		(-overlap).Round(time.Millisecond), max(overlap, 0))
+	if old.end.After(lostAt) {
+		t.Errorf("first's handler ended %v after its Run returned", old.end.Sub(lostAt).Round(time.Millisecond))
+	}
+	if !errors.Is(old.cause, k8s.ErrLeadershipLost) || !errors.Is(old.cause, opbus.ErrHalt) {
+		t.Errorf("first's handler's context cause = %v, want ErrLeadershipLost and opbus.ErrHalt", old.cause)
+	}
 	if overlap > 0 {
 		t.Errorf("the new leader's handler started %v before the old leader's ended", overlap.Round(time.Millisecond))
 	}

@@ -16,7 +16,11 @@ import (
 
 // leadership waits for the unit to lead its application.
 func leadership(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
-	if leader, _ := ev.New["leader"].(bool); !leader {
+	leader, err := opbus.Get[bool](ev.New, "leader")
+	if err != nil {
+		return opbus.Status{}, err
+	}
+	if !leader {
 		return opbus.Waiting("Waiting for leadership"), nil
 	}
 	return opbus.Active(""), nil
@@ -24,7 +28,11 @@ func leadership(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
 
 // config checks the config item kind.
 func config(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
-	if !validKind(configKind(ev.New)) {
+	kind, err := configKind(ev.New)
+	if err != nil {
+		return opbus.Status{}, err
+	}
+	if !validKind(kind) {
 		return opbus.Blocked("Config item 'kind' must be set to ingress or egress"), nil
 	}
 	return opbus.Active(""), nil
@@ -52,7 +60,10 @@ func istioPilot(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
 		return opbus.Blocked(fmt.Sprintf("istio-pilot sent an invalid service-port %q", port)), nil
 	}
-	kind := configKind(ev.New)
+	kind, err := configKind(ev.New)
+	if err != nil {
+		return opbus.Status{}, err
+	}
 	if !doc.Leader || !validKind(kind) {
 		return opbus.Active(""), nil // the leadership and config slots say why nothing is rendered
 	}
@@ -70,11 +81,13 @@ func istioPilot(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 // dnsName matches a Kubernetes service name.
 var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
-// configKind returns the config item kind, or "".
-func configKind(doc map[string]any) string {
-	cfg, _ := doc["config"].(map[string]any)
-	kind, _ := cfg["kind"].(string)
-	return kind
+// configKind returns the config item kind, or "" when it is unset.
+func configKind(doc map[string]any) (string, error) {
+	kind, err := opbus.Get[string](doc, "config.kind")
+	if errors.Is(err, opbus.ErrAbsent) {
+		return "", nil
+	}
+	return kind, err
 }
 
 func validKind(kind string) bool { return kind == "ingress" || kind == "egress" }

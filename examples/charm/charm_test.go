@@ -79,7 +79,7 @@ func TestScenarios(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := charmDir(t)
-			c := &jujutest.Context{Setup: setup, CharmDir: dir, ModelName: "kubeflow"}
+			c := &jujutest.Harness{Setup: setup, CharmDir: dir, ModelName: "kubeflow"}
 			out, err := c.Run(context.Background(), tt.hook, tt.state)
 			if err != nil {
 				t.Fatal(err)
@@ -104,7 +104,7 @@ func TestScenarios(t *testing.T) {
 // hooks Juju runs and checks which tool calls each makes.
 func TestHandlersRunOnlyWhenTheirInputsChange(t *testing.T) {
 	dir := charmDir(t)
-	c := &jujutest.Context{Setup: setup, CharmDir: dir, ModelName: "kubeflow"}
+	c := &jujutest.Harness{Setup: setup, CharmDir: dir, ModelName: "kubeflow"}
 	m := model(true, "ingress", pilotData)
 	for _, hook := range []string{"install", "config-changed", "start", "istio-pilot-relation-changed"} {
 		var err error

@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -91,10 +92,13 @@ func podCrash(ctx context.Context) error {
 		for _, c := range ev.Changes.Under(opbus.MustParsePath("status.containerStatuses")) {
 			f.add(fmt.Sprintf("crash-watch saw %s", c))
 		}
-		for _, cs := range ev.New["status"].(map[string]any)["containerStatuses"].([]any) {
-			cs := cs.(map[string]any)
-			if t, ok := cs["state"].(map[string]any)["terminated"].(map[string]any); ok {
-				return opbus.Blocked(fmt.Sprintf("container %s terminated: exit %v (%v)", cs["name"], t["exitCode"], t["reason"])), nil
+		statuses, err := opbus.Get[[]containerStatus](ev.New, "status.containerStatuses")
+		if err != nil && !errors.Is(err, opbus.ErrAbsent) { // absent: no container has started
+			return opbus.Status{}, err
+		}
+		for _, cs := range statuses {
+			if t := cs.State.Terminated; t != nil {
+				return opbus.Blocked(fmt.Sprintf("container %s terminated: exit %d (%s)", cs.Name, t.ExitCode, t.Reason)), nil
 			}
 		}
 		return opbus.Active(""), nil
@@ -161,7 +165,11 @@ func scopedSlots(ctx context.Context) error {
 			return nil, err
 		}
 		err = bus.Handle("a-config", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			if ev.New["kind"] != "ingress" && ev.New["kind"] != "egress" {
+			kind, err := opbus.Get[string](ev.New, "kind")
+			if err != nil {
+				return opbus.Status{}, err
+			}
+			if kind != "ingress" && kind != "egress" {
 				return opbus.Blocked("config item 'kind' must be ingress or egress"), nil
 			}
 			return opbus.Active(""), nil
@@ -170,8 +178,12 @@ func scopedSlots(ctx context.Context) error {
 			return nil, err
 		}
 		err = bus.Handle("b-relation", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			if ev.New["pilot"] == nil {
+			_, err := opbus.Get[string](ev.New, "pilot.service")
+			if errors.Is(err, opbus.ErrAbsent) {
 				return opbus.Blocked("waiting for istio-pilot relation"), nil
+			}
+			if err != nil {
+				return opbus.Status{}, err
 			}
 			return opbus.Active(""), nil
 		}, opbus.On{Fields: []string{"pilot"}})
@@ -271,6 +283,18 @@ func timers(ctx context.Context) error {
 	return <-done
 }
 
+// containerStatus is the part of a Pod's status.containerStatuses that
+// crash-watch reads, decoded by opbus.Get through its JSON form.
+type containerStatus struct {
+	Name  string `json:"name"`
+	State struct {
+		Terminated *struct {
+			ExitCode int    `json:"exitCode"`
+			Reason   string `json:"reason"`
+		} `json:"terminated"`
+	} `json:"state"`
+}
+
 func show(s opbus.Status) string {
 	if s.IsZero() {
 		return "(no status)"
@@ -292,14 +316,16 @@ var (
 )
 
 func pod(rv, record string, state map[string]any) map[string]any {
+	labels := map[string]string{"app": "web"} // the bus takes typed maps and slices too
 	annotations := map[string]any{"team": "shop"}
 	if record != "" {
 		annotations["opbus.dev/record"] = record
 	}
 	return map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "web", "namespace": "default", "resourceVersion": rv, "annotations": annotations},
-		"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "example/app:1"}}},
+		"metadata": map[string]any{"name": "web", "namespace": "default", "resourceVersion": rv,
+			"annotations": annotations, "labels": labels},
+		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "example/app:1"}}},
 		"status": map[string]any{"phase": "Running", "containerStatuses": []any{
 			map[string]any{"name": "app", "ready": state["running"] != nil, "state": state},
 		}},

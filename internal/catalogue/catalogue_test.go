@@ -26,6 +26,19 @@ type entry struct {
 
 func handler(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{}, nil }
 
+// webAppSpec is a typed spec, as a handler reads it or a caller builds it.
+type webAppSpec struct {
+	Replicas   int `json:"replicas"`
+	Containers []struct {
+		Name string `json:"name"`
+		Port int    `json:"port"`
+	} `json:"containers"`
+}
+
+// readDoc is a document as encoding/json decodes it, for the typed reads.
+var readDoc = map[string]any{"spec": map[string]any{"version": "1.2", "ratio": 0.5, "port": 8080.0,
+	"containers": []any{map[string]any{"name": "app", "image": "app:1"}}}}
+
 func busWith(t *testing.T) *opbus.Bus {
 	b, err := opbus.New(nil)
 	if err != nil {
@@ -102,7 +115,7 @@ func entries(t *testing.T) []entry {
 			_, err := opbus.New(&opbus.Options{Backoff: opbus.Backoff{Initial: time.Minute, Max: time.Second}})
 			return err
 		}, "opbus: Options.Backoff.Max (1s) is below Initial (1m0s): expected Max ≥ Initial"},
-		{"status", `level "Blocked"`, func() error { _, err := opbus.ParseLevel("Blocked"); return err },
+		{"status", `level "Blocked"`, func() error { var l opbus.Level; return l.UnmarshalText([]byte("Blocked")) },
 			`opbus: unknown status level "Blocked": expected one of unknown, active, waiting, maintenance, blocked, error`},
 		{"stored record", "not JSON", func() error { return dispatchOn(storeWith("{oops")) },
 			"opbus: stored record of Pod default/web: not a record: invalid character 'o' looking for beginning of object key string"},
@@ -118,6 +131,44 @@ func entries(t *testing.T) []entry {
 			loop["self"] = loop
 			return b.Observe(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, loop)
 		}, "opbus: state of Pod default/web: value at self.self.self.self.self.self.self.self: nested deeper than 1000 levels (a value that contains itself?)"},
+		{"document", "{spec: WebAppSpec{…}} (a struct)", func() error {
+			b, _ := opbus.New(nil)
+			return b.Observe(ctx, opbus.Key{Kind: "WebApp", Namespace: "default", Name: "web"}, map[string]any{"spec": webAppSpec{Replicas: 2}})
+		}, "opbus: state of WebApp default/web: value at spec: unsupported type catalogue.webAppSpec: a struct's JSON form follows its field tags: convert it with opbus.Document"},
+		{"document", `{spec: {tags: []any{"a", "b", make(chan int)}}}`, func() error {
+			b, _ := opbus.New(nil)
+			return b.Dispatch(ctx, opbus.Key{Kind: "WebApp", Namespace: "default", Name: "web"}, map[string]any{"spec": map[string]any{"tags": []any{"a", "b", make(chan int)}}})
+		}, "opbus: state of WebApp default/web: value at spec.tags[2]: unsupported type chan int: expected a JSON-like value: a map with string keys, a slice, a string, a bool, a number or nil"},
+		{"document", "{metadata: {creationTimestamp: time.Time{}}}", func() error {
+			b, _ := opbus.New(nil)
+			return b.Observe(ctx, opbus.Key{Kind: "WebApp", Namespace: "default", Name: "web"}, map[string]any{"metadata": map[string]any{"creationTimestamp": time.Time{}}})
+		}, "opbus: state of WebApp default/web: value at metadata.creationTimestamp: unsupported type time.Time: it has its own JSON encoding: convert it with opbus.Document"},
+		{"document", `{data: {key: []byte("x")}}`, func() error {
+			b, _ := opbus.New(nil)
+			return b.Observe(ctx, opbus.Key{Kind: "Secret", Namespace: "default", Name: "web"}, map[string]any{"data": map[string][]byte{"key": []byte("x")}})
+		}, `opbus: state of Secret default/web: value at data.key: unsupported type []byte: encoding/json writes bytes in base64: convert them to a string`},
+		{"document", `Document([]string{"a"})`, func() error { _, err := opbus.Document([]string{"a"}); return err },
+			"opbus: document of []string: its JSON form is an array, not an object: a document is a JSON object"},
+		{"typed read", `Get[int](doc, "spec.ratio") of 0.5`, func() error { _, err := opbus.Get[int](readDoc, "spec.ratio"); return err },
+			"opbus: value at spec.ratio: got float64 0.5, want int: not a whole number"},
+		{"typed read", `Get[int8](doc, "spec.port") of 8080`, func() error { _, err := opbus.Get[int8](readDoc, "spec.port"); return err },
+			"opbus: value at spec.port: got float64 8080, want int8: out of its range"},
+		{"typed read", `Get[string](doc, "spec.image") of an absent field`, func() error { _, err := opbus.Get[string](readDoc, "spec.image"); return err },
+			`opbus: field spec.image is absent: spec has no key "image"`},
+		{"typed read", `Get[string](doc, "spec.containers[name=db].image")`, func() error {
+			_, err := opbus.Get[string](readDoc, "spec.containers[name=db].image")
+			return err
+		}, `opbus: field spec.containers[name=db].image is absent: spec.containers has no element with name=db`},
+		{"typed read", `Get[string](doc, "spec.version.major") of a string`, func() error { _, err := opbus.Get[string](readDoc, "spec.version.major"); return err },
+			`opbus: value at spec.version: got string, want a map to look up "major" in (reading spec.version.major)`},
+		{"typed read", `Get[string](doc, "spec.containers[*].image")`, func() error { _, err := opbus.Get[string](readDoc, "spec.containers[*].image"); return err },
+			"opbus: field path spec.containers[*].image: [*] stands for any number of values and Get reads one: name an element by index or key, or visit them all with Resolve"},
+		{"typed read", `Get[WebAppSpec](doc, "spec") with a string port`, func() error {
+			_, err := opbus.Get[webAppSpec](map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "port": "http"}}}}, "spec")
+			return err
+		}, "opbus: value at spec.containers[0].port: got string, want int"},
+		{"typed read", "Decode(doc, spec) (not a pointer)", func() error { return opbus.Decode(readDoc, webAppSpec{}) },
+			"opbus: Decode into catalogue.webAppSpec: expected a non-nil pointer"},
 		{"handler result", "a status of level 17", func() error {
 			b, _ := opbus.New(nil)
 			_ = b.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{Level: 17}, nil }, opbus.On{})
@@ -158,7 +209,7 @@ func entries(t *testing.T) []entry {
 			return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{"metadata": map[string]any{"uid": "1"}})
 		}, `opbus: handler "pod/state" on Pod default/web: fsm: machine "pod" on Pod default/web: stored state "exploded" is not a declared state (declared: pending, running)`},
 		{"juju state", "a record over Juju's 64 KiB", func() error {
-			c := &jujutest.Context{Setup: func(b *opbus.Bus) error {
+			c := &jujutest.Harness{Setup: func(b *opbus.Bus) error {
 				return b.Handle("big", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
 					ev.SetValue("blob", strings.Repeat("x", 70<<10))
 					return opbus.Active(""), nil

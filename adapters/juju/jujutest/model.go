@@ -3,7 +3,7 @@
 // tools that read and change it.
 //
 // A test builds a [Model], then runs the charm's handlers against it with
-// [Context.Run], which returns the model as the hook left it (state in,
+// [Harness.Run], which returns the model as the hook left it (state in,
 // state out, as ops-scenario does). Lower down, it can run a charm in
 // process with a [Runner] as the tools' [juju.Runner], or as a real process
 // with PATH set to [InstallTools]'s directory and OPBUS_JUJU_MODEL naming a

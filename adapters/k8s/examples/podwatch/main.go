@@ -132,36 +132,51 @@ func (pw *podwatch) run(ctx context.Context, cfg *rest.Config, s settings) error
 	return src.Run(ctx, bus)
 }
 
+// containerStatus is the part of an element of a Pod's
+// status.containerStatuses that podwatch reads.
+type containerStatus struct {
+	Name  string `json:"name"`
+	State struct {
+		Terminated *termination `json:"terminated"`
+	} `json:"state"`
+}
+
 // termination is a container's state.terminated.
 type termination struct {
-	ExitCode   any
-	Reason     any
-	FinishedAt any
+	ExitCode   int32  `json:"exitCode"`
+	Reason     string `json:"reason"`
+	FinishedAt string `json:"finishedAt"`
 }
 
 // terminated returns the terminated containers of a Pod by name.
-func terminated(pod map[string]any) map[string]termination {
-	out := map[string]termination{}
-	status, _ := pod["status"].(map[string]any)
-	list, _ := status["containerStatuses"].([]any)
-	for _, e := range list {
-		cs, _ := e.(map[string]any)
-		state, _ := cs["state"].(map[string]any)
-		t, ok := state["terminated"].(map[string]any)
-		if !ok {
-			continue
-		}
-		name, _ := cs["name"].(string)
-		out[name] = termination{t["exitCode"], t["reason"], t["finishedAt"]}
+func terminated(pod map[string]any) (map[string]termination, error) {
+	statuses, err := opbus.Get[[]containerStatus](pod, "status.containerStatuses")
+	if errors.Is(err, opbus.ErrAbsent) { // no container has started yet, or no Pod (ev.Old of a creation)
+		return nil, nil
 	}
-	return out
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]termination{}
+	for _, cs := range statuses {
+		if t := cs.State.Terminated; t != nil {
+			out[cs.Name] = *t
+		}
+	}
+	return out, nil
 }
 
 // terminations logs each container that terminated since the state last
 // handled, and reports the Pod blocked while a container has failed.
 func (pw *podwatch) terminations(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-	was := terminated(ev.Old)
-	now := terminated(ev.New)
+	was, err := terminated(ev.Old)
+	if err != nil {
+		return opbus.Status{}, err
+	}
+	now, err := terminated(ev.New)
+	if err != nil {
+		return opbus.Status{}, err
+	}
 	var failed []string
 	for _, name := range slices.Sorted(maps.Keys(now)) {
 		t := now[name]
@@ -169,8 +184,8 @@ func (pw *podwatch) terminations(ctx context.Context, ev *opbus.Event) (opbus.St
 			pw.log.Info("podwatch: container terminated", "pod", ev.Key.Namespace+"/"+ev.Key.Name,
 				"container", name, "exitCode", t.ExitCode, "reason", t.Reason)
 		}
-		if fmt.Sprint(t.ExitCode) != "0" {
-			failed = append(failed, fmt.Sprintf("container %s terminated: exit %v (%v)", name, t.ExitCode, t.Reason))
+		if t.ExitCode != 0 {
+			failed = append(failed, fmt.Sprintf("container %s terminated: exit %d (%s)", name, t.ExitCode, t.Reason))
 		}
 	}
 	if len(failed) > 0 {

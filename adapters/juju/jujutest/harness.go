@@ -13,12 +13,12 @@ import (
 	"github.com/opbus/opbus/adapters/juju"
 )
 
-// Context runs a charm in process against a [Model] the way Juju runs it
+// Harness runs a charm in process against a [Model] the way Juju runs it
 // for one hook, state in and state out, as ops-scenario does: each run
 // calls [juju.Run] with a new bus (as a new process would), the model's
 // tools as its hook tools and the model's state as its store, and returns
 // the model as the hook left it.
-type Context struct {
+type Harness struct {
 	// Setup registers the charm's handlers, as given to [juju.Run].
 	Setup func(*opbus.Bus) error
 	// CharmDir is the charm directory (JUJU_CHARM_DIR): the charm's
@@ -40,12 +40,12 @@ type Context struct {
 // relation hook's relation is the only one on its endpoint, whose remote
 // application it names; relation-joined names the last remote unit in
 // name order, relation-changed the first one (none when it has none), and
-// an action runs st.Action (made when nil). Use [Context.RunEnv] for any
+// an action runs st.Action (made when nil). Use [Harness.RunEnv] for any
 // other context, such as relation-departed or a relation-broken whose
 // relation is gone from the model.
 //
 // ctx is passed to juju.Run. The returned error is juju.Run's.
-func (c *Context) Run(ctx context.Context, hook string, st *Model) (*Model, error) {
+func (c *Harness) Run(ctx context.Context, hook string, st *Model) (*Model, error) {
 	if st == nil {
 		return nil, errors.New("jujutest: Context.Run: nil model")
 	}
@@ -56,7 +56,7 @@ func (c *Context) Run(ctx context.Context, hook string, st *Model) (*Model, erro
 	return c.RunEnv(ctx, e, st)
 }
 
-// RunEnv is [Context.Run] with the hook's context given in full: e's Name
+// RunEnv is [Harness.Run] with the hook's context given in full: e's Name
 // (and Kind, for an action) and the variables of its kind. Its Unit, model
 // names, CharmDir and Version default to st's and the context's.
 //
@@ -65,7 +65,7 @@ func (c *Context) Run(ctx context.Context, hook string, st *Model) (*Model, erro
 // action results are what the hook did; its state and relation data
 // include the hook's writes only if it succeeded (it returned nil), as
 // Juju applies them only when the hook exits 0.
-func (c *Context) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, error) {
+func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, error) {
 	if st == nil {
 		return nil, errors.New("jujutest: Context.RunEnv: nil model")
 	}

@@ -13,8 +13,8 @@ import (
 
 // hookCharm returns a Context whose charm records the hook context of
 // every run in *seen.
-func hookCharm(seen *[]juju.HookInfo) *jujutest.Context {
-	return &jujutest.Context{
+func hookCharm(seen *[]juju.HookInfo) *jujutest.Harness {
+	return &jujutest.Harness{
 		Setup: func(b *opbus.Bus) error {
 			return b.Handle("hook", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
 				d, err := juju.DocumentOf(ev)
@@ -103,7 +103,7 @@ func TestContextRunEnv(t *testing.T) {
 }
 
 func TestContextIsolatesRuns(t *testing.T) {
-	c := &jujutest.Context{Setup: func(b *opbus.Bus) error {
+	c := &jujutest.Harness{Setup: func(b *opbus.Bus) error {
 		return b.Handle("h", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 			return opbus.Status{}, juju.FromContext(ctx).Tools.RelationSet(ctx, 1, map[string]string{"k": "v"})
 		}, juju.OnHook())
@@ -120,7 +120,7 @@ func TestContextIsolatesRuns(t *testing.T) {
 	if out.Relations[0].LocalUnitData["k"] != "v" || out.Calls[0].Name == "old" || out.Staged != nil {
 		t.Errorf("output: %+v", out)
 	}
-	if _, err := (&jujutest.Context{}).Run(context.Background(), "start", in); err == nil {
+	if _, err := (&jujutest.Harness{}).Run(context.Background(), "start", in); err == nil {
 		t.Error("no Setup: no error")
 	}
 }
@@ -147,9 +147,9 @@ func TestPeerAppDataReadableByEveryUnit(t *testing.T) {
 	}
 }
 
-func ExampleContext_Run() {
+func ExampleHarness_Run() {
 	// A charm with two handlers, each with its own status slot.
-	c := &jujutest.Context{Setup: func(b *opbus.Bus) error {
+	c := &jujutest.Harness{Setup: func(b *opbus.Bus) error {
 		err := b.Handle("config", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
 			if ev.New["config"].(map[string]any)["port"] == nil {
 				return opbus.Blocked("set port"), nil

@@ -1,0 +1,53 @@
+package opbus
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// halt stops the bus at once (see [ErrHalt]): no worker takes more work,
+// the passes in flight are abandoned so that none of their results is
+// written, and their handlers' context is cancelled with cause. It waits
+// up to abandonAfter for the workers and Dispatch calls to return.
+func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, cause error) {
+	b.mu.Lock()
+	b.stopping = true
+	b.closed = true
+	for _, ks := range b.keys {
+		if ks.hasTimer() {
+			ks.stopTimer()
+		}
+	}
+	busy := slices.Clone(b.busy)
+	b.wake.Broadcast()
+	b.mu.Unlock()
+
+	cancel(cause)
+	for _, ks := range busy {
+		// Under the stripe lock, so that a write already under way ends
+		// before the bus says it stopped, and none starts after.
+		mu := b.stripe(ks.key)
+		mu.Lock()
+		ks.abandoned.Store(true)
+		mu.Unlock()
+	}
+
+	drained := make(chan struct{})
+	go func() {
+		workers.Wait()
+		b.mu.Lock()
+		for len(b.busy) > 0 {
+			b.wake.Wait()
+		}
+		b.mu.Unlock()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+		b.log.Warn("opbus: halted: running handlers cancelled, nothing more written", "cause", cause, "passes", len(busy))
+	case <-time.After(abandonAfter):
+		b.log.Error("opbus: halted: handlers ignored their cancelled context; abandoning them, their results are not written", "cause", cause, "passes", len(busy))
+	}
+}

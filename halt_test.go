@@ -1,0 +1,97 @@
+package opbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// writeCounter is a store that counts its writes.
+type writeCounter struct {
+	MemoryStore
+	writes atomic.Int32
+}
+
+func (s *writeCounter) Save(ctx context.Context, key Key, data []byte) error {
+	s.writes.Add(1)
+	return s.MemoryStore.Save(ctx, key, data)
+}
+
+func (s *writeCounter) Delete(ctx context.Context, key Key) error {
+	s.writes.Add(1)
+	return s.MemoryStore.Delete(ctx, key)
+}
+
+// TestHaltCancelsAtOnce: a Run context cancelled with a cause wrapping
+// ErrHalt cancels the running handler straight away (not after
+// ShutdownTimeout), with that cause, and the bus writes nothing more: not
+// the handler's result, not its status, not the queued state of another
+// key. A handler that ignores its context is abandoned after a second.
+func TestHaltCancelsAtOnce(t *testing.T) {
+	for _, obeys := range []bool{true, false} {
+		t.Run(fmt.Sprintf("handler obeys ctx %v", obeys), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &writeCounter{}
+				sink := &recordingSink{}
+				b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1, ShutdownTimeout: time.Hour})
+				release := make(chan struct{})
+				var cause atomic.Value
+				var returned atomic.Bool
+				must(t, b.Handle("block", func(ctx context.Context, ev *Event) (Status, error) {
+					if obeys {
+						<-ctx.Done()
+						cause.Store(context.Cause(ctx))
+					} else {
+						<-release
+					}
+					returned.Store(true)
+					return Blocked("interrupted"), ctx.Err()
+				}, On{Fields: []string{"x"}}))
+				ctx, cancel := context.WithCancelCause(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- b.Run(ctx) }()
+				must(t, b.Observe(t.Context(), podKey, map[string]any{"x": 1}))
+				other := Key{Kind: "Pod", Namespace: "default", Name: "other"}
+				must(t, b.Observe(t.Context(), other, map[string]any{"x": 1}))
+				synctest.Wait() // the handler blocks on podKey; other waits for the worker
+				writes, sunk := store.writes.Load(), len(sink.calls)
+
+				start := time.Now()
+				lost := fmt.Errorf("lease lost: %w", ErrHalt)
+				cancel(lost)
+				must(t, <-done)
+				took := time.Since(start)
+				if obeys {
+					if took != 0 {
+						t.Errorf("Run returned %v after the halt, want at once", took)
+					}
+					if c, _ := cause.Load().(error); !errors.Is(c, ErrHalt) || c.Error() != lost.Error() {
+						t.Errorf("handler's context cause = %v, want %v", c, lost)
+					}
+				} else if took != abandonAfter {
+					t.Errorf("Run returned %v after the halt, want %v (the handler was abandoned)", took, abandonAfter)
+				}
+				close(release)
+				synctest.Wait()
+				if !returned.Load() {
+					t.Fatal("the handler never returned")
+				}
+				if w := store.writes.Load(); w != writes {
+					t.Errorf("the halted bus wrote %d more records", w-writes)
+				}
+				sink.mu.Lock()
+				if len(sink.calls) != sunk {
+					t.Errorf("the halted bus published %d more statuses: %v", len(sink.calls)-sunk, sink.calls[sunk:])
+				}
+				sink.mu.Unlock()
+				if err := b.Observe(t.Context(), podKey, map[string]any{"x": 2}); !errors.Is(err, ErrClosed) {
+					t.Errorf("Observe after a halt = %v, want ErrClosed", err)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package opbus
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Wait blocks until no observed state is queued or being dispatched, or ctx
+// ends. Retries scheduled for later do not count: see [Bus.Settle]. While
+// [Bus.Run] has not started, Wait dispatches the queued states itself, in
+// the calling goroutine, so that a program or test can Observe and Wait
+// without Run; after Run has stopped, queued states are an error.
+func (b *Bus) Wait(ctx context.Context) error {
+	b.mu.Lock()
+	for !b.running && !b.closed && len(b.ready) > 0 {
+		b.mu.Unlock()
+		b.workOne(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b.mu.Lock()
+	}
+	if b.pending == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	if err := b.undispatched(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	if b.idle == nil {
+		b.idle = make(chan struct{})
+	}
+	idle := b.idle
+	b.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Settle blocks until the bus has nothing left to do: no state queued or
+// being dispatched, and no handler, record or status write waiting for a
+// retry. A failure for good ([Permanent]) leaves nothing to do. It is for
+// tests and batch programs; a handler that keeps failing keeps the bus
+// from settling, so give ctx a deadline. Like Wait, it dispatches itself
+// while Run has not started.
+func (b *Bus) Settle(ctx context.Context) error {
+	for {
+		if err := b.Wait(ctx); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		busy, next := b.unsettled()
+		b.mu.Unlock()
+		if !busy && next.IsZero() {
+			return nil
+		}
+		wait := settlePoll
+		if !busy {
+			wait = max(time.Until(next), 0)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// unsettled reports whether the bus has work queued, in flight or armed
+// for a retry. Before Run starts no retry is armed: it queues the keys
+// whose retries are due for Wait to dispatch, and returns when the next
+// one is due; b.mu is held.
+func (b *Bus) unsettled() (busy bool, next time.Time) {
+	if b.pending > 0 {
+		return true, next
+	}
+	for _, ks := range b.keys {
+		if ks.hasTimer() || ks.retryDue {
+			return true, next
+		}
+		if b.running || b.closed || ks.busy {
+			continue
+		}
+		switch due := ks.failureDue(); {
+		case due.IsZero():
+		case !due.After(time.Now()):
+			ks.retryDue = true
+			b.schedule(ks)
+			busy = true
+		case next.IsZero() || due.Before(next):
+			next = due
+		}
+	}
+	return busy, next
+}
+
+// settlePoll is how often Settle looks again; retries are due in seconds.
+const settlePoll = 10 * time.Millisecond
+
+// undispatched returns an error if states are queued that no worker will
+// take any more: Run has stopped; b.mu is held.
+func (b *Bus) undispatched() error {
+	if len(b.ready) == 0 || !(b.stopping || b.closed) {
+		return nil
+	}
+	return fmt.Errorf("opbus: %d objects have states queued and Run has stopped: %w", len(b.ready), ErrClosed)
+}

@@ -1,0 +1,119 @@
+package opbus
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestWaitWithoutRun: before Run starts, Wait dispatches the queued states
+// itself instead of blocking until its context ends.
+func TestWaitWithoutRun(t *testing.T) {
+	b := newBus(t, nil)
+	var h recorder
+	must(t, b.Handle("h", h.handle, On{Fields: []string{"x"}}))
+	for i := range 3 {
+		must(t, b.Observe(t.Context(), podKey, map[string]any{"x": i}))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	must(t, b.Wait(ctx))
+	if h.count() != 3 {
+		t.Fatalf("handler ran %d times, want 3 (once per state)", h.count())
+	}
+	// Run still starts and works afterwards.
+	stop := run(t, b)
+	must(t, b.Observe(t.Context(), podKey, map[string]any{"x": 9}))
+	must(t, b.Wait(ctx))
+	must(t, stop())
+	if h.count() != 4 {
+		t.Fatalf("handler ran %d times, want 4", h.count())
+	}
+}
+
+// TestSettleWaitsForRetries: Wait returns while a failed handler waits for
+// its retry; Settle returns only once it succeeded, or failed for good —
+// with Run, and without Run (Settle then runs the retries itself when they
+// are due); a handler that keeps failing keeps the bus from settling until
+// ctx ends.
+func TestSettleWaitsForRetries(t *testing.T) {
+	for _, withRun := range []bool{true, false} {
+		t.Run(map[bool]string{true: "with Run", false: "without Run"}[withRun], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBus(t, &Options{Backoff: Backoff{Initial: time.Second, Jitter: -1}})
+				var flaky, stubborn atomic.Int32
+				must(t, b.Handle("flaky", func(ctx context.Context, ev *Event) (Status, error) {
+					if flaky.Add(1) < 3 {
+						return Status{}, errors.New("not yet")
+					}
+					return Active(""), nil
+				}, On{Fields: []string{"x"}}))
+				must(t, b.Handle("stubborn", func(ctx context.Context, ev *Event) (Status, error) {
+					if stubborn.Add(1) < 2 {
+						return Status{}, errors.New("no")
+					}
+					return Status{}, Permanent(errors.New("never"))
+				}, On{Fields: []string{"y"}}))
+				if withRun {
+					stop := run(t, b)
+					defer func() { must(t, stop()) }()
+					synctest.Wait() // Run is running
+				}
+				must(t, b.Observe(t.Context(), podKey, map[string]any{"x": 1, "y": 1}))
+				must(t, b.Wait(t.Context()))
+				if flaky.Load() != 1 {
+					t.Fatalf("after Wait flaky ran %d times, want 1 (its retry is later)", flaky.Load())
+				}
+				start := time.Now()
+				must(t, b.Settle(t.Context()))
+				if flaky.Load() != 3 || stubborn.Load() != 2 {
+					t.Fatalf("after Settle flaky ran %d, stubborn %d times; want 3 and 2", flaky.Load(), stubborn.Load())
+				}
+				if took := time.Since(start); took < 3*time.Second || took > 3*time.Second+2*settlePoll {
+					t.Fatalf("Settle returned after %v, want when the retries were due (1 s, then 2 s)", took)
+				}
+			})
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus(t, nil)
+		must(t, b.Handle("never", func(ctx context.Context, ev *Event) (Status, error) {
+			return Status{}, errors.New("down")
+		}, On{}))
+		stop := run(t, b)
+		defer func() { must(t, stop()) }()
+		must(t, b.Observe(t.Context(), podKey, map[string]any{"z": 1}))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := b.Settle(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Settle with a handler that keeps failing = %v, want the deadline", err)
+		}
+	})
+}
+
+// TestRunArmsEarlierRetries: a failure met by Wait before Run started is
+// retried once Run runs, though no new state arrives.
+func TestRunArmsEarlierRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus(t, &Options{Backoff: Backoff{Initial: time.Second, Jitter: -1}})
+		var n atomic.Int32
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			if n.Add(1) < 2 {
+				return Status{}, errors.New("not yet")
+			}
+			return Active(""), nil
+		}, On{}))
+		must(t, b.Observe(t.Context(), podKey, map[string]any{"a": 1}))
+		must(t, b.Wait(t.Context()))
+		stop := run(t, b)
+		defer func() { must(t, stop()) }()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if n.Load() != 2 {
+			t.Fatalf("handler ran %d times, want 2 (its retry under Run)", n.Load())
+		}
+	})
+}
