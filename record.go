@@ -198,6 +198,9 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 		if wt.Every <= 0 {
 			return fail("timer of %q: period %dms: expected a positive period", id, wt.Every)
 		}
+		if _, ok := index[id]; !ok {
+			continue // of a handler no longer registered, like its digest (rule 19)
+		}
 		r.sched = append(r.sched, &schedule{id: id, anchor: wt.At * int64(time.Millisecond), every: time.Duration(wt.Every) * time.Millisecond})
 	}
 	for i, p := range w.Pending {

@@ -377,3 +377,23 @@ func TestTimerArmedWhenRunStarts(t *testing.T) {
 		}
 	})
 }
+
+// TestRemovedHandlerScheduleForgotten: the schedule of a handler that is
+// no longer registered is dropped with its digest, so no timer fires for
+// it.
+func TestRemovedHandlerScheduleForgotten(t *testing.T) {
+	store := NewMemoryStore()
+	ctx := t.Context()
+	b := newBus(t, &Options{Store: store})
+	must(t, b.Handle("gone", func(ctx context.Context, ev *Event) (Status, error) { return Active(""), nil }, On{Every: time.Hour}))
+	must(t, b.Handle("kept", func(ctx context.Context, ev *Event) (Status, error) { return Active(""), nil }, On{}))
+	must(t, b.Dispatch(ctx, podKey, map[string]any{"spec": 1}))
+	data, _ := store.Load(ctx, podKey)
+	if rec, err := decodeRecord(podKey, data, map[string]int{"gone": 0, "kept": 1}); err != nil || rec.schedOf("gone") == nil {
+		t.Fatalf("record %s: %v; want the schedule of gone", data, err)
+	}
+	rec, err := decodeRecord(podKey, data, map[string]int{"kept": 0})
+	if err != nil || len(rec.sched) != 0 {
+		t.Errorf("read without handler gone: schedules %v, err %v; want none", rec.sched, err)
+	}
+}
