@@ -103,7 +103,10 @@ func (b *Bus) Run(ctx context.Context) error {
 // before Run started, which nothing would run otherwise; b.mu is held.
 func (b *Bus) armRetries() {
 	for _, ks := range b.keys {
-		if due := ks.failureDue(); !due.IsZero() && !ks.busy {
+		if ks.busy {
+			continue // its record belongs to the pass (a Dispatch); read it not
+		}
+		if due := ks.failureDue(); !due.IsZero() {
 			b.retryAt(ks, due)
 		}
 	}
