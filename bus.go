@@ -148,6 +148,8 @@ type handler struct {
 	when   func(*Event) bool
 	rev    string
 	every  time.Duration // On.Every (timer.go)
+	// keepOld stores its fields' handled value with the record (On.KeepOld).
+	keepOld bool
 }
 
 func (h *handler) wants(t EventType) bool { return h.types&(1<<t) != 0 }
@@ -267,6 +269,10 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	if err := checkEvery(id, on.Every, h.types); err != nil {
 		return err
 	}
+	if on.KeepOld && len(on.Fields) == 0 {
+		return fmt.Errorf("opbus: handler %q: KeepOld needs Fields: it keeps the handled value of those fields, not whole objects", id)
+	}
+	h.keepOld = on.KeepOld
 	if len(on.Fields) > 0 && h.types == 1<<Delete {
 		return fmt.Errorf("opbus: handler %q: fields %v can never change on Delete: a delete handler sees the last state whole", id, on.Fields)
 	}
@@ -393,16 +399,12 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	}
 	index := b.index
 	b.mu.Unlock()
-	data, err := b.store.Load(ctx, key)
-	if err != nil {
+	rec, err := b.readRecord(ctx, key, index)
+	switch {
+	case err != nil:
 		return Status{}, nil, err
-	}
-	if data == nil {
+	case rec == nil:
 		return Status{}, Slots{}, nil
-	}
-	rec, err := decodeRecord(key, data, index)
-	if err != nil {
-		return Status{}, nil, err
 	}
 	return rec.slots.Summary(), rec.slots.clone(), nil
 }
@@ -420,33 +422,12 @@ func (b *Bus) Value(ctx context.Context, key Key, name string) (string, bool, er
 	}
 	index := b.index
 	b.mu.Unlock()
-	data, err := b.store.Load(ctx, key)
-	if err != nil || data == nil {
-		return "", false, err
-	}
-	rec, err := decodeRecord(key, data, index)
-	if err != nil {
+	rec, err := b.readRecord(ctx, key, index)
+	if err != nil || rec == nil {
 		return "", false, err
 	}
 	v, set := rec.values[name]
 	return v, set, nil
-}
-
-// Stats returns the bus's counters.
-func (b *Bus) Stats() Stats {
-	b.mu.Lock()
-	q := b.queued
-	b.mu.Unlock()
-	return Stats{
-		Observed:   b.stats.observed.Load(),
-		Dispatched: b.stats.dispatched.Load(),
-		Ran:        b.stats.ran.Load(),
-		Failed:     b.stats.failed.Load(),
-		Panicked:   b.stats.panicked.Load(),
-		Retried:    b.stats.retried.Load(),
-		Coalesced:  b.stats.coalesced.Load(),
-		Queued:     q,
-	}
 }
 
 // slotIDs returns the IDs of every status slot registered so far (of

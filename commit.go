@@ -95,9 +95,19 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 
 // storeFailed asks for a retry after a store or sink failure.
 func (d *dispatch) storeFailed() {
+	if d.storeFail {
+		return // a failed save and a failed publish are one failure
+	}
+	d.storeFail = true
 	x := d.b.extra(d.ks)
-	x.storeFails++
-	d.retryAt(time.Now().Add(d.b.backoff.delay(x.storeFails)))
+	// The count grows once per backoff period, not once per pass: during
+	// an outage every new state makes a failing pass, and counting each
+	// would put the next try minutes after the store is back.
+	if now := time.Now(); x.storeFails == 0 || !now.Before(x.storeDue) {
+		x.storeFails++
+		x.storeDue = now.Add(d.b.backoff.delay(x.storeFails))
+	}
+	d.retryAt(x.storeDue)
 }
 
 // dropOrphans removes what handlers, collectors and slots that are no
@@ -116,6 +126,12 @@ func (b *Bus) dropOrphans(d *dispatch) {
 	for id := range d.rec.fails {
 		if _, ok := b.index[id]; !ok {
 			delete(d.rec.fails, id)
+			d.dirty = true
+		}
+	}
+	for id := range d.rec.olds {
+		if h, ok := b.index[id]; !ok || !b.handlers[h].keepOld {
+			delete(d.rec.olds, id)
 			d.dirty = true
 		}
 	}

@@ -244,7 +244,7 @@ func decodeJSON(v any, at Path, out any) error {
 			}
 		}
 		where := append(clonePath(at), rel...)
-		if got, ok := Lookup(v, rel); ok {
+		if got, ok := lookup(v, rel); ok {
 			return mismatch(got, where, te.Type.String(), "")
 		}
 		return &ValueError{Path: where, Reason: fmt.Sprintf("got %s, want %s", te.Value, te.Type)}

@@ -188,7 +188,7 @@ func Compare(old, new any) Diff {
 // by key; a change of type (map to string, list to map) is one change at that
 // path; numbers compare by value across int, int64, float64 and json.Number.
 // Values of other types are compared with reflect.DeepEqual as opaque leaves
-// ([Validate] reports them). Equal inputs allocate nothing; allocation grows
+// ([validDocument] reports them). Equal inputs allocate nothing; allocation grows
 // with the number of changes, not with the size of the objects.
 func (c *Comparer) Compare(old, new any) Diff {
 	w := walkers.Get().(*walker)

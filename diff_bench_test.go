@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Fixtures come from go run ./internal/fixturegen (see BENCHMARKS.md).
+// Fixtures come from go run ./internal/fixturegen (see bench/REPORT.md).
 func loadFixture(b testing.TB, name string) any {
 	b.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "fixtures", name))

@@ -77,7 +77,7 @@ func digestOf(cmp *Comparer, obj any, fields []Path, rev string) (digest, error)
 
 func (e *encoder) field(obj any, f Path) error {
 	if !f.isPattern() {
-		v, ok := Lookup(obj, f)
+		v, ok := lookup(obj, f)
 		mask, ignored, field := e.cmp.at(f)
 		if !ok || ignored || e.cmp.hollow(v, mask, len(f), field) {
 			e.buf = append(e.buf, 'A') // absent

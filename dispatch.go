@@ -28,6 +28,8 @@ type dispatch struct {
 	due   time.Time // earliest retry due; zero for none
 	now   time.Time // when schedules were first checked in this pass (timer.go)
 	tick  bool      // the handler being run is due to its schedule (timer.go)
+	// storeFail: a save or publish of this pass failed (counted once).
+	storeFail bool
 }
 
 func (d *dispatch) setValue(name, value string) {
@@ -291,17 +293,17 @@ func (b *Bus) restart(ks *keyState, inc string) {
 
 // load reads the record of ks.
 func (b *Bus) load(ctx context.Context, ks *keyState) error {
-	data, err := b.store.Load(ctx, ks.key)
-	if err != nil {
+	rec, err := b.readRecord(ctx, ks.key, b.index)
+	var bad *RecordError
+	if err != nil && !errors.As(err, &bad) {
 		b.log.Error("opbus: loading record", "key", ks.key.String(), "err", err)
 		return fmt.Errorf("opbus: loading record of %v: %w", ks.key, err)
 	}
-	if data == nil {
+	if err == nil && rec == nil {
 		ks.rec = newRecord(len(b.handlers))
 		ks.saved = true
 		return nil
 	}
-	rec, err := decodeRecord(ks.key, data, b.index)
 	if err != nil {
 		b.log.Error("opbus: stored record cannot be read; its handlers wait until it is repaired or deleted", "key", ks.key.String(), "err", err)
 		if b.sink != nil && (ks.x == nil || ks.x.loadFails == 0) {
@@ -482,6 +484,11 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 			changes = d.b.cmp.Compare(base, d.new)
 		}
 	}
+	if old == nil && typ == Update && h.keepOld {
+		if kept := d.keptOld(h); kept != nil {
+			old, changes = kept, d.b.cmp.Compare(kept, d.new)
+		}
+	}
 	if old == nil && d.new != nil && typ != Delete {
 		if d.all == nil {
 			d.all = d.b.cmp.Compare(nil, d.new)
@@ -557,6 +564,9 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 		d.dirty = true // a run that changes nothing writes nothing (a due run)
 	}
 	d.rec.digests[h.idx] = cur
+	if h.keepOld && typ != Delete {
+		b.keepOld(d, h)
+	}
 	delete(d.rec.fails, h.id)
 	delete(d.rec.good, h.id)
 	d.ks.forgetBehind(h.idx)

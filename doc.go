@@ -10,7 +10,7 @@
 // An object is a JSON-like document: map[string]any holding maps, []any,
 // strings, bools, nil and numbers (float64 or json.Number from
 // encoding/json, int64 from client-go's unstructured objects, int from
-// hand-written documents). [Validate] reports anything else.
+// hand-written documents). [validDocument] reports anything else.
 //
 // The door — [Bus.Observe], [Bus.Dispatch] and their update and delete
 // forms — also takes the Go values whose JSON form is evident from their

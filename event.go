@@ -115,4 +115,16 @@ type On struct {
 	// other; the grid resumes after it succeeds. The schedule ends with
 	// the object's incarnation. It needs Create or Update in Types.
 	Every time.Duration
+	// KeepOld stores the value of Fields that the handler last handled in
+	// the object's record, so that after a restart its first event has
+	// that value as Old (with only those fields) and Changes against it,
+	// instead of Old == nil and every field as an add: an upgrade handler
+	// learns the version it comes from. Off by default, since the record
+	// grows by it; a value of more than 4 KiB in its stored form is not kept
+	// (with a warning). It needs Fields.
+	KeepOld bool
 }
+
+// maxKeptOld bounds the value [On].KeepOld keeps per handler and object,
+// in bytes of its stored form.
+const maxKeptOld = 4 << 10

@@ -256,3 +256,44 @@ func ExampleDocument() {
 	// map[string]interface {} map[labels:map[tier:front] name:web replicas:2]
 	// <nil>
 }
+
+// ExampleBus_Collect shows when to compute a status instead of storing
+// it: whether the backup service is reachable lies outside what any
+// handler reads, so a status a handler returned about it would go stale.
+// A collector is evaluated at every commit of the object instead, and its
+// slot joins the handlers' in the overall status.
+func ExampleBus_Collect() {
+	ctx := context.Background()
+	bus, err := opbus.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	backupsReachable := false // what a probe of the outside service found
+	err = bus.Collect("backups", func(ctx context.Context, key opbus.Key, obj map[string]any) opbus.Status {
+		if !backupsReachable {
+			return opbus.Waiting("backup service unreachable")
+		}
+		return opbus.Status{} // nothing to say: no slot
+	})
+	if err != nil {
+		panic(err)
+	}
+	err = bus.Handle("config", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		return opbus.Active(""), nil
+	}, opbus.On{Fields: []string{"spec"}})
+	if err != nil {
+		panic(err)
+	}
+	key := opbus.Key{Kind: "Database", Namespace: "default", Name: "db"}
+	_ = bus.Dispatch(ctx, key, map[string]any{"spec": map[string]any{"size": 1}})
+	st, _, _ := bus.Status(ctx, key)
+	fmt.Println(st)
+
+	backupsReachable = true
+	_ = bus.Dispatch(ctx, key, map[string]any{"spec": map[string]any{"size": 2}})
+	st, _, _ = bus.Status(ctx, key)
+	fmt.Println(st)
+	// Output:
+	// waiting: backup service unreachable
+	// active
+}

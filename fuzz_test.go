@@ -107,7 +107,7 @@ func FuzzGet(f *testing.F) {
 		v, err := Get[any](doc, path)
 		check(err)
 		if err == nil {
-			want, ok := Lookup(doc, MustParsePath(path))
+			want, ok := lookup(doc, MustParsePath(path))
 			if !ok || !Equal(v, want) || v == nil {
 				t.Fatalf("Get(%s, %q) = %v, Lookup = %v, %t", data, path, v, want, ok)
 			}

@@ -5,5 +5,4 @@ go 1.26.0
 require (
 	github.com/google/uuid v1.6.0
 	github.com/looplab/fsm v1.0.3
-	github.com/qmuntal/stateless v1.7.2
 )

@@ -10,22 +10,6 @@ import (
 	"time"
 )
 
-// writeCounter is a store that counts its writes.
-type writeCounter struct {
-	MemoryStore
-	writes atomic.Int32
-}
-
-func (s *writeCounter) Save(ctx context.Context, key Key, data []byte) error {
-	s.writes.Add(1)
-	return s.MemoryStore.Save(ctx, key, data)
-}
-
-func (s *writeCounter) Delete(ctx context.Context, key Key) error {
-	s.writes.Add(1)
-	return s.MemoryStore.Delete(ctx, key)
-}
-
 // TestHaltCancelsAtOnce: a Run context cancelled with a cause wrapping
 // ErrHalt cancels the running handler straight away (not after
 // ShutdownTimeout), with that cause, and the bus writes nothing more: not

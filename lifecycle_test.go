@@ -437,3 +437,47 @@ func TestWildcardOverMap(t *testing.T) {
 		t.Fatalf("changes %v, want spec.selector.a to z", c)
 	}
 }
+
+// flakyStore fails every write while down is set.
+type flakyStore struct {
+	MemoryStore
+	down  atomic.Bool
+	saves atomic.Int32
+}
+
+func (s *flakyStore) Save(ctx context.Context, key Key, data []byte) error {
+	if s.down.Load() {
+		return errors.New("store down")
+	}
+	s.saves.Add(1)
+	return s.MemoryStore.Save(ctx, key, data)
+}
+
+// TestStoreOutageBackoffByTime: during a store outage every new state
+// makes a failing pass, but the store backoff grows once per period, not
+// once per pass: once the store is back, the record is written within the
+// backoff of the outage's length, not minutes later.
+func TestStoreOutageBackoffByTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &flakyStore{}
+		b := newBus(t, &Options{Store: store, Backoff: Backoff{Jitter: -1}})
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) { return Active(""), nil }, On{}))
+		stop := run(t, b)
+		defer func() { must(t, stop()) }()
+		store.down.Store(true)
+		start := time.Now()
+		for i := range 100 { // ten seconds of states, a tenth of a second apart
+			must(t, b.Observe(t.Context(), podKey, map[string]any{"n": int64(i)}))
+			time.Sleep(100 * time.Millisecond)
+		}
+		store.down.Store(false)
+		back := time.Now()
+		for store.saves.Load() == 0 && time.Since(back) < time.Hour {
+			time.Sleep(100 * time.Millisecond)
+		}
+		// Tries at 1, 3, 7 and 15 s: the first after the outage is at 15 s.
+		if took := time.Since(start); took > 16*time.Second {
+			t.Fatalf("the record was written %v after the outage began (it lasted 10 s): the backoff grew with every state", took)
+		}
+	})
+}

@@ -214,7 +214,7 @@ func view(h simHandler, doc map[string]any, listKeys bool) string {
 		b.WriteString(f + "=")
 		p := MustParsePath(f)
 		if !strings.Contains(f, "[*]") {
-			if v, ok := Lookup(doc, p); ok {
+			if v, ok := lookup(doc, p); ok {
 				canon(&b, v, f, listKeys)
 			} else {
 				b.WriteString("absent")
@@ -224,7 +224,7 @@ func view(h simHandler, doc map[string]any, listKeys bool) string {
 		}
 		if f == "spec.selector[*]" {
 			// A map: the set of key → value.
-			v, _ := Lookup(doc, MustParsePath("spec.selector"))
+			v, _ := lookup(doc, MustParsePath("spec.selector"))
 			m, _ := v.(map[string]any)
 			var parts []string
 			for k, v := range m {
@@ -237,7 +237,7 @@ func view(h simHandler, doc map[string]any, listKeys bool) string {
 			continue
 		}
 		// The other pattern used: status.conditions[*].status.
-		l, _ := Lookup(doc, MustParsePath("status.conditions"))
+		l, _ := lookup(doc, MustParsePath("status.conditions"))
 		list, _ := l.([]any)
 		keys, keyed := elementKeys(list, "type")
 		keyed = keyed && listKeys
@@ -362,7 +362,7 @@ func collectStatus(doc map[string]any) (Status, bool) {
 }
 
 func replicasOf(doc map[string]any) int64 {
-	v, _ := Lookup(doc, MustParsePath("spec.replicas"))
+	v, _ := lookup(doc, MustParsePath("spec.replicas"))
 	switch x := v.(type) {
 	case int64:
 		return x

@@ -1,6 +1,7 @@
 package opbus
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -483,4 +484,31 @@ func (s Segment) matches(c Segment) bool {
 		return c.Kind == SegMatch && c.Key == s.Key && c.Value == s.Value
 	}
 	return false
+}
+
+// comparePaths orders paths as diffs are ordered: segment by segment, keys in
+// byte order, indexes by number, keyed elements by value; a path sorts
+// before the paths below it.
+func comparePaths(a, b Path) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, y := a[i], b[i]
+		if x.Kind != y.Kind {
+			return cmp.Compare(x.Kind, y.Kind)
+		}
+		var r int
+		switch x.Kind {
+		case SegIndex:
+			r = cmp.Compare(x.Index, y.Index)
+		case SegMatch:
+			if r = strings.Compare(x.Key, y.Key); r == 0 {
+				r = strings.Compare(x.Value, y.Value)
+			}
+		default:
+			r = strings.Compare(x.Key, y.Key)
+		}
+		if r != 0 {
+			return r
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }

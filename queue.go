@@ -67,6 +67,7 @@ type keyExtra struct {
 	endedInc   string                 // the incarnation whose deletion is finished
 	loadFails  int                    // consecutive failures to load the record
 	storeFails int                    // consecutive failures to save the record or publish the status
+	storeDue   time.Time              // when the store or sink is tried again after storeFails
 }
 
 // extra returns the extra state of ks, making it; b.mu is not held.

@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,7 @@ type record struct {
 	slots   Slots
 	values  map[string]string // named values set by handlers and state machines
 	pending *pendingStates    // observed states not handled when the bus stopped, oldest first; nil for none
+	olds    map[string][]byte // handler ID → snapshot of its fields at its last success (On.KeepOld)
 	sched   []*schedule       // the handlers' schedules, by handler ID (timer.go); nil for none
 }
 
@@ -95,6 +97,7 @@ type wireRecord struct {
 	Good    Slots                  `json:"good,omitempty"`
 	Values  map[string]string      `json:"values,omitempty"`
 	Pending []wirePending          `json:"pending,omitempty"`
+	Olds    map[string][]byte      `json:"olds,omitempty"`
 	Timers  map[string]wireTimer   `json:"timers,omitempty"` // version 3
 }
 
@@ -127,6 +130,17 @@ func encodeDigest(d digest) string { return base64.RawURLEncoding.EncodeToString
 // encode writes the record; ids names the handlers by index.
 func (r *record) encode(ids []string) ([]byte, error) {
 	return appendRecordJSON(make([]byte, 0, 256), r, ids)
+}
+
+// readRecord loads and decodes the record of key, nil if there is none:
+// the one path by which the bus reads records. index maps handler IDs to
+// indexes. A record that cannot be read is a *RecordError.
+func (b *Bus) readRecord(ctx context.Context, key Key, index map[string]int) (*record, error) {
+	data, err := b.store.Load(ctx, key)
+	if err != nil || data == nil {
+		return nil, err
+	}
+	return decodeRecord(key, data, index)
 }
 
 // decodeRecord reads a stored record strictly: unknown fields, a wrong
@@ -209,6 +223,17 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 			return fail("pending state %d: %v", i, err)
 		}
 		r.addPending(pendingState{Deleted: p.Deleted, Object: obj})
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.Olds)) {
+		if _, err := decodeSnapshot(w.Olds[id]); err != nil {
+			return fail("last handled value of %q: %v", id, err)
+		}
+		if _, ok := index[id]; ok {
+			if r.olds == nil {
+				r.olds = map[string][]byte{}
+			}
+			r.olds[id] = w.Olds[id]
+		}
 	}
 	return r, nil
 }

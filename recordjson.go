@@ -116,6 +116,19 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		}
 		buf = append(buf, ']')
 	}
+	if len(r.olds) > 0 {
+		buf = append(buf, `,"olds":{`...)
+		for n, id := range sortedKeys(r.olds) {
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, id)
+			buf = append(buf, ':', '"')
+			buf = base64.StdEncoding.AppendEncode(buf, r.olds[id])
+			buf = append(buf, '"')
+		}
+		buf = append(buf, '}')
+	}
 	if len(r.sched) > 0 {
 		buf = append(buf, `,"timers":{`...)
 		for n, s := range r.sched { // in ID order

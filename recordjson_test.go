@@ -51,6 +51,9 @@ func wireOf(t *testing.T, r *record, ids []string) wireRecord {
 		must(t, err)
 		w.Pending = append(w.Pending, wirePending{Deleted: p.Deleted, Snapshot: snap})
 	}
+	if len(r.olds) > 0 {
+		w.Olds = r.olds
+	}
 	return w
 }
 
@@ -94,6 +97,11 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			r.addPending(pendingState{Object: map[string]any{"a": str(), "n": int64(rng.IntN(100))}})
 			r.addPending(pendingState{Deleted: true})
 			r.addPending(pendingState{Deleted: true, Object: map[string]any{}})
+		}
+		if rng.IntN(3) == 0 {
+			snap, err := encodeSnapshot(map[string]any{"spec": map[string]any{"v": str()}})
+			must(t, err)
+			r.olds = map[string][]byte{ids[3]: snap, str() + "o": {}}
 		}
 		if rng.IntN(3) == 0 {
 			r.setSched(&schedule{id: ids[3], anchor: rng.Int64N(1<<40) * 1e6, every: time.Duration(rng.IntN(1e6)+1) * time.Millisecond})

@@ -95,7 +95,7 @@ func TestLoadWithFaults(t *testing.T) {
 					case r < 16:
 						time.Sleep(time.Duration(roll(200)) * time.Millisecond)
 					}
-					v, _ := Lookup(ev.New, p)
+					v, _ := lookup(ev.New, p)
 					mu.Lock()
 					successes[id] = append(successes[id], success{i, v})
 					mu.Unlock()
@@ -132,10 +132,10 @@ func TestLoadWithFaults(t *testing.T) {
 				}
 				for _, f := range fields {
 					p := MustParsePath(f)
-					nv, _ := Lookup(obj, p)
+					nv, _ := lookup(obj, p)
 					if final[k] == nil {
 						since[k][f] = i
-					} else if ov, _ := Lookup(final[k], p); !Equal(ov, nv) {
+					} else if ov, _ := lookup(final[k], p); !Equal(ov, nv) {
 						since[k][f] = i
 					}
 				}
@@ -167,7 +167,7 @@ func TestLoadWithFaults(t *testing.T) {
 		}
 		for k := range keys {
 			for _, f := range fields {
-				want, _ := Lookup(final[k], MustParsePath(f))
+				want, _ := lookup(final[k], MustParsePath(f))
 				got := successes[hk{key(k), f}]
 				n := 0
 				for j, s := range got {

@@ -106,28 +106,6 @@ func TestCorruptRecordIsReportedNotOverwritten(t *testing.T) {
 	}
 }
 
-type sinkCall struct {
-	key     Key
-	overall Status
-	slots   Slots
-}
-
-type recordingSink struct {
-	mu    sync.Mutex
-	calls []sinkCall
-	fail  bool
-}
-
-func (s *recordingSink) PutStatus(ctx context.Context, key Key, obj map[string]any, overall Status, slots Slots) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fail {
-		return errors.New("sink down")
-	}
-	s.calls = append(s.calls, sinkCall{key, overall, slots})
-	return nil
-}
-
 func TestSinkOnlyOnChange(t *testing.T) {
 	ctx := t.Context()
 	var sink recordingSink
@@ -177,7 +155,7 @@ func (s *selfWritingStore) WrittenPaths() []string { return []string{recordAnnot
 func (s *selfWritingStore) Load(ctx context.Context, key Key) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := Lookup(s.objects[key], MustParsePath(recordAnnotation))
+	v, ok := lookup(s.objects[key], MustParsePath(recordAnnotation))
 	if !ok {
 		return nil, nil
 	}

@@ -9,19 +9,6 @@ import (
 	"time"
 )
 
-// run starts b.Run in the background and returns a stop function that ends
-// it and reports its error.
-func run(t *testing.T, b *Bus) (stop func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	return func() error {
-		cancel()
-		return <-done
-	}
-}
-
 func TestRetryThenSuccessCommitsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBus(t, &Options{Backoff: Backoff{Initial: time.Second, Factor: 2, Max: time.Minute, Jitter: 0.01}})

@@ -309,15 +309,9 @@ func (b *Bus) resumePending(ctx context.Context) {
 		return
 	}
 	for _, key := range keys {
-		data, err := b.store.Load(ctx, key)
-		if err == nil && data == nil {
+		rec, err := b.readRecord(ctx, key, b.index)
+		if err == nil && (rec == nil || len(rec.states()) == 0) {
 			continue
-		}
-		if err == nil {
-			rec, derr := decodeRecord(key, data, b.index)
-			if derr == nil && len(rec.states()) == 0 {
-				continue
-			}
 		}
 		// Pending states, or a record that cannot be read now: the
 		// key's first pass loads it again (with backoff, reporting a
@@ -438,14 +432,12 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 		rec = nil
 	}
 	if rec == nil {
-		data, err := b.store.Load(ctx, ks.key)
-		if err != nil {
-			return err
-		}
-		if data == nil {
-			rec = newRecord(len(b.handlers))
-		} else if rec, err = decodeRecord(ks.key, data, b.index); err != nil {
+		var err error
+		if rec, err = b.readRecord(ctx, ks.key, b.index); err != nil {
 			return err // never overwrite what cannot be read
+		}
+		if rec == nil {
+			rec = newRecord(len(b.handlers))
 		}
 	}
 	if len(states) == 0 && len(rec.states()) > 0 {

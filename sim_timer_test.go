@@ -1,6 +1,6 @@
 package opbus
 
-// Timers in the simulation (docs/semantics.md rules 29-33): handler tick
+// Timers in the simulation (docs/semantics.md rules 30-34): handler tick
 // runs every simTick, handler poll asks to run again (Event.Again) after
 // simAgain for its first two successes on each value. The harness checks,
 // at every call:
@@ -11,7 +11,7 @@ package opbus
 //     never more often than its period but for changes and retries, and no
 //     burst after a restart (timer-early); the one exception is the run
 //     after the first due run of a bus, which may be the off-grid run that
-//     collapses the due times missed while no bus ran (rule 31);
+//     collapses the due times missed while no bus ran (rule 32);
 //   - a poll comes no earlier than asked after a run that was not due, and
 //     no earlier than nine tenths of it after a due run, whose start may
 //     pass the due time the next is counted from (again-early).
@@ -81,7 +81,7 @@ func (s *simRun) timerCall(gen int, h simHandler, ev *Event, name string, epoch 
 		switch {
 		case h.every > 0:
 			// The first due run of a bus may be the one that collapses
-			// the due times missed while no bus ran (rule 31): it is off
+			// the due times missed while no bus ran (rule 32): it is off
 			// the grid, and the next due time may follow it sooner.
 			// Starts are compared, which a busy key delays past the due
 			// time: a quarter period of slack.

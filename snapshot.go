@@ -33,7 +33,7 @@ import (
 //	'g' float32: 4 bytes, 'd' float64: 8 bytes, IEEE 754 bits, big-endian
 //
 // Nil and empty maps and lists stay distinct. Encoding accepts what
-// [Validate] accepts (finite numbers, valid json.Numbers), and decoding
+// [validDocument] accepts (finite numbers, valid json.Numbers), and decoding
 // checks the same, so a decoded snapshot is a valid document.
 const snapshotVersion = 1
 
@@ -144,7 +144,7 @@ func (e *snapshotEncoder) value(v any) error {
 // decodeSnapshot decodes what encodeSnapshot encoded, to values of the same
 // Go types. Truncated, malformed or non-canonical input (map keys out of
 // order or repeated, values out of their type's range, bytes after the
-// end, nesting deeper than [Validate] allows) is an error naming the
+// end, nesting deeper than [validDocument] allows) is an error naming the
 // offset; it never panics.
 func decodeSnapshot(data []byte) (map[string]any, error) {
 	d := snapshotDecoder{data: data}

@@ -153,7 +153,7 @@ func FuzzSnapshot(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := Validate(obj); err != nil {
+		if err := validDocument(obj); err != nil {
 			t.Fatalf("decoded an invalid document: %v", err)
 		}
 		enc, err := encodeSnapshot(obj)

@@ -1,84 +1,8 @@
 package opbus
 
 import (
-	"cmp"
 	"slices"
-	"strings"
 )
-
-// Lookup returns the value at the concrete path p in v and whether it
-// exists. A [SegMatch] segment finds the list element whose field has that
-// value; [SegAny] is not concrete and finds nothing (see [eachMatch]).
-func Lookup(v any, p Path) (any, bool) {
-	for _, s := range p {
-		var ok bool
-		if v, ok = step(v, s); !ok {
-			return nil, false
-		}
-	}
-	return v, true
-}
-
-func step(v any, s Segment) (any, bool) {
-	switch s.Kind {
-	case SegKey:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		e, ok := m[s.Key]
-		return e, ok
-	case SegIndex:
-		l, ok := v.([]any)
-		if !ok || s.Index >= len(l) {
-			return nil, false
-		}
-		return l[s.Index], true
-	case SegMatch:
-		l, ok := v.([]any)
-		if !ok {
-			return nil, false
-		}
-		for _, e := range l {
-			if k, ok := elementKey(e, s.Key); ok && k == s.Value {
-				return e, true
-			}
-		}
-	}
-	return nil, false
-}
-
-// eachMatch calls fn for every concrete path in v that the pattern p matches,
-// with the value there, in document order (map keys unordered). Matched
-// [SegMatch] segments stay in the concrete path as they are; [SegAny] becomes
-// an index or a key. The path passed to fn is only valid during the call.
-func eachMatch(v any, p Path, fn func(at Path, val any)) {
-	resolve(v, p, make(Path, 0, len(p)), fn)
-}
-
-func resolve(v any, rest, at Path, fn func(Path, any)) {
-	if len(rest) == 0 {
-		fn(at, v)
-		return
-	}
-	s := rest[0]
-	if s.Kind != SegAny {
-		if e, ok := step(v, s); ok {
-			resolve(e, rest[1:], append(at, s), fn)
-		}
-		return
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			resolve(e, rest[1:], append(at, MapKey(k)), fn)
-		}
-	case []any:
-		for i, e := range x {
-			resolve(e, rest[1:], append(at, ListIndex(i)), fn)
-		}
-	}
-}
 
 // Touches reports whether any change of d affects the subtree that the
 // pattern p addresses: a change at or below it, or at one of its ancestors.
@@ -123,8 +47,8 @@ func (d Diff) narrow(cmp *Comparer, p Path) Diff {
 func refine(cmp *Comparer, c Change, p Path) Diff {
 	rest := p[len(c.Path):]
 	if !rest.isPattern() {
-		o, inOld := Lookup(c.Old, rest)
-		n, inNew := Lookup(c.New, rest)
+		o, inOld := lookup(c.Old, rest)
+		n, inNew := lookup(c.New, rest)
 		inOld = inOld && c.Op != OpAdd
 		inNew = inNew && c.Op != OpRemove
 		full := append(append(Path(nil), c.Path...), rest...)
@@ -189,33 +113,6 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 		}
 	}
 	return out
-}
-
-// comparePaths orders paths as diffs are ordered: segment by segment, keys in
-// byte order, indexes by number, keyed elements by value; a path sorts
-// before the paths below it.
-func comparePaths(a, b Path) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		x, y := a[i], b[i]
-		if x.Kind != y.Kind {
-			return cmp.Compare(x.Kind, y.Kind)
-		}
-		var r int
-		switch x.Kind {
-		case SegIndex:
-			r = cmp.Compare(x.Index, y.Index)
-		case SegMatch:
-			if r = strings.Compare(x.Key, y.Key); r == 0 {
-				r = strings.Compare(x.Value, y.Value)
-			}
-		default:
-			r = strings.Compare(x.Key, y.Key)
-		}
-		if r != 0 {
-			return r
-		}
-	}
-	return cmp.Compare(len(a), len(b))
 }
 
 // touches reports whether the changes d may have changed the value at any

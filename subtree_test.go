@@ -69,13 +69,13 @@ func TestUnderAncestorChange(t *testing.T) {
 func TestLookupAndResolve(t *testing.T) {
 	v := obj(t, `{"a":[{"name":"x","v":1},{"name":"y","v":2}],"m":{"k":true}}`)
 	for p, want := range map[string]any{"a[1].v": 2.0, "a[name=x].v": 1.0, "m.k": true} {
-		got, ok := Lookup(v, MustParsePath(p))
+		got, ok := lookup(v, MustParsePath(p))
 		if !ok || got != want {
 			t.Errorf("Lookup(%s) = %v, %v; want %v", p, got, ok, want)
 		}
 	}
 	for _, p := range []string{"a[2]", "a[name=z]", "m.k.x", "a[*]", "m[0]"} {
-		if got, ok := Lookup(v, MustParsePath(p)); ok {
+		if got, ok := lookup(v, MustParsePath(p)); ok {
 			t.Errorf("Lookup(%s) = %v, want not found", p, got)
 		}
 	}

@@ -13,7 +13,7 @@ func nanValue() float64 { return math.NaN() }
 func TestValidate(t *testing.T) {
 	ok := []any{nil, true, "s", 1, int64(2), 3.5, json.Number("4"), map[string]any{"a": []any{1, "x", nil}}}
 	for _, v := range ok {
-		if err := Validate(v); err != nil {
+		if err := validDocument(v); err != nil {
 			t.Errorf("Validate(%v): %v", v, err)
 		}
 	}
@@ -29,7 +29,7 @@ func TestValidate(t *testing.T) {
 		{map[string]any{"j": json.Number("x1")}, "opbus: value at j: not a valid JSON number"},
 	}
 	for _, tt := range bad {
-		err := Validate(tt.v)
+		err := validDocument(tt.v)
 		var ve *ValueError
 		if !errors.As(err, &ve) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Validate(%#v) = %v, want %q", tt.v, err, tt.want)
@@ -74,7 +74,7 @@ func TestValidateDepth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Validate(tc.v)
+			err := validDocument(tc.v)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("got %v, want nil", err)

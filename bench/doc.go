@@ -33,7 +33,8 @@
 //	COUNT=1 BENCHTIME=1x bench/run  # a quick check that nothing rotted
 //
 // scripts/bench (make bench) at the repository root runs bench/run together with the
-// library's own benchmarks and writes BENCHMARKS.md from all of them.
+// library's own benchmarks and writes REPORT.md from all of them, and the headline
+// ratios of the repository's README.md.
 //
 // or a single family by hand:
 //

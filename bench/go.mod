@@ -8,7 +8,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/itchyny/gojq v0.12.20
 	github.com/looplab/fsm v1.0.3
-	github.com/opbus/opbus v0.0.0-00010101000000-000000000000
+	github.com/opbus/opbus v0.1.0
 	github.com/qmuntal/stateless v1.7.2
 	github.com/r3labs/diff/v3 v3.0.2
 	github.com/wI2L/jsondiff v0.7.1

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	lfsm "github.com/looplab/fsm"
-	"github.com/qmuntal/stateless"
 
 	"github.com/opbus/opbus"
 )
@@ -136,16 +135,4 @@ func BenchmarkTransition(b *testing.B) {
 	}
 	b.Run("impl=looplab", looplab(nil))
 	b.Run("impl=looplab/guarded", looplab(lfsm.Callbacks{"before_event": func(context.Context, *lfsm.Event) {}}))
-
-	b.Run("impl=stateless", func(b *testing.B) {
-		sm := stateless.NewStateMachine("a")
-		sm.Configure("a").Permit("go", "b")
-		sm.Configure("b").Permit("back", "a")
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			if err := sm.FireCtx(ctx, toggle[i&1]); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }

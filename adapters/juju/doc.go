@@ -68,10 +68,27 @@
 //
 // So a handler must subscribe to every field it reads, which is right in
 // any case: it runs again only when a field it subscribes to changes. Run
-// checks subscriptions before anything runs: a path outside the document
-// (cofig.kind), a hook field that does not exist, or an endpoint the charm
-// does not declare is an error, as is a Kind other than [ObjectUnit] and
+// checks subscriptions before anything runs, and fails the hook with an
+// error that names the handler, the path and the names it could have
+// meant: a path outside the document (cofig.kind), a field of hook, model,
+// action or a relation that does not exist (hook.evnt, relations.db[*].ap-data),
+// a path below a string or a bool (leader.x), an endpoint the charm does
+// not declare (relations.dbb: "did you mean relations.db?"), a config
+// option or an action parameter it does not declare (config.prot,
+// action.params.targt), and a Kind other than [ObjectUnit] and
 // [ObjectApplication].
+//
+// The charm's declarations are read from the charm directory: the
+// endpoints from metadata.yaml (or charmcraft.yaml), unless
+// [Options.Endpoints] lists them; the config options from config.yaml (or
+// the config.options of charmcraft.yaml; a charm with neither declares
+// none); the parameters of its actions, all actions together, from
+// actions.yaml (or the actions of charmcraft.yaml). The charm directory
+// is JUJU_CHARM_DIR, which Juju sets for every hook; without it, the
+// first of the working directory (Juju runs hooks in the charm
+// directory), the program's directory and its parent (a binary in bin/)
+// that holds metadata.yaml or charmcraft.yaml. When none does, endpoints,
+// config options and action parameters are not checked.
 //
 // # Hooks and actions
 //

@@ -181,11 +181,31 @@ type plan struct {
 
 func (p *plan) wants(field string) bool { return p.all || p.fields[field] }
 
+// declared is what the charm declares that handlers may name.
+type declared struct {
+	endpoints    []string // relation endpoints, sorted; nil when unknown
+	endpointsErr error    // why endpoints is nil
+	options      []string // config options, sorted; nil when unknown
+	params       []string // the parameters of all actions, sorted; nil when unknown
+}
+
+// fieldsOf lists the fields of the document's objects that have fixed
+// fields, by the path of the object: hook, model, action and each
+// relation in relations.<endpoint>.
+var fieldsOf = map[string][]string{
+	"hook":     hookFields,
+	"model":    {"name", "uuid"},
+	"action":   {"name", "params", "uuid"},
+	"relation": {"app", "app-data", "id", "units"},
+}
+
 // newPlan checks the subscriptions against the document and lists what to
-// read. known lists the charm's endpoints (nil when unknown: knownErr says
-// why), to read for a handler that subscribes to every endpoint and to
-// check the endpoints handlers name.
-func newPlan(subs []opbus.Subscription, known []string, knownErr error) (*plan, error) {
+// read. charm says what the charm declares: its endpoints, to read for a
+// handler that subscribes to every endpoint and to check the endpoints
+// handlers name, and its config options, to check the options handlers
+// name.
+func newPlan(subs []opbus.Subscription, charm declared) (*plan, error) {
+	known := charm.endpoints
 	p := &plan{fields: map[string]bool{}}
 	every := "" // a handler that needs every endpoint, for the error
 	eps := map[string]bool{}
@@ -193,7 +213,11 @@ func newPlan(subs []opbus.Subscription, known []string, knownErr error) (*plan, 
 	for _, s := range subs {
 		for _, k := range s.Kinds {
 			if k != ObjectUnit && k != ObjectApplication {
-				return nil, fmt.Errorf("juju: handler %q has kind %q: under Juju the bus sees only %q and %q documents, so it would never run", s.ID, k, ObjectUnit, ObjectApplication)
+				hint := ""
+				if strings.EqualFold(k, ObjectUnit) || strings.EqualFold(k, ObjectApplication) {
+					hint = fmt.Sprintf(" (did you mean %q?)", strings.ToLower(k))
+				}
+				return nil, fmt.Errorf("juju: handler %q has kind %q: under Juju the bus sees only %q and %q documents, so it would never run%s", s.ID, k, ObjectUnit, ObjectApplication, hint)
 			}
 		}
 		if slices.Contains(s.Kinds, ObjectApplication) {
@@ -215,20 +239,18 @@ func newPlan(subs []opbus.Subscription, known []string, knownErr error) (*plan, 
 			}
 			top := f[0].Key
 			if !slices.Contains(topFields, top) {
-				return nil, fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (its fields are %s)", s.ID, f, strings.Join(topFields, ", "))
+				return nil, fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (%sits fields are %s)", s.ID, f, didYouMean("", top, topFields), strings.Join(topFields, ", "))
 			}
 			p.fields[top] = true
+			if err := checkField(s.ID, f, charm); err != nil {
+				return nil, err
+			}
 			switch {
-			case top == "hook" && len(f) > 1 && f[1].Kind == opbus.SegKey && !slices.Contains(hookFields, f[1].Key):
-				return nil, fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (hook's fields are %s)", s.ID, f, strings.Join(hookFields, ", "))
 			case top != "relations":
 			case len(f) == 1 || f[1].Kind == opbus.SegAny:
 				every = s.ID
 				eps["*"] = true
 			case f[1].Kind == opbus.SegKey:
-				if known != nil && !slices.Contains(known, f[1].Key) {
-					return nil, fmt.Errorf("juju: handler %q subscribes to %s, but the charm has no endpoint %q (its endpoints are %s)", s.ID, f, f[1].Key, strings.Join(known, ", "))
-				}
 				eps[f[1].Key] = true
 			}
 		}
@@ -238,13 +260,68 @@ func newPlan(subs []opbus.Subscription, known []string, knownErr error) (*plan, 
 	}
 	if p.all || eps["*"] {
 		if known == nil {
-			return nil, fmt.Errorf("juju: handler %q reads every relation endpoint, but the charm's endpoints are unknown (%v); set Options.Endpoints", every, knownErr)
+			return nil, fmt.Errorf("juju: handler %q reads every relation endpoint, but the charm's endpoints are unknown (%v); set Options.Endpoints", every, charm.endpointsErr)
 		}
 		p.endpoints = slices.Clone(known)
 	} else {
 		p.endpoints = slices.Sorted(maps.Keys(eps))
 	}
 	return p, nil
+}
+
+// checkField refuses a field f of handler id, whose top-level field is in
+// the document, that the document cannot have: a field of hook, model,
+// action or a relation that is not one, a field below a string or a bool,
+// an endpoint, a config option or an action parameter the charm does not
+// declare.
+func checkField(id string, f opbus.Path, charm declared) error {
+	top := f[0].Key
+	below := func(i int, what string, names []string) error {
+		if len(f) <= i || f[i].Kind != opbus.SegKey || slices.Contains(names, f[i].Key) {
+			return nil
+		}
+		at := f[:i].String() + "."
+		return fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (%s%s's fields are %s)", id, f, didYouMean(at, f[i].Key, names), what, strings.Join(names, ", "))
+	}
+	switch top {
+	case "unit", "app", "leader":
+		if len(f) > 1 {
+			return fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (%s is a %s: nothing is below it)", id, f, top, map[string]string{"unit": "string", "app": "string", "leader": "bool"}[top])
+		}
+	case "hook", "model":
+		return below(1, top, fieldsOf[top])
+	case "action":
+		if err := below(1, top, fieldsOf[top]); err != nil {
+			return err
+		}
+		if len(f) < 3 || f[1] != opbus.MapKey("params") || f[2].Kind != opbus.SegKey || charm.params == nil || slices.Contains(charm.params, f[2].Key) {
+			return nil
+		}
+		if len(charm.params) == 0 {
+			return fmt.Errorf("juju: handler %q subscribes to %s, but no action of the charm has parameters", id, f)
+		}
+		return fmt.Errorf("juju: handler %q subscribes to %s, but no action of the charm has a parameter %q (%sits actions' parameters are %s)", id, f, f[2].Key, didYouMean("action.params.", f[2].Key, charm.params), strings.Join(charm.params, ", "))
+	case "config":
+		if len(f) < 2 || f[1].Kind != opbus.SegKey || charm.options == nil || slices.Contains(charm.options, f[1].Key) {
+			return nil
+		}
+		if len(charm.options) == 0 {
+			return fmt.Errorf("juju: handler %q subscribes to %s, but the charm declares no config options", id, f)
+		}
+		return fmt.Errorf("juju: handler %q subscribes to %s, but the charm has no config option %q (%sits options are %s)", id, f, f[1].Key, didYouMean("config.", f[1].Key, charm.options), strings.Join(charm.options, ", "))
+	case "relations":
+		if len(f) < 2 || f[1].Kind != opbus.SegKey {
+			return nil
+		}
+		if known := charm.endpoints; known != nil && !slices.Contains(known, f[1].Key) {
+			return fmt.Errorf("juju: handler %q subscribes to %s, but the charm has no endpoint %q (%sits endpoints are %s)", id, f, f[1].Key, didYouMean("relations.", f[1].Key, known), strings.Join(known, ", "))
+		}
+		if len(f) > 2 && f[2].Kind == opbus.SegKey {
+			return fmt.Errorf("juju: handler %q subscribes to %s, which is not in the document (%s is a list of relations: address them with [*], [id=3] or [app=pg])", id, f, f[:2])
+		}
+		return below(3, "a relation", fieldsOf["relation"])
+	}
+	return nil
 }
 
 // reader builds the document of one dispatch.

@@ -29,8 +29,10 @@ type Options struct {
 	StateKey string
 	// Endpoints lists the charm's relation endpoints. Nil means those in
 	// metadata.yaml or charmcraft.yaml in the charm directory
-	// ([ReadEndpoints]). They are read when a handler subscribes to every
-	// endpoint, and checked against the endpoints handlers name.
+	// ([ReadEndpoints]; see "What is read" in the package documentation
+	// for where the charm directory is found). They are read when a
+	// handler subscribes to every endpoint, and checked against the
+	// endpoints handlers name.
 	Endpoints []string
 	// Bus configures the bus. Run sets its Store (the unit's state) and
 	// Logger (juju-log).
@@ -132,7 +134,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		bo.Due = dueAt(env.Kind) // timer.go
 	}
 	bo.Logger = slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: busLevel}))
-	if err := r.setup(setup, &bo, opts.Endpoints); err != nil {
+	if err := r.setup(setup, &bo, opts.Endpoints, program); err != nil {
 		r.log.ErrorContext(ctx, "juju: the charm's handlers cannot run", "hook", env.Name, "err", err)
 		return err
 	}
@@ -144,7 +146,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 }
 
 // setup makes the bus, registers the handlers and plans what to read.
-func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints []string) error {
+func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints []string, program string) error {
 	var err error
 	if r.bus, err = opbus.New(bo); err != nil {
 		return fmt.Errorf("juju: %w", err)
@@ -152,15 +154,24 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints [
 	if err := setup(r.bus); err != nil {
 		return fmt.Errorf("juju: setting up the handlers: %w", err)
 	}
-	known, knownErr := endpoints, error(nil)
+	charm := declared{endpoints: endpoints}
+	dir := findCharmDir(r.env, program)
 	switch {
-	case known != nil:
-	case r.env.CharmDir == "":
-		knownErr = errors.New("JUJU_CHARM_DIR is not set")
-	default:
-		known, knownErr = ReadEndpoints(r.env.CharmDir)
+	case dir == "":
+		charm.endpointsErr = errors.New("JUJU_CHARM_DIR is not set, and neither the working directory nor the program's holds metadata.yaml or charmcraft.yaml")
+	case endpoints == nil:
+		charm.endpoints, charm.endpointsErr = ReadEndpoints(dir)
 	}
-	r.plan, err = newPlan(r.bus.Subscriptions(), known, knownErr)
+	if dir != "" {
+		var err error
+		if charm.options, err = readConfigOptions(dir); err != nil {
+			r.log.Debug("juju: the charm's config options are not known: config fields are not checked", "err", err)
+		}
+		if charm.params, err = readActionParams(dir); err != nil {
+			r.log.Debug("juju: the charm's action parameters are not known: action.params fields are not checked", "err", err)
+		}
+	}
+	r.plan, err = newPlan(r.bus.Subscriptions(), charm)
 	return err
 }
 

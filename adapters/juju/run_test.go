@@ -195,6 +195,17 @@ func TestReadsOnlyWhatHandlersSubscribeTo(t *testing.T) {
 
 func TestRegistrationErrors(t *testing.T) {
 	noEndpoints := func(c *jujutest.Harness) { c.Options = nil }
+	noConfig := t.TempDir() // a charm that declares no config options
+	if err := os.WriteFile(filepath.Join(noConfig, "metadata.yaml"), []byte("name: web\nrequires:\n  db:\n    interface: pgsql\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inNoConfig := func(c *jujutest.Harness) { c.Options, c.CharmDir = nil, noConfig }
+	withActions := t.TempDir() // a charm with actions
+	if err := errors.Join(os.WriteFile(filepath.Join(withActions, "metadata.yaml"), []byte("name: web\n"), 0o644),
+		os.WriteFile(filepath.Join(withActions, "actions.yaml"), []byte("backup:\n  params:\n    target:\n      type: string\n"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	inWithActions := func(c *jujutest.Harness) { c.Options, c.CharmDir = nil, withActions }
 	tests := []struct {
 		name  string
 		hs    []handler
@@ -204,7 +215,31 @@ func TestRegistrationErrors(t *testing.T) {
 		{"misspelt top field", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"cofig.kind"}}}}, nil,
 			`handler "h" subscribes to cofig.kind, which is not in the document`},
 		{"misspelt hook field", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"hook.evnt"}}}}, nil,
-			`hook.evnt, which is not in the document (hook's fields are`},
+			`hook.evnt, which is not in the document (did you mean hook.event? hook's fields are check, departing-unit,`},
+		{"misspelt top field, near", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"relatons.db"}}}}, nil,
+			`subscribes to relatons.db, which is not in the document (did you mean relations? its fields are action, app,`},
+		{"misspelt model field", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"model.nmae"}}}}, nil,
+			`subscribes to model.nmae, which is not in the document (did you mean model.name? model's fields are name, uuid)`},
+		{"misspelt action field", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"action.parms.x"}}}}, nil,
+			`subscribes to action.parms.x, which is not in the document (did you mean action.params? action's fields are name, params, uuid)`},
+		{"below a scalar", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"leader.x"}}}}, nil,
+			`subscribes to leader.x, which is not in the document (leader is a bool: nothing is below it)`},
+		{"a relation list by key", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"relations.db.app"}}}}, nil,
+			`subscribes to relations.db.app, which is not in the document (relations.db is a list of relations: address them with [*], [id=3] or [app=pg])`},
+		{"misspelt relation field", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"relations.db[*].ap-data"}}}}, nil,
+			`subscribes to relations.db[*].ap-data, which is not in the document (did you mean relations.db[*].app-data? a relation's fields are app, app-data, id, units)`},
+		{"misspelt endpoint", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"relations.peer"}}}}, nil,
+			`the charm has no endpoint "peer" (did you mean relations.peers? its endpoints are db, peers, web)`},
+		{"config of a charm without config", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"config.port"}}}}, inNoConfig,
+			`juju: handler "h" subscribes to config.port, but the charm declares no config options`},
+		{"endpoint read from metadata.yaml", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"relations.dbs"}}}}, inNoConfig,
+			`the charm has no endpoint "dbs" (did you mean relations.db? its endpoints are db)`},
+		{"misspelt action parameter", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"action.params.targt"}}}}, inWithActions,
+			`juju: handler "h" subscribes to action.params.targt, but no action of the charm has a parameter "targt" (did you mean action.params.target? its actions' parameters are target)`},
+		{"action parameter of a charm without actions", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"action.params.target"}}}}, inNoConfig,
+			`juju: handler "h" subscribes to action.params.target, but no action of the charm has parameters`},
+		{"kind in another case", []handler{{"h", returns(opbus.Status{}), opbus.On{Kinds: []string{"Unit"}}}}, nil,
+			`so it would never run (did you mean "unit"?)`},
 		{"unknown endpoint", []handler{{"h", returns(opbus.Status{}), opbus.On{Fields: []string{"relations.istio-pliot"}}}}, nil,
 			`the charm has no endpoint "istio-pliot" (its endpoints are db, peers, web)`},
 		{"every endpoint, none known", []handler{{"h", returns(opbus.Status{}), opbus.On{}}}, noEndpoints,

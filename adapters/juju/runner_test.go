@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/opbus/opbus"
 )
 
 // The test binary doubles as the helper tools below when it is started
@@ -47,6 +49,14 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "opbus-linger":
 		time.Sleep(3 * time.Second)
+		os.Exit(0)
+	case "opbus-charm":
+		// A charm whose one handler subscribes to the fields listed in
+		// OPBUS_TEST_FIELDS, separated by spaces.
+		fields := strings.Fields(os.Getenv("OPBUS_TEST_FIELDS"))
+		Main(func(b *opbus.Bus) error {
+			return b.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Active(""), nil }, opbus.On{Fields: fields})
+		}, nil)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

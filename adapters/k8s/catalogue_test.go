@@ -51,12 +51,19 @@ func fakeServer() *fakediscovery.FakeDiscovery {
 // handlers register adds, and returns what Run returns. Every bad input
 // here is refused before Run contacts anything else.
 func runWith(t *testing.T, resources []Resource, register func(b *opbus.Bus) error) error {
+	return runWithBus(t, resources, nil, register)
+}
+
+// runWithBus is runWith with options for the bus. The server publishes
+// the schema of widgets.example.com (testdata/openapi-widgets.json) and no
+// other.
+func runWithBus(t *testing.T, resources []Resource, bopts *opbus.Options, register func(b *opbus.Bus) error) error {
 	src, err := New(&Options{Config: &rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, Resources: resources})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.disc = fakeServer()
-	bus, err := opbus.New(src.BusOptions(nil))
+	src.disc, src.openapi = fakeServer(), fakeSchemas(t, nil)
+	bus, err := opbus.New(src.BusOptions(bopts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +186,34 @@ func badInputs() []badInput {
 				return b.Handle("finalizers", noop, opbus.On{Fields: []string{"metadata.finalizers"}})
 			})
 		}, `k8s: handler "finalizers" subscribes to metadata.finalizers, which the adapter writes itself and the bus therefore ignores: it would never fire`},
+		{"k8s run", `On{Fields: ["spec.verison"]} on Widgets`, func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
+				return b.Handle("version", noop, opbus.On{Fields: []string{"spec.verison"}})
+			})
+		}, `k8s: handler "version" subscribes to spec.verison, which no object can have: Widget.example.com (by the API server's schema of widgets in example.com/v1): ` +
+			`spec has no field "verison": did you mean spec.version? known: version, extra, members, port, raw, size, … (10 in all)`},
+		{"k8s run", `On{Fields: ["spec.members[nmae=a]"]} on Widgets`, func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
+				return b.Handle("members", noop, opbus.On{Fields: []string{"spec.members[nmae=a]"}})
+			})
+		}, `k8s: handler "members" subscribes to spec.members[nmae=a], which no object can have: Widget.example.com (by the API server's schema of widgets in example.com/v1): ` +
+			`the elements of spec.members have no field "nmae" to match: did you mean name? known: name, role`},
+		{"k8s run", `On{Fields: ["spec.size.value"]} on Widgets`, func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
+				return b.Handle("size", noop, opbus.On{Fields: []string{"spec.size.value"}})
+			})
+		}, `k8s: handler "size" subscribes to spec.size.value, which no object can have: Widget.example.com (by the API server's schema of widgets in example.com/v1): ` +
+			`spec.size is an integer: nothing is below it`},
+		{"k8s run", `opbus.Options{Ignore: ["status.phse"]} on Widgets`, func(t *testing.T) error {
+			return runWithBus(t, []Resource{{GVR: widgets}}, &opbus.Options{Ignore: []string{"status.phse"}}, nil)
+		}, `k8s: ignored path status.phse (opbus.Options.Ignore) can never match, as a field it names no object can have: Widget.example.com (by the API server's schema of widgets in example.com/v1): ` +
+			`status has no field "phse": did you mean status.phase? known: phase, conditions`},
+		{"k8s run", `On{Kinds: ["Widget"]} on Widgets`, func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
+				return b.Handle("widgets", noop, opbus.On{Kinds: []string{"Widget"}})
+			})
+		}, `k8s: handler "widgets" lists kind "Widget", which no watched resource holds, so it would never run: did you mean "Widget.example.com"? ` +
+			`(kinds watched: Widget.example.com; a kind outside the core group is qualified with its group, as KindOf writes it)`},
 		{"k8s run", "Run(ctx, nil)", func(t *testing.T) error {
 			src, err := New(&Options{Config: cfg, Resources: []Resource{{GVR: pods}}})
 			if err != nil {

@@ -44,6 +44,37 @@
 // different groups never share keys, records or handlers. Use the same
 // strings in [opbus.On].Kinds.
 //
+// # Checked at startup
+//
+// Before it watches anything, [Source.Run] checks what the handlers
+// subscribe to against what the API server serves, and returns an error
+// naming the handler, the input and what was meant:
+//
+//   - a kind in [opbus.On].Kinds that no [Resource] holds, such as "Backup"
+//     where the Source watches Backup.demo.example.com;
+//   - a field path, in a handler's Fields or in [opbus.Options].Ignore
+//     given to [Source.BusOptions], that no object of the handler's kinds
+//     can have by the OpenAPI v3 schema the API server publishes for the
+//     resource (/openapi/v3/apis/<group>/<version>, for built-in kinds and
+//     for custom resources alike): a misspelt field (spec.verison: "did
+//     you mean spec.version?"), a [field=value] match on a field the list's
+//     elements lack, a key on a list or anything below a string or a
+//     number.
+//
+// The check follows the schema's references and its allOf, oneOf and
+// anyOf, and accepts any key of a map (metadata.labels, additionalProperties),
+// any element of a list, anything below x-kubernetes-preserve-unknown-fields
+// or below an object whose schema names no field, and an embedded
+// resource's apiVersion, kind and metadata. A path that one kind of a
+// handler without Kinds can have is accepted. The schemas are read once per
+// group version at each Run; when one cannot be read (the server publishes
+// none, RBAC forbids /openapi/v3, a custom resource's schema is not
+// published yet, just after its CRD was created), the fields of its kind
+// are not checked, and Run logs which at Info, once, and starts. Every
+// authenticated user may read /openapi/v3 by default (the system:discovery
+// role). A handler that lists no fields reads the whole object and needs
+// no schema: without fields to check, Run reads none.
+//
 // # Incarnations
 //
 // Two objects that have the same name one after the other, such as the

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -30,15 +31,16 @@ import (
 // Create it with [New], build the bus with [Source.BusOptions], register
 // handlers, then call [Source.Run]. A Source runs once.
 type Source struct {
-	opts   Options
-	name   string
-	log    *slog.Logger
-	dyn    dynamic.Interface
-	disc   discovery.DiscoveryInterface
-	events corev1client.EventsGetter
-	leases coordinationv1client.LeasesGetter
-	store  *store
-	sink   *sink
+	opts    Options
+	name    string
+	log     *slog.Logger
+	dyn     dynamic.Interface
+	disc    discovery.DiscoveryInterface
+	openapi openapi.ClientWithContext
+	events  corev1client.EventsGetter
+	leases  coordinationv1client.LeasesGetter
+	store   *store
+	sink    *sink
 
 	refusals refusals
 	eventLog eventLog
@@ -46,6 +48,8 @@ type Source struct {
 	mu    sync.Mutex
 	ran   bool
 	kinds map[string]*resource // by key kind; set once by Run
+
+	ignored []string // the bus's Ignore, as BusOptions saw it
 
 	names *names          // what it writes, after its name
 	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
@@ -86,9 +90,11 @@ func New(opts *Options) (*Source, error) {
 	if s.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
-	if s.disc, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
+	s.disc, s.openapi = disc, openapi.NewClientWithContext(disc.RESTClient())
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
@@ -130,6 +136,7 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	maps.Copy(keys, out.ListKeys)
 	out.ListKeys = keys
 	ignore := slices.Clone(out.Ignore)
+	user := slices.Clone(out.Ignore)
 	for _, p := range Ignore {
 		if !slices.Contains(ignore, p) {
 			ignore = append(ignore, p)
@@ -140,6 +147,9 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 		out.Logger = s.opts.Logger
 	}
 	out.Incarnation = Incarnation
+	s.mu.Lock()
+	s.ignored = user
+	s.mu.Unlock()
 	return out
 }
 
@@ -151,9 +161,11 @@ func Incarnation(obj map[string]any) string { return uid(obj) }
 
 // Run watches the resources and runs bus until ctx ends, then returns
 // after the bus has drained (see [opbus.Bus.Run]). Before the bus starts,
-// Run asks the API server about each resource, and declares to the bus the
-// paths it writes that depend on the handlers registered (the conditions
-// of their slots, the finalizers); handlers must be registered before.
+// Run asks the API server about each resource, checks the handlers' kinds
+// and fields against what it serves (see "Checked at startup" in the
+// package documentation), and declares to the bus the paths it writes that
+// depend on the handlers registered (the conditions of their slots, the
+// finalizers); handlers must be registered before.
 //
 // With [Options].LeaderElection, Run watches and dispatches only while it
 // holds the Lease. When ctx ends it stops, then releases the Lease, so
@@ -201,6 +213,13 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 		}
 		kinds[r.keyKind] = r
 		rs = append(rs, r)
+	}
+	subs := bus.Subscriptions()
+	if err := checkKinds(subs, rs); err != nil {
+		return err
+	}
+	if err := s.checkFields(ctx, subs, rs); err != nil {
+		return err
 	}
 	if err := s.declare(bus, rs); err != nil {
 		return err

@@ -2,6 +2,7 @@ package catalogue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -48,6 +49,22 @@ func busWith(t *testing.T) *opbus.Bus {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// jujuSetup runs the install hook of a charm whose metadata.yaml declares
+// the endpoints istio-pilot and peers, and config.yaml the options kind
+// and port, with one handler subscribed to field.
+func jujuSetup(t *testing.T, field string) error {
+	dir := t.TempDir()
+	meta := "name: gateway\nrequires:\n  istio-pilot:\n    interface: k8s-service\npeers:\n  peers:\n    interface: gateway-peers\n"
+	config := "options:\n  kind:\n    type: string\n  port:\n    type: int\n"
+	if err := errors.Join(os.WriteFile(filepath.Join(dir, "metadata.yaml"), []byte(meta), 0o644),
+		os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(config), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	c := &jujutest.Harness{CharmDir: dir, Setup: func(b *opbus.Bus) error { return b.Handle("h", handler, opbus.On{Fields: []string{field}}) }}
+	_, err := c.Run(context.Background(), "install", &jujutest.Model{Unit: "gateway/0"})
+	return err
 }
 
 func entries(t *testing.T) []entry {
@@ -97,10 +114,9 @@ func entries(t *testing.T) []entry {
 		{"object", "an object without a name", func() error {
 			return busWith(t).Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default"}, map[string]any{})
 		}, `opbus: object key kind="Pod" namespace="default" name="": an object needs a kind and a name`},
-		{"value", `{"x": NaN}`, func() error { return opbus.Validate(map[string]any{"x": math.NaN()}) },
-			"opbus: value at x: not a finite number: JSON has no NaN or infinity"},
-		{"value", `{"ch": make(chan int)}`, func() error { return opbus.Validate(map[string]any{"ch": make(chan int)}) },
-			"opbus: value at ch: unsupported type chan int: expected map[string]any, []any, string, bool, nil or a number"},
+		{"value", `{"x": NaN}`, func() error {
+			return busWith(t).Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{"x": math.NaN()})
+		}, "opbus: state of Pod default/web: value at x: not a finite number: JSON has no NaN or infinity"},
 		{"path", "$.spec.version", func() error { _, err := opbus.ParsePath("$.spec.version"); return err },
 			`opbus: field path $.spec.version: at offset 0: looks like JSONPath: opbus paths have no '$' or '$.' (write status.phase, spec.containers[name=app].image)`},
 		{"path", "/spec/version", func() error { _, err := opbus.ParsePath("/spec/version"); return err },
@@ -218,6 +234,20 @@ func entries(t *testing.T) []entry {
 			_, err := c.Run(ctx, "install", &jujutest.Model{Unit: "web/0"})
 			return err
 		}, `juju: install: storing the records: the records in state key "opbus" take 71801 bytes, more than Juju's limit of 65536 bytes for a state value: keep what handlers persist small`},
+		{"juju handler", `On{Fields: ["relations.istio-pliot"]}`, func() error {
+			return jujuSetup(t, "relations.istio-pliot")
+		}, `juju: handler "h" subscribes to relations.istio-pliot, but the charm has no endpoint "istio-pliot" (did you mean relations.istio-pilot? its endpoints are istio-pilot, peers)`},
+		{"juju handler", `On{Fields: ["config.knd"]}`, func() error {
+			return jujuSetup(t, "config.knd")
+		}, `juju: handler "h" subscribes to config.knd, but the charm has no config option "knd" (did you mean config.kind? its options are kind, port)`},
+		{"juju handler", `On{Fields: ["hook.evnt"]}`, func() error {
+			return jujuSetup(t, "hook.evnt")
+		}, `juju: handler "h" subscribes to hook.evnt, which is not in the document (did you mean hook.event? hook's fields are check, departing-unit, endpoint, event, kind, name, notice-id, notice-key, notice-type, relation-id, remote-app, remote-unit, secret-id, secret-label, secret-revision, storage-id, storage-location, workload)`},
+		{"juju handler", `On{Kinds: ["Unit"]}`, func() error {
+			c := &jujutest.Harness{Setup: func(b *opbus.Bus) error { return b.Handle("h", handler, opbus.On{Kinds: []string{"Unit"}}) }}
+			_, err := c.Run(ctx, "install", &jujutest.Model{Unit: "web/0"})
+			return err
+		}, `juju: handler "h" has kind "Unit": under Juju the bus sees only "unit" and "application" documents, so it would never run (did you mean "unit"?)`},
 		{"juju environment", "a hook with no JUJU_UNIT_NAME", func() error {
 			_, err := juju.ParseEnv(env(map[string]string{"JUJU_DISPATCH_PATH": "hooks/install"}), "dispatch")
 			return err

@@ -22,9 +22,12 @@ type Harness struct {
 	// Setup registers the charm's handlers, as given to [juju.Run].
 	Setup func(*opbus.Bus) error
 	// CharmDir is the charm directory (JUJU_CHARM_DIR): the charm's
-	// endpoints are read from its metadata.yaml, and the charm may write
-	// files there. Empty means none; set Options.Endpoints then if a
-	// handler subscribes to every endpoint.
+	// endpoints and config options are read from its metadata.yaml and
+	// config.yaml (or charmcraft.yaml), and the charm may write files
+	// there. Empty leaves JUJU_CHARM_DIR unset: juju.Run then looks for
+	// the charm's metadata in the working directory, which is the
+	// package's directory in a test; set Options.Endpoints if a handler
+	// subscribes to every endpoint and the metadata is not there.
 	CharmDir string
 	// ModelName and ModelUUID are JUJU_MODEL_NAME and JUJU_MODEL_UUID;
 	// empty means "test" and a fixed UUID.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -149,20 +147,4 @@ func overall(statements []string) string {
 		return "met"
 	}
 	return ""
-}
-
-// include writes a Markdown document inside this one, its headings demoted by levels
-// (outside code blocks).
-func include(w io.Writer, text string, levels int) {
-	fence := false
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fence = !fence
-		}
-		if !fence && strings.HasPrefix(line, "#") {
-			line = strings.Repeat("#", levels) + line
-		}
-		fmt.Fprintln(w, line)
-	}
-	fmt.Fprintln(w)
 }

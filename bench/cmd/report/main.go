@@ -12,15 +12,18 @@
 //	go run ./cmd/report -doc -raw results/raw.txt -lib results/lib.txt \
 //		-machine results/machine.txt -commands results/commands.txt \
 //		-charm ../examples/charm/BENCHMARKS.md -k8s ../adapters/k8s/BENCHMARKS.md \
-//		-profiles results/profiles -out ../BENCHMARKS.md
+//		-profiles results/profiles -out REPORT.md
 //
-// writes the whole of BENCHMARKS.md (scripts/bench does this): the machine and the
-// commands, the targets of the issues with this run's figures and a verdict each, the
-// CPU profile of each missed target, the tables of the bench module and of the
-// library's own benchmarks (-lib: the root package and fsm/), and the adapters'
-// documents, which their own benchmarks write. With -missed instead of -doc it prints
-// the profiles to take for the missed targets, one per line: id, module directory,
-// package and -bench regexp, separated by tabs.
+// writes the whole of bench/REPORT.md (scripts/bench does this): the machine and the
+// commands, the library's performance targets, each named by what it measures, with
+// this run's figures and a verdict each, the CPU profile of each missed target, the
+// tables of the bench module and of the library's own benchmarks (-lib: the root
+// package and fsm/), and links to the adapters' documents, which their own benchmarks
+// write (their figures on the targets are read from them). With -missed instead of
+// -doc it prints the profiles to take for the missed targets, one per line: id, module
+// directory, package and -bench regexp, separated by tabs. With -headline it prints
+// the table of headline ratios that README.md shows, after a line naming the run
+// (-machine); with -readme as well it writes them between the markers of that file.
 //
 // The raw files are `go test -bench` output in the Go benchmark format; configuration
 // lines before it (command, go-version, cpu-model, cores, date, load-average) are shown
@@ -42,7 +45,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.raw, "raw", "results/raw.txt", "the bench module's benchmark output")
 	flag.StringVar(&o.out, "out", "results/report.md", "Markdown file to write (- for stdout)")
-	flag.BoolVar(&o.doc, "doc", false, "write the whole BENCHMARKS.md, not only the bench module's section")
+	flag.BoolVar(&o.doc, "doc", false, "write the whole REPORT.md, not only the bench module's section")
 	flag.BoolVar(&o.missed, "missed", false, "print the profiles to take for missed targets, and nothing else")
 	flag.StringVar(&o.lib, "lib", "", "the library's own benchmark output (root package and fsm/)")
 	flag.StringVar(&o.machine, "machine", "", `"key: value" lines describing the machine and the run`)
@@ -50,6 +53,8 @@ func main() {
 	flag.StringVar(&o.charm, "charm", "", "examples/charm/BENCHMARKS.md")
 	flag.StringVar(&o.k8s, "k8s", "", "adapters/k8s/BENCHMARKS.md, if it exists")
 	flag.StringVar(&o.profiles, "profiles", "", "directory of the missed targets' profiles (<id>.txt)")
+	flag.BoolVar(&o.headline, "headline", false, "print the headline ratios of -raw and -lib as a Markdown table, or with -readme write them into that file")
+	flag.StringVar(&o.readme, "readme", "", "with -headline: the Markdown file whose headline table to replace (../README.md)")
 	flag.Parse()
 	if err := generate(o); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
@@ -58,8 +63,8 @@ func main() {
 }
 
 type options struct {
-	raw, out, lib, machine, commands, charm, k8s, profiles string
-	doc, missed                                            bool
+	raw, out, lib, machine, commands, charm, k8s, profiles, readme string
+	doc, missed, headline                                          bool
 }
 
 func generate(o options) error {
@@ -69,6 +74,23 @@ func generate(o options) error {
 	}
 	var buf bytes.Buffer
 	switch {
+	case o.headline:
+		lib, err := parseFile(o.lib)
+		if err != nil {
+			return err
+		}
+		var machine map[string]string
+		if o.machine != "" {
+			if machine, err = readConfig(o.machine); err != nil {
+				return err
+			}
+		}
+		if o.readme != "" {
+			return writeHeadlines(o.readme, machine, headlines(lib, peers))
+		}
+		renderRun(os.Stdout, machine)
+		renderHeadlines(os.Stdout, headlines(lib, peers))
+		return nil
 	case o.doc || o.missed:
 		in := docInput{peers: peers, profiles: o.profiles}
 		if o.lib != "" {
@@ -163,7 +185,7 @@ func orUnknown(s string) string {
 	return s
 }
 
-// docInput is everything BENCHMARKS.md is made of.
+// docInput is everything REPORT.md is made of.
 type docInput struct {
 	peers, lib *run
 	ext        *external
@@ -188,7 +210,7 @@ func renderDoc(w io.Writer, in docInput) {
 	}
 
 	p("# Benchmarks\n\n")
-	p("Written by `scripts/bench` (`make bench`), which runs every benchmark of the library and of `bench/` (opbus against its peers, side by side in one run) and includes the adapters' own figures. ")
+	p("Written by `scripts/bench` (`make bench`), which runs every benchmark of the library and of `bench/` (opbus against its peers, side by side in one run). ")
 	p("Rerun it rather than editing this file.\n\n")
 
 	p("## Machine and commands\n\n")
@@ -199,7 +221,7 @@ func renderDoc(w io.Writer, in docInput) {
 	if c := m["count"]; c != "" {
 		p("- `-count %s`, `-benchtime %s`.", c, orUnknown(m["benchtime"]))
 		if n := atoiOr(c, 0); n < 6 {
-			p(" **Fewer runs than the 6 issue 7 asks for**%s: the confidence intervals are wider than they would be.", reasonSuffix(m["count-reason"]))
+			p(" **Fewer runs than the 6 the targets are judged on**%s: the confidence intervals are wider than they would be.", reasonSuffix(m["count-reason"]))
 		}
 		if strings.HasSuffix(m["benchtime"], "x") {
 			p(" **A quick run** (a fixed number of iterations per benchmark): it shows that everything runs, but timer resolution, warm-up and setup dominate, so its figures and verdicts mean nothing.")
@@ -212,34 +234,39 @@ func renderDoc(w io.Writer, in docInput) {
 	}
 	p("%s\n\n", ratiosExplained)
 
+	if in.lib != nil {
+		p("## Headline ratios\n\n")
+		p("opbus's time over the other's, in this run (below 1: opbus is faster). README.md shows the same table.\n\n")
+		renderHeadlines(w, headlines(in.lib, in.peers))
+		p("\n")
+	}
+
 	p("## Targets\n\n")
-	p("Each performance target of issues 2 to 7, with this run's figure and a plain verdict (met when the median meets it). ")
+	p("Each performance target of the library, named by what it measures, with this run's figure and a plain verdict (met when the median meets it). ")
 	p("Where a target is missed, the CPU profile of the benchmark that misses it follows the table (`go test -cpuprofile`, then `go tool pprof -top`; the profile covers the benchmark's setup too).\n\n")
 	renderTargets(w, targets(in.lib, in.peers, in.ext), in.profiles)
 
 	p("## opbus and its peers (`bench/`)\n\n")
-	p("Fixtures: `testdata/fixtures`, written by `go run ./internal/fixturegen`. Raw output: `bench/results/raw.txt`; benchstat's view: `bench/results/benchstat.txt`.\n\n")
+	p("Fixtures: `testdata/fixtures` at the repository root, written by `go run ./internal/fixturegen`. Raw output: [results/raw.txt](results/raw.txt); benchstat's view: [results/benchstat.txt](results/benchstat.txt).\n\n")
 	renderBench(w, in.peers, "###")
 
 	if in.lib != nil {
 		p("## The library's own benchmarks (root module and `fsm/`)\n\n")
-		p("Raw output: `bench/results/lib.txt`; benchstat's view: `bench/results/lib-benchstat.txt`.\n\n")
+		p("Raw output: [results/lib.txt](results/lib.txt); benchstat's view: [results/lib-benchstat.txt](results/lib-benchstat.txt).\n\n")
 		renderLib(w, in.lib, "###")
 	}
 
-	p("## Juju hooks (`examples/charm/BENCHMARKS.md`)\n\n")
-	if in.ext.charm == "" {
-		p("`examples/charm/BENCHMARKS.md` does not exist.\n\n")
-	} else {
-		p("Measured by the commands it names, not by `scripts/bench` (hook processes against the fake hook tools); included as it stands.\n\n")
-		include(w, in.ext.charm, 2)
-	}
-	p("## Kubernetes (`adapters/k8s/BENCHMARKS.md`)\n\n")
-	if in.ext.k8s == "" {
-		p("Not measured yet: `adapters/k8s/BENCHMARKS.md` does not exist. Its benchmarks run against a real API server and write that file; `scripts/bench` includes it once it exists.\n")
-	} else {
-		p("Measured against a real API server by the commands it names, not by `scripts/bench`; included as it stands.\n\n")
-		include(w, in.ext.k8s, 2)
+	p("## The adapters\n\n")
+	p("Their benchmarks need hook processes or a real API server, so they are run by the commands their documents name, not by `scripts/bench`; the targets above read their figures from them.\n\n")
+	for _, d := range []struct{ what, file, text string }{
+		{"Juju hooks: the cost of a hook against the fake hook tools", "examples/charm/BENCHMARKS.md", in.ext.charm},
+		{"Kubernetes: watch latency and memory per object against a real API server", "adapters/k8s/BENCHMARKS.md", in.ext.k8s},
+	} {
+		if d.text == "" {
+			p("- %s: not measured yet (`%s` does not exist).\n", d.what, d.file)
+		} else {
+			p("- %s: [%s](../%s).\n", d.what, d.file, d.file)
+		}
 	}
 }
 

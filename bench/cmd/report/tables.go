@@ -123,9 +123,9 @@ func info(peers []bench.Peer, name string) bench.Peer {
 	return bench.Peer{Name: name}
 }
 
-// renderCompareTargets states plainly whether Compare meets the targets of issues 2 and
-// 7 on each fixture: faster than every peer that produces a full diff, within 2× of the
-// floor, no allocation on equal inputs.
+// renderCompareTargets states plainly whether Compare meets its targets (diff vs peers,
+// diff vs equality walk, diff allocations) on each fixture: faster than every peer that
+// produces a full diff, within 2× of the floor, no allocation on equal inputs.
 func renderCompareTargets(w io.Writer, fam *family) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("**Targets for `opbus.Compare`** (from decoded objects):\n\n")

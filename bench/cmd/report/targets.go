@@ -8,13 +8,12 @@ import (
 	"strings"
 )
 
-// A target is one performance target of the issues, with what this run measured.
+// A target is one performance target of the library, with what this run measured.
 type target struct {
-	issue   int
-	what    string // the target, as the issue states it
+	name    string // what it measures, in a few words: "dispatch throughput"
+	what    string // the target itself
 	figure  string // what was measured
 	verdict string // "met", "missed", "not measured", or "–" for figures given for orientation
-	quoted  bool   // the figure quotes another document at length
 	profile *profile
 }
 
@@ -39,117 +38,124 @@ func verdict(ok bool) string {
 	return "missed"
 }
 
-// targets lists the targets of issues 2 to 7 with this run's figures: lib is the
+// Names of the targets: each says what its benchmarks measure.
+const (
+	nameDiffFloor    = "diff vs equality walk"
+	nameDiffAllocs   = "diff allocations"
+	nameDiffPeers    = "diff vs peers"
+	nameDispatchCost = "dispatch overhead"
+	nameBookkeeping  = "bookkeeping per key"
+	nameFSM          = "fsm transition"
+	nameK8s          = "Kubernetes watch latency and memory"
+	nameHook         = "Juju hook overhead"
+	nameThroughput   = "dispatch throughput"
+)
+
+// targets lists the library's performance targets with this run's figures: lib is the
 // library's own benchmarks (root and fsm), peers the bench module's, ext the documents
 // of the adapters.
 func targets(lib, peers *run, ext *external) []target {
 	var ts []target
 	add := func(t target) { ts = append(ts, t) }
-	notRun := func(issue int, what, bench string) {
-		add(target{issue: issue, what: what, figure: bench + " was not run", verdict: "not measured"})
+	notRun := func(name, what, bench string) {
+		add(target{name: name, what: what, figure: bench + " was not run", verdict: "not measured"})
 	}
 
-	// Issue 2: Compare against the equality walk, and its allocations.
+	// Compare against the equality walk, and its allocations.
 	for _, fx := range []string{"pod", "big"} {
 		what := fmt.Sprintf("`Compare` within 2× of the equality-walk floor on %s", fx)
 		t, ok1 := lib.median("Compare/"+fx+"/Compare", "sec/op")
 		f, ok2 := lib.median("Compare/"+fx+"/floor", "sec/op")
 		if !ok1 || !ok2 {
-			notRun(2, what, "root BenchmarkCompare")
+			notRun(nameDiffFloor, what, "root BenchmarkCompare")
 			continue
 		}
-		add(target{issue: 2, what: what,
+		add(target{name: nameDiffFloor, what: what,
 			figure:  fmt.Sprintf("%.2f× (%s vs %s)", t/f, fmtTime(t), fmtTime(f)),
 			verdict: verdict(t <= 2*f),
 			profile: &profile{"compare-" + fx, ".", ".", "^BenchmarkCompare$/^" + fx + "$/^Compare$", ""}})
 	}
 	if a, ok := lib.median("Compare/pod-equal/Compare", "allocs/op"); ok {
-		add(target{issue: 2, what: "`Compare` allocates nothing on equal inputs (pod-equal)",
+		add(target{name: nameDiffAllocs, what: "`Compare` allocates nothing on equal inputs (pod-equal)",
 			figure: fmt.Sprintf("%s allocs/op", fmtCount(a)), verdict: verdict(a == 0)})
 	} else {
-		notRun(2, "`Compare` allocates nothing on equal inputs", "root BenchmarkCompare")
+		notRun(nameDiffAllocs, "`Compare` allocates nothing on equal inputs", "root BenchmarkCompare")
 	}
 	podA, ok1 := lib.median("Compare/pod/Compare", "allocs/op")
 	bigA, ok2 := lib.median("Compare/big/Compare", "allocs/op")
 	if ok1 && ok2 {
-		add(target{issue: 2, what: "`Compare`'s allocations grow with the number of changes, not with object size",
+		add(target{name: nameDiffAllocs, what: "`Compare`'s allocations grow with the number of changes, not with object size",
 			figure:  fmt.Sprintf("pod (~11 KB, 4 changes): %s allocs/op; big (~200 KB, 1 change): %s", fmtCount(podA), fmtCount(bigA)),
 			verdict: verdict(bigA <= podA)})
 	}
 
-	// Issue 3: dispatch overhead and bookkeeping.
+	// Dispatch overhead and bookkeeping.
 	d, ok1 := lib.median("Dispatch/dispatch", "sec/op")
 	c, ok2 := lib.median("Dispatch/compare", "sec/op")
 	if what := "dispatch overhead per update, 20 handlers, empty bodies, ≤ 3× one `Compare` of the same pair"; ok1 && ok2 {
-		add(target{issue: 3, what: what,
+		add(target{name: nameDispatchCost, what: what,
 			figure:  fmt.Sprintf("%.2f× (dispatch %s, compare %s)", d/c, fmtTime(d), fmtTime(c)),
 			verdict: verdict(d <= 3*c),
 			profile: &profile{"dispatch-overhead", ".", ".", "^BenchmarkDispatch$/^dispatch$", ""}})
 	} else {
-		notRun(3, what, "root BenchmarkDispatch")
+		notRun(nameDispatchCost, what, "root BenchmarkDispatch")
 	}
 	const memWhat = "bookkeeping ≤ 1 KiB per key at 100,000 keys × 10 subscriptions"
 	if m, ok := lib.median("MemoryPerKey", "B/key"); ok {
-		add(target{issue: 3, what: memWhat, figure: fmt.Sprintf("%.0f B/key", m), verdict: verdict(m <= 1024)})
+		add(target{name: nameBookkeeping, what: memWhat, figure: fmt.Sprintf("%.0f B/key", m), verdict: verdict(m <= 1024)})
 	} else {
-		notRun(3, memWhat, "root BenchmarkMemoryPerKey")
+		notRun(nameBookkeeping, memWhat, "root BenchmarkMemoryPerKey")
 	}
 
-	// Issue 4: an fsm transition against bare looplab/fsm.
+	// An fsm transition against bare looplab/fsm.
 	o, ok1 := lib.median("Transition/impl=opbus", "sec/op")
 	l, ok2 := lib.median("Transition/impl=looplab", "sec/op")
 	if what := "fsm transition ≤ 1.5× bare looplab/fsm: Machine.Fire's work without the bus (fsm `BenchmarkTransition`, impl=opbus, unexported entry point)"; ok1 && ok2 {
-		add(target{issue: 4, what: what,
+		add(target{name: nameFSM, what: what,
 			figure:  fmt.Sprintf("%.2f× (%s vs %s)", o/l, fmtTime(o), fmtTime(l)),
 			verdict: verdict(o <= 1.5*l),
 			// impl=opbus/guarded and impl=opbus/dispatch are nested under impl=opbus,
 			// so the profile runs them too; the focus keeps Machine.fire's samples.
 			profile: &profile{"fsm-fire", ".", "./fsm", "^BenchmarkTransition$/^impl=opbus$", `fsm\.\(\*Machine\)\.fire$`}})
 	} else {
-		notRun(4, what, "fsm BenchmarkTransition")
+		notRun(nameFSM, what, "fsm BenchmarkTransition")
 	}
 	fire, ok1 := peers.median("FSM/toggle/opbus-bus-fire", "sec/op")
 	nofire, ok2 := peers.median("FSM/toggle/opbus-bus-nofire", "sec/op")
 	lab, ok3 := peers.median("FSM/toggle/looplab", "sec/op")
 	if what := "fsm transition ≤ 1.5× bare looplab/fsm: through the public API, a `bus.Dispatch` whose handler calls Machine.Fire (bench `BenchmarkFSM`, opbus-bus-fire)"; ok1 && ok3 {
-		add(target{issue: 4, what: what,
+		add(target{name: nameFSM, what: what,
 			figure:  fmt.Sprintf("%.2f× (%s vs %s)", fire/lab, fmtTime(fire), fmtTime(lab)),
 			verdict: verdict(fire <= 1.5*lab),
 			profile: &profile{"fsm-bus-fire", "bench", ".", "^BenchmarkFSM$/^toggle$/^opbus-bus-fire$", ""}})
 		if ok2 {
-			add(target{issue: 4, what: "for orientation: the machine's share of that, opbus-bus-fire − opbus-bus-nofire (a difference of medians)",
+			add(target{name: nameFSM, what: "for orientation: the machine's share of that, opbus-bus-fire − opbus-bus-nofire (a difference of medians)",
 				figure:  fmt.Sprintf("%.2f× looplab (%s)", (fire-nofire)/lab, fmtTime(fire-nofire)),
 				verdict: "–"})
 		}
 	} else {
-		notRun(4, what, "bench BenchmarkFSM")
+		notRun(nameFSM, what, "bench BenchmarkFSM")
 	}
 
-	// Issue 5: the Kubernetes adapter's own benchmarks.
+	// The adapters' own benchmarks, which need a real API server or hook
+	// processes: their documents record the figures and the verdicts.
 	const k8sWhat = "watch latency p99 < 50 ms (status patch → handler start, 1,000 patches over 100 Pods) and bookkeeping < 1 KiB per object at 10,000 Pods, against a real API server"
 	if ext.k8s == "" {
-		add(target{issue: 5, what: k8sWhat, figure: "not measured yet: `adapters/k8s/BENCHMARKS.md` does not exist", verdict: "not measured"})
+		add(target{name: nameK8s, what: k8sWhat, figure: "not measured yet: `adapters/k8s/BENCHMARKS.md` does not exist", verdict: "not measured"})
 	} else {
-		// Its figures are its own: quote what it says about its targets.
-		fig := "as [adapters/k8s/BENCHMARKS.md](adapters/k8s/BENCHMARKS.md) reports it (included below, not measured by this run)"
-		said := verdicts(ext.k8s, 6)
-		if len(said) > 0 {
-			fig += ": “" + strings.Join(said, " … ") + "”"
-		}
-		v := overall(said)
+		v := overall(verdicts(ext.k8s, 6))
 		if v == "" {
 			v = "see there"
 		}
-		add(target{issue: 5, what: k8sWhat, figure: fig, verdict: v, quoted: true})
+		add(target{name: nameK8s, what: k8sWhat, figure: "recorded in [adapters/k8s/BENCHMARKS.md](../adapters/k8s/BENCHMARKS.md) by the commands it names, not by this run", verdict: v})
 	}
 
-	// Issue 6: the Juju hook.
-	const jujuWhat = "Juju hook: adapter overhead < 10 ms beyond the hook tools (from `examples/charm/BENCHMARKS.md`)"
+	const jujuWhat = "Juju hook: adapter overhead < 10 ms beyond the hook tools"
 	switch rows := ext.hookOverheads(); {
 	case ext.charm == "":
-		add(target{issue: 6, what: jujuWhat, figure: "`examples/charm/BENCHMARKS.md` does not exist", verdict: "not measured"})
+		add(target{name: nameHook, what: jujuWhat, figure: "`examples/charm/BENCHMARKS.md` does not exist", verdict: "not measured"})
 	case len(rows) == 0:
-		add(target{issue: 6, what: jujuWhat, figure: "no overhead column found in `examples/charm/BENCHMARKS.md`; see it below", verdict: "not measured"})
+		add(target{name: nameHook, what: jujuWhat, figure: "no overhead column found in [examples/charm/BENCHMARKS.md](../examples/charm/BENCHMARKS.md)", verdict: "not measured"})
 	default:
 		var figs []string
 		ok := true
@@ -157,10 +163,10 @@ func targets(lib, peers *run, ext *external) []target {
 			figs = append(figs, fmt.Sprintf("%s: %s ms", r.name, r.overhead))
 			ok = ok && r.value < 10
 		}
-		add(target{issue: 6, what: jujuWhat, figure: "wall-time overhead per hook, " + strings.Join(figs, "; ") + " (recorded separately, not in this run)", verdict: verdict(ok)})
+		add(target{name: nameHook, what: jujuWhat, figure: "wall-time overhead per hook, " + strings.Join(figs, "; ") + " (recorded in [examples/charm/BENCHMARKS.md](../examples/charm/BENCHMARKS.md), not by this run)", verdict: verdict(ok)})
 	}
 
-	// Issue 7: Compare against the peers, and dispatch against the workqueue.
+	// Compare against the peers, and dispatch against the workqueue.
 	for _, form := range []struct {
 		family, label string
 		decoded       bool
@@ -171,7 +177,7 @@ func targets(lib, peers *run, ext *external) []target {
 	} {
 		fam := peers.family(form.family)
 		if fam == nil {
-			notRun(7, "`Compare` faster than every full-diff peer and within 2× of the floor ("+form.label+")", "bench BenchmarkDiff")
+			notRun(nameDiffPeers, "`Compare` faster than every full-diff peer and within 2× of the floor ("+form.label+")", "bench BenchmarkDiff")
 			continue
 		}
 		for _, fx := range fam.fixtures {
@@ -183,7 +189,7 @@ func targets(lib, peers *run, ext *external) []target {
 			if fx == "pod-equal" && form.decoded {
 				fig += fmt.Sprintf("; %s allocs/op", fmtCount(cv.allocs))
 			}
-			t := target{issue: 7,
+			t := target{name: nameDiffPeers,
 				what:    fmt.Sprintf("`Compare` faster than every full-diff peer and within 2× of the floor: %s (%s)", fx, form.label),
 				figure:  fig,
 				verdict: verdict(len(cv.missed) == 0)}
@@ -202,12 +208,12 @@ func targets(lib, peers *run, ext *external) []target {
 	bus, ok1 := peers.median("Dispatch/pod-10k/opbus", "sec/op")
 	wq, ok2 := peers.median("Dispatch/pod-10k/workqueue-predicate", "sec/op")
 	if what := "dispatch throughput ≥ 2× the client-go workqueue + controller-runtime predicate pipeline at equal filtering work (10,000 Pods, 20 handlers)"; ok1 && ok2 {
-		add(target{issue: 7, what: what,
+		add(target{name: nameThroughput, what: what,
 			figure:  fmt.Sprintf("%.2f× (%s vs %s updates/s)", wq/bus, fmtThousands(1/bus), fmtThousands(1/wq)),
 			verdict: verdict(wq >= 2*bus),
 			profile: &profile{"dispatch-bus", "bench", ".", "^BenchmarkDispatch$/^pod-10k$/^opbus$", ""}})
 	} else {
-		notRun(7, what, "bench BenchmarkDispatch")
+		notRun(nameThroughput, what, "bench BenchmarkDispatch")
 	}
 	return ts
 }
@@ -215,7 +221,7 @@ func targets(lib, peers *run, ext *external) []target {
 // renderTargets writes the targets table, then each missed target's profile.
 func renderTargets(w io.Writer, ts []target, profiles string) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("| issue | target | measured | verdict |\n|--:|---|---|---|\n")
+	p("| measures | target | measured | verdict |\n|---|---|---|---|\n")
 	var missed []target
 	for _, t := range ts {
 		v := t.verdict
@@ -223,7 +229,7 @@ func renderTargets(w io.Writer, ts []target, profiles string) {
 			v = "**missed**"
 			missed = append(missed, t)
 		}
-		p("| %d | %s | %s | %s |\n", t.issue, t.what, t.figure, v)
+		p("| %s | %s | %s | %s |\n", t.name, t.what, t.figure, v)
 	}
 	p("\n")
 	if len(missed) == 0 {
@@ -232,11 +238,7 @@ func renderTargets(w io.Writer, ts []target, profiles string) {
 	}
 	p("**Missed:**\n\n")
 	for _, t := range missed {
-		fig := t.figure
-		if t.quoted {
-			fig = "as quoted in the table"
-		}
-		p("- issue %d: %s — %s.\n", t.issue, t.what, fig)
+		p("- %s: %s — %s.\n", t.name, t.what, t.figure)
 	}
 	p("\n")
 	for _, t := range missed {
@@ -249,7 +251,7 @@ func renderTargets(w io.Writer, ts []target, profiles string) {
 		}
 		// Markdown is not rendered inside <summary>: no backquotes there.
 		summary := strings.ReplaceAll(t.what, "`", "")
-		p("<details><summary>CPU profile, issue %d: %s</summary>\n\n```\n%s```\n\n</details>\n\n", t.issue, summary, ensureNewline(string(text)))
+		p("<details><summary>CPU profile, %s: %s</summary>\n\n```\n%s```\n\n</details>\n\n", t.name, summary, ensureNewline(string(text)))
 	}
 }
 

@@ -1,0 +1,91 @@
+package opbus
+
+import (
+	"bytes"
+	"slices"
+)
+
+// keepOld stores in the record the value of h's fields in the state h
+// has just handled (On.KeepOld), as a snapshot of the object cut down to
+// them; d.new is that state.
+func (b *Bus) keepOld(d *dispatch, h *handler) {
+	snap, err := encodeSnapshot(project(d.new, h.fields))
+	switch {
+	case err != nil:
+		b.log.Warn("opbus: KeepOld: the handled value cannot be stored; Old will be nil after a restart", "key", d.ks.key.String(), "handler", h.id, "err", err)
+		snap = nil
+	case len(snap) > maxKeptOld:
+		b.log.Warn("opbus: KeepOld: the handled value is too large to keep; Old will be nil after a restart", "key", d.ks.key.String(), "handler", h.id, "bytes", len(snap), "max", maxKeptOld)
+		snap = nil
+	}
+	if snap == nil {
+		if _, ok := d.rec.olds[h.id]; ok {
+			delete(d.rec.olds, h.id)
+			d.dirty = true
+		}
+		return
+	}
+	if old, ok := d.rec.olds[h.id]; ok && bytes.Equal(old, snap) {
+		return
+	}
+	if d.rec.olds == nil {
+		d.rec.olds = map[string][]byte{}
+	}
+	d.rec.olds[h.id] = snap
+	d.dirty = true
+}
+
+// keptOld returns the value h last handled as the record keeps it, or nil.
+func (d *dispatch) keptOld(h *handler) map[string]any {
+	snap, ok := d.rec.olds[h.id]
+	if !ok {
+		return nil
+	}
+	obj, err := decodeSnapshot(snap)
+	if err != nil { // checked when the record was read
+		return nil
+	}
+	return obj
+}
+
+// project returns obj cut down to what fields reach: for each, the value
+// at its longest prefix of map keys (a field that starts with a list
+// segment keeps the whole object). The values are shared with obj, and
+// never written: a prefix under one already taken adds nothing.
+func project(obj map[string]any, fields []Path) map[string]any {
+	prefixes := make([]Path, 0, len(fields))
+	for _, f := range fields {
+		n := 0
+		for n < len(f) && f[n].Kind == SegKey {
+			n++
+		}
+		if n == 0 {
+			return obj
+		}
+		prefixes = append(prefixes, f[:n])
+	}
+	slices.SortFunc(prefixes, func(a, b Path) int { return len(a) - len(b) })
+	out := map[string]any{}
+	var taken []Path
+	for _, p := range prefixes {
+		if slices.ContainsFunc(taken, p.hasPrefix) {
+			continue
+		}
+		v, ok := lookup(obj, p)
+		if !ok {
+			continue
+		}
+		taken = append(taken, p)
+		m := out
+		for _, s := range p[:len(p)-1] {
+			next, ok := m[s.Key].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[s.Key] = next
+			}
+			m = next
+		}
+		m[p[len(p)-1].Key] = v
+	}
+	return out
+}

@@ -1,0 +1,21 @@
+package opbus
+
+import "time"
+
+// Observer receives the bus's measurements, for metrics. Its methods are
+// called synchronously from the bus's goroutines, possibly concurrently:
+// they must be fast and safe for concurrent use.
+type Observer interface {
+	// Observed is called when a state of key is queued; queued counts the
+	// states waiting across all keys.
+	Observed(key Key, queued int)
+	// Coalesced is called when key's backlog passed its bound and was
+	// coalesced to the latest state.
+	Coalesced(key Key)
+	// Handled is called after each handler run, with its latency and its
+	// error (nil on success; a *PanicError for a panic).
+	Handled(key Key, handler string, attempt int, took time.Duration, err error)
+	// Retrying is called when a failed handler's object is scheduled to be
+	// dispatched again.
+	Retrying(key Key, after time.Duration)
+}

@@ -1,0 +1,36 @@
+package opbus
+
+import "sync/atomic"
+
+// Stats counts what a Bus has done since it was created.
+type Stats struct {
+	Observed   uint64 // states queued by Observe and its variants
+	Dispatched uint64 // states dispatched to handlers (sync and async)
+	Ran        uint64 // handler runs
+	Failed     uint64 // handler runs that returned an error or panicked
+	Panicked   uint64 // handler runs that panicked
+	Retried    uint64 // retries scheduled
+	Coalesced  uint64 // backlogs coalesced
+	Queued     int    // states waiting now
+}
+
+type counters struct {
+	observed, dispatched, ran, failed, panicked, retried, coalesced atomic.Uint64
+}
+
+// Stats returns the bus's counters.
+func (b *Bus) Stats() Stats {
+	b.mu.Lock()
+	q := b.queued
+	b.mu.Unlock()
+	return Stats{
+		Observed:   b.stats.observed.Load(),
+		Dispatched: b.stats.dispatched.Load(),
+		Ran:        b.stats.ran.Load(),
+		Failed:     b.stats.failed.Load(),
+		Panicked:   b.stats.panicked.Load(),
+		Retried:    b.stats.retried.Load(),
+		Coalesced:  b.stats.coalesced.Load(),
+		Queued:     q,
+	}
+}
