@@ -177,10 +177,11 @@ func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced boo
 // start and asked for another after again (0: none). A due run's next due
 // time is a period after the due time it ran for. A run that was not due
 // (its value changed) leaves a periodic handler's grid alone; a run that
-// asks Again restarts the grid at start (a record write) if the next due
-// time would come sooner than asked: by any amount after a run that was
-// not due, by more than a tenth of the period after a due run that began
-// late (such as the run that collapses missed due times at a restart).
+// asks Again restarts the grid at start if the next due time would come
+// sooner than asked: by any amount after a run that was not due, by more
+// than a tenth of the period after a due run that began late (such as the
+// run that collapses missed due times at a restart). Neither writes the
+// record: only a new schedule or a new period does.
 func (d *dispatch) scheduled(h *handler, again time.Duration, start time.Time) {
 	every := h.every
 	if again > 0 {
@@ -204,6 +205,12 @@ func (d *dispatch) scheduled(h *handler, again time.Duration, start time.Time) {
 		if again == 0 || !s.next().Before(start.Add(every-late)) {
 			return
 		}
+		// A new grid from start, in memory only like ran's move: the
+		// store keeps the old anchor until the record is written for
+		// another reason, which at worst makes one more run at a restart
+		// (the run that collapses missed due times).
+		s.anchor, s.later = startAt(start), 0
+		return
 	}
 	d.rec.setSched(&schedule{id: h.id, anchor: startAt(start), every: every})
 	d.dirty = true
