@@ -211,6 +211,13 @@
 // the charm's user can read, removed afterwards, never on the command line.
 // Juju makes, changes and removes secrets only when the hook succeeds.
 //
+// "Not done yet" need not fail the hook: a handler that returns a nil
+// error after calling [opbus.Event.Again] lets the hook succeed, shows
+// its own status (Waiting, say), and runs again at the next hook whatever
+// the delay it gave, which is what ops' event.defer() is used for. A
+// handler with [opbus.On].Every runs at update-status, and at no other
+// hook unless its fields changed. (Run sets [opbus.Options].Due.)
+//
 // # Logs
 //
 // [LogHandler] is a [slog.Handler] that writes with juju-log at the

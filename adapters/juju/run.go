@@ -144,6 +144,9 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		bo.Store = opbus.NewMemoryStore() // state-get is refused there
 	}
 	bo.Runs = func(id string) bool { return r.scope.allows(id) }
+	if bo.Due == nil {
+		bo.Due = dueAt(env.Kind) // timer.go
+	}
 	bo.Logger = slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: busLevel}))
 	if err := r.setup(setup, &bo, opts.Endpoints, opts.Containers, program); err != nil {
 		r.log.ErrorContext(ctx, "juju: the charm's handlers cannot run", "hook", env.Name, "err", err)
