@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/jujutest"
+	"github.com/opbus/opbus/internal/charmproc"
+)
+
+// unitEnv names the unit and its model in every hook.
+var unitEnv = juju.Env{Unit: "sidecar/0", ModelName: "web", ModelUUID: "2b4c6d8e-1f3a-4b5c-9d7e-0a1b2c3d4e5f", Version: "3.6.4"}
+
+// hookDigest matches the secret handler's digest in the stored record.
+var hookDigest = regexp.MustCompile(`"secret":"[A-Za-z0-9_-]{22}"`)
+
+// containerState describes the workload container for the transcript.
+func containerState(w *world) string {
+	if w.pebble == nil {
+		return "down"
+	}
+	var parts []string
+	if data, ok := w.pebble.File(configFile); ok {
+		var conf struct{ Port int }
+		json.Unmarshal(data, &conf)
+		parts = append(parts, fmt.Sprintf("config port %d", conf.Port))
+	}
+	for _, s := range w.pebble.Services() {
+		parts = append(parts, fmt.Sprintf("%s %s (started %d×)", s.Name, s.Current, w.pebble.Starts(s.Name)))
+	}
+	if _, ok := w.pebble.File(passwordFile); ok {
+		parts = append(parts, fmt.Sprintf("password file %v", w.pebble.FileMode(passwordFile)))
+	}
+	if len(parts) == 0 {
+		return "up, empty"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// TestProcessTranscript runs the story as Juju runs a charm: every hook a
+// new process of the dispatch script in a charm directory as charmcraft
+// packs it, with the hook's environment, the fake hook tools alone in
+// PATH, and the workload container's fake Pebble listening where
+// OPBUS_PEBBLE_DIR says. It checks the unit status and the container
+// after each hook, that the secret's content reaches nothing but the
+// container's password file, and writes or compares TRANSCRIPT.md.
+func TestProcessTranscript(t *testing.T) {
+	w := &world{t: t, dir: jujutest.PebbleDir(t)}
+	u := charmproc.Deploy(t, "sidecar", installed(), unitEnv, metadataFiles...)
+	u.Extra = []string{juju.PebbleDirEnv + "=" + w.dir}
+	var b, stderrs, plans strings.Builder
+	b.WriteString(transcriptHead)
+	var last *jujutest.Model
+	var lastPlan []byte
+	for i, s := range story {
+		r := u.Hook(hookEnv(s.hook), func(m *jujutest.Model) {
+			if s.change != nil {
+				s.change(w, m)
+			}
+		})
+		stderrs.WriteString(r.Stderr)
+		if r.Exit != 0 {
+			t.Fatalf("step %d, %s: exit %d: %s", i+1, s.hook, r.Exit, r.Stderr)
+		}
+		m := r.Model
+		if m.UnitStatus != s.want {
+			t.Errorf("step %d, %s: status %+v, want %+v", i+1, s.hook, m.UnitStatus, s.want)
+		}
+		if s.check != nil {
+			s.check(t, w, m)
+		}
+		if m.CallCount("state-get") != 1 || m.CallCount("state-set") > 1 || m.CallCount("status-set") > 1 {
+			t.Errorf("step %d, %s: tool calls %s: want one state-get and at most one state-set and status-set", i+1, s.hook, charmproc.Calls(m))
+		}
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %d | %s | %s | %s | %s |\n", i+1, s.hook, s.before, r.Exit,
+			charmproc.Status(m.UnitStatus), charmproc.SlotLevels(t, m), containerState(w), charmproc.Calls(m))
+		if s.before == "nothing" && m.CallCount("state-set")+m.CallCount("status-set")+m.CallCount("secret-get") != 0 {
+			t.Errorf("step %d, %s with nothing changed: tool calls %s: want no state-set, status-set or secret-get", i+1, s.hook, charmproc.Calls(m))
+		}
+		if w.pebble != nil {
+			plan, _ := json.MarshalIndent(w.pebble.Plan(), "", "  ")
+			plans.Write(plan)
+			lastPlan = plan
+		}
+		last = m
+	}
+	b.WriteString("\nThe unit's log (`juju debug-log`), from juju-log:\n\n```\n")
+	for _, l := range last.Logs {
+		fmt.Fprintf(&b, "%s %s\n", l.Level, l.Message)
+	}
+	b.WriteString("```\n\nThe stored record after the last hook (`state-get opbus`), one JSON string.\n" +
+		"The secret handler's digest covers `hook.event`, new at every hook, so it\ndiffers from run to run; it is shown as `…`:\n\n```json\n")
+	b.WriteString(hookDigest.ReplaceAllString(last.State[juju.DefaultStateKey], `"secret":"…"`))
+	b.WriteString("\n```\n\nThe container's Pebble plan while it was last up (step 8), as the charm's\nlayer made it (`pebble plan`, here in JSON):\n\n```json\n")
+	b.Write(lastPlan)
+	b.WriteString("\n```\n")
+
+	// The secret's content reaches the container's password file and
+	// nothing else: not the transcript, the charm's standard error, the
+	// unit's log, its state, a hook tool's arguments or the Pebble plan.
+	public := *last
+	public.Secrets = nil
+	seen, err := json.Marshal(public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pw := range []string{password1, password2} {
+		for what, text := range map[string]string{"the transcript": b.String(), "standard error": stderrs.String(),
+			"the model (log, state, calls, statuses)": string(seen), "the Pebble plan": plans.String()} {
+			if strings.Contains(text, pw) {
+				t.Errorf("a password of the secret is in %s", what)
+			}
+		}
+	}
+	charmproc.Transcript(t, "TRANSCRIPT.md", b.String(), "TestProcessTranscript")
+}
+
+const transcriptHead = `# sidecar: a transcript
+
+Each hook below ran as Juju runs it: a new process of the charm's ` + "`dispatch`" + `
+script, in the charm directory, with Juju's hook environment, the fake hook
+tools of ` + "`jujutest.InstallTools`" + ` alone in PATH, and the workload
+container's fake Pebble (` + "`jujutest.StartPebble`" + `, which speaks Pebble's HTTP
+API on the container's socket) where ` + "`OPBUS_PEBBLE_DIR`" + ` says. After each
+process the harness applies its state-set and secret changes if it exited
+0, and drops them otherwise, as Juju does. Generated by
+` + "`TestProcessTranscript`" + ` (run it with ` + "`OPBUS_WRITE_TRANSCRIPT=1`" + ` to
+regenerate); the test fails when this file no longer matches, and when a
+password of the secret appears in it, in the charm's standard error, in
+the unit's log, state or tool arguments, or in the Pebble plan.
+
+The user secret was made with ` + "`juju add-secret app-password password=…`" + `,
+which printed its URI, ` + "`secret:d5fj493sf2bh7nljq620`" + `. "Slots" are the
+per-handler statuses the charm stores in the unit's state; the unit status
+folds them: the highest level wins, and its message joins the messages of
+every slot at that level, in slot-name order.
+
+| # | hook | before the hook | exit | unit status | slots | workload container | hook tool calls |
+|---|------|-----------------|------|-------------|-------|--------------------|-----------------|
+`
