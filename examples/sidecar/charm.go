@@ -25,9 +25,9 @@ const (
 
 // The statuses the handlers report.
 var (
-	waitingForPebble   = opbus.Waiting("Waiting for Pebble")
-	secretNotGranted   = opbus.Blocked("Secret not granted")
-	secretOptionUnset  = opbus.Blocked("Config item 'password-secret' must name a user secret")
+	waitingForPebble    = opbus.Waiting("Waiting for Pebble")
+	secretNotGranted    = opbus.Blocked("Secret not granted")
+	secretOptionUnset   = opbus.Blocked("Config item 'password-secret' must name a user secret")
 	secretHasNoPassword = opbus.Blocked("Secret has no password key")
 )
 
