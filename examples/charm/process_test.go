@@ -13,11 +13,7 @@ import (
 	"github.com/opbus/opbus/internal/charmproc"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	charmproc.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { charmproc.Main(m) }
 
 // unitEnv names the unit and its model in every hook.
 var unitEnv = juju.Env{Unit: "istio-gateway/0", ModelName: "kubeflow", ModelUUID: "1f3a5e2c-7b9d-4c1e-8f2a-6d4b3c2a1e0f", Version: "3.6.4"}

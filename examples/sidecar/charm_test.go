@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/opbus/opbus/adapters/juju"
@@ -11,11 +9,7 @@ import (
 	"github.com/opbus/opbus/internal/charmproc"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	charmproc.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { charmproc.Main(m) }
 
 // metadataFiles are the charm's metadata, copied into every charm
 // directory the tests make.
@@ -40,79 +34,44 @@ func userSecret(revisions ...string) jujutest.Secret {
 	return s
 }
 
-// world is the unit's workload container between hooks: its fake
-// Pebble, nil while the container is down.
-type world struct {
-	t      testing.TB
-	dir    string // OPBUS_PEBBLE_DIR
-	pebble *jujutest.Pebble
-}
-
-// up starts the container's Pebble, empty as a container fresh from its
-// image.
-func (w *world) up() {
-	if w.pebble == nil {
-		w.pebble = jujutest.StartPebble(w.t, w.dir, container)
-	}
-}
-
-// down stops the container's Pebble.
-func (w *world) down() {
-	if w.pebble != nil {
-		w.pebble.Close()
-		w.pebble = nil
-	}
-}
-
 // step is one hook of the story: what happens before it (said for the
 // transcript, done by change), and what the unit and its container look
 // like after it.
 type step struct {
 	hook   string
 	before string
-	change func(*world, *jujutest.Model)
+	change func(*charmproc.Container, *jujutest.Model)
 	want   jujutest.Status
-	check  func(testing.TB, *world, *jujutest.Model)
+	check  func(testing.TB, *charmproc.Container, *jujutest.Model)
 }
 
 // serving checks the app's configuration file, that the app runs, how
 // many times it has started, and the password file (none when password
 // is empty).
-func serving(port, starts int, password string) func(testing.TB, *world, *jujutest.Model) {
-	return func(t testing.TB, w *world, _ *jujutest.Model) {
+func serving(port, starts int, password string) func(testing.TB, *charmproc.Container, *jujutest.Model) {
+	return func(t testing.TB, w *charmproc.Container, _ *jujutest.Model) {
 		t.Helper()
-		data, ok := w.pebble.File(configFile)
-		var conf struct{ Port int }
-		if !ok || json.Unmarshal(data, &conf) != nil || conf.Port != port {
-			t.Errorf("%s: got %q (exists: %v), want port %d", configFile, data, ok, port)
-		}
-		svcs := w.pebble.Services()
-		if len(svcs) != 1 || svcs[0].Name != service || svcs[0].Current != "active" {
-			t.Errorf("services: got %+v, want %s active", svcs, service)
-		}
-		if got := w.pebble.Starts(service); got != starts {
-			t.Errorf("%s started %d times, want %d", service, got, starts)
-		}
-		pw, ok := w.pebble.File(passwordFile)
+		w.CheckServing(t, configFile, service, port, starts)
+		pw, ok := w.Pebble.File(passwordFile)
 		switch {
 		case password == "" && ok:
 			t.Errorf("%s exists before the secret could be read", passwordFile)
 		case password != "" && (!ok || string(pw) != password):
 			t.Errorf("%s: not the secret's latest password (exists: %v)", passwordFile, ok)
-		case password != "" && w.pebble.FileMode(passwordFile) != 0o600:
-			t.Errorf("%s: mode %v, want 0600", passwordFile, w.pebble.FileMode(passwordFile))
+		case password != "" && w.Pebble.FileMode(passwordFile) != 0o600:
+			t.Errorf("%s: mode %v, want 0600", passwordFile, w.Pebble.FileMode(passwordFile))
 		}
 	}
 }
 
 var (
-	setConfig = func(key string, v any) func(*world, *jujutest.Model) {
-		return func(_ *world, m *jujutest.Model) { m.Config[key] = v }
+	setConfig = func(key string, v any) func(*charmproc.Container, *jujutest.Model) {
+		return func(_ *charmproc.Container, m *jujutest.Model) { m.Config[key] = v }
 	}
-	grant = func(_ *world, m *jujutest.Model) { m.Secrets = []jujutest.Secret{userSecret(password1)} }
+	grant = func(_ *charmproc.Container, m *jujutest.Model) { m.Secrets = []jujutest.Secret{userSecret(password1)} }
 	// update is juju update-secret: a new revision, which Juju announces
 	// to the observers with secret-changed.
-	update = func(_ *world, m *jujutest.Model) {
+	update = func(_ *charmproc.Container, m *jujutest.Model) {
 		m.Secrets[0].Contents[2] = map[string]string{"password": password2}
 	}
 )
@@ -124,7 +83,7 @@ var story = []step{
 	{"config-changed", "`juju config sidecar password-secret=" + secretID + "`, a user secret not granted to the application",
 		setConfig("password-secret", secretID),
 		jujutest.Status{Status: "blocked", Message: "Secret not granted"}, nil},
-	{"workload-pebble-ready", "the container's Pebble is up", func(w *world, _ *jujutest.Model) { w.up() },
+	{"workload-pebble-ready", "the container's Pebble is up", func(w *charmproc.Container, _ *jujutest.Model) { w.Up() },
 		jujutest.Status{Status: "blocked", Message: "Secret not granted"}, serving(8080, 1, "")},
 	{"update-status", "`juju grant-secret app-password sidecar` (which fires no hook)", grant,
 		jujutest.Status{Status: "active"}, serving(8080, 1, password1)},
@@ -136,7 +95,7 @@ var story = []step{
 		jujutest.Status{Status: "active"}, serving(9090, 2, password2)},
 	{"update-status", "nothing", nil,
 		jujutest.Status{Status: "active"}, serving(9090, 2, password2)},
-	{"update-status", "the container goes down", func(w *world, _ *jujutest.Model) { w.down() },
+	{"update-status", "the container goes down", func(w *charmproc.Container, _ *jujutest.Model) { w.Down() },
 		jujutest.Status{Status: "waiting", Message: "Waiting for Pebble"}, nil},
 }
 
@@ -161,8 +120,8 @@ func hookEnv(hook string) juju.Env {
 // in-memory model and the fake Pebble, as ops-scenario runs a charm: the
 // same statuses and container state as run as processes (J5).
 func TestStory(t *testing.T) {
-	w := &world{t: t, dir: jujutest.PebbleDir(t)}
-	h := &jujutest.Harness{Setup: setup, CharmDir: charmproc.CharmDir(t, metadataFiles...), PebbleDir: w.dir}
+	w := charmproc.NewContainer(t, container)
+	h := &jujutest.Harness{Setup: setup, CharmDir: charmproc.CharmDir(t, metadataFiles...), PebbleDir: w.Dir}
 	m := installed()
 	for i, s := range story {
 		if s.change != nil {

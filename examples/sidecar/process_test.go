@@ -19,21 +19,21 @@ var unitEnv = juju.Env{Unit: "sidecar/0", ModelName: "web", ModelUUID: "2b4c6d8e
 var hookDigest = regexp.MustCompile(`"secret":"[A-Za-z0-9_-]{22}"`)
 
 // containerState describes the workload container for the transcript.
-func containerState(w *world) string {
-	if w.pebble == nil {
+func containerState(w *charmproc.Container) string {
+	if w.Pebble == nil {
 		return "down"
 	}
 	var parts []string
-	if data, ok := w.pebble.File(configFile); ok {
+	if data, ok := w.Pebble.File(configFile); ok {
 		var conf struct{ Port int }
 		json.Unmarshal(data, &conf)
 		parts = append(parts, fmt.Sprintf("config port %d", conf.Port))
 	}
-	for _, s := range w.pebble.Services() {
-		parts = append(parts, fmt.Sprintf("%s %s (started %d×)", s.Name, s.Current, w.pebble.Starts(s.Name)))
+	for _, s := range w.Pebble.Services() {
+		parts = append(parts, fmt.Sprintf("%s %s (started %d×)", s.Name, s.Current, w.Pebble.Starts(s.Name)))
 	}
-	if _, ok := w.pebble.File(passwordFile); ok {
-		parts = append(parts, fmt.Sprintf("password file %v", w.pebble.FileMode(passwordFile)))
+	if _, ok := w.Pebble.File(passwordFile); ok {
+		parts = append(parts, fmt.Sprintf("password file %v", w.Pebble.FileMode(passwordFile)))
 	}
 	if len(parts) == 0 {
 		return "up, empty"
@@ -49,9 +49,9 @@ func containerState(w *world) string {
 // after each hook, that the secret's content reaches nothing but the
 // container's password file, and writes or compares TRANSCRIPT.md.
 func TestProcessTranscript(t *testing.T) {
-	w := &world{t: t, dir: jujutest.PebbleDir(t)}
+	w := charmproc.NewContainer(t, container)
 	u := charmproc.Deploy(t, "sidecar", installed(), unitEnv, metadataFiles...)
-	u.Extra = []string{juju.PebbleDirEnv + "=" + w.dir}
+	u.Extra = []string{juju.PebbleDirEnv + "=" + w.Dir}
 	var b, stderrs, plans strings.Builder
 	b.WriteString(transcriptHead)
 	var last *jujutest.Model
@@ -81,8 +81,8 @@ func TestProcessTranscript(t *testing.T) {
 		if s.before == "nothing" && m.CallCount("state-set")+m.CallCount("status-set")+m.CallCount("secret-get") != 0 {
 			t.Errorf("step %d, %s with nothing changed: tool calls %s: want no state-set, status-set or secret-get", i+1, s.hook, charmproc.Calls(m))
 		}
-		if w.pebble != nil {
-			plan, _ := json.MarshalIndent(w.pebble.Plan(), "", "  ")
+		if w.Pebble != nil {
+			plan, _ := json.MarshalIndent(w.Pebble.Plan(), "", "  ")
 			plans.Write(plan)
 			lastPlan = plan
 		}

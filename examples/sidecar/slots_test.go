@@ -62,11 +62,11 @@ func TestHandlerSlots(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &world{t: t, dir: jujutest.PebbleDir(t)}
+			w := charmproc.NewContainer(t, container)
 			if tt.up {
-				w.up()
+				w.Up()
 			}
-			h := &jujutest.Harness{Setup: setup, CharmDir: charmproc.CharmDir(t, metadataFiles...), PebbleDir: w.dir}
+			h := &jujutest.Harness{Setup: setup, CharmDir: charmproc.CharmDir(t, metadataFiles...), PebbleDir: w.Dir}
 			m := installed()
 			if tt.change != nil {
 				tt.change(m)
@@ -90,8 +90,8 @@ func TestHandlerSlots(t *testing.T) {
 				t.Errorf("unit status %+v, want %+v", out.UnitStatus, tt.unit)
 			}
 			pw, pushed := []byte(nil), false
-			if w.pebble != nil {
-				pw, pushed = w.pebble.File(passwordFile)
+			if w.Pebble != nil {
+				pw, pushed = w.Pebble.File(passwordFile)
 			}
 			if wantPushed := tt.want["secret"] == active && tt.up; pushed != wantPushed || (pushed && string(pw) != password1) {
 				t.Errorf("password file pushed: %v, want %v", pushed, wantPushed)
@@ -104,9 +104,9 @@ func TestHandlerSlots(t *testing.T) {
 // reason other than access (the controller unreachable) fails the hook,
 // which Juju retries, instead of reporting "Secret not granted".
 func TestSecretToolFailureFailsTheHook(t *testing.T) {
-	w := &world{t: t, dir: jujutest.PebbleDir(t)}
-	w.up()
-	h := &jujutest.Harness{Setup: setup, CharmDir: charmproc.CharmDir(t, metadataFiles...), PebbleDir: w.dir}
+	w := charmproc.NewContainer(t, container)
+	w.Up()
+	h := &jujutest.Harness{Setup: setup, CharmDir: charmproc.CharmDir(t, metadataFiles...), PebbleDir: w.Dir}
 	m := installed()
 	m.Config["password-secret"] = secretID
 	m.Secrets = []jujutest.Secret{userSecret(password1)}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"testing"
 
 	"github.com/opbus/opbus/adapters/juju"
@@ -9,11 +8,7 @@ import (
 	"github.com/opbus/opbus/internal/charmproc"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	charmproc.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { charmproc.Main(m) }
 
 // TestStoryAsProcesses runs the story as Juju runs a charm: every hook a
 // new process of the dispatch script in a charm directory as charmcraft
@@ -24,8 +19,9 @@ func TestMain(m *testing.M) {
 func TestStoryAsProcesses(t *testing.T) {
 	env := juju.Env{Unit: "webserver/0", ModelName: "web", ModelUUID: "2b4c6d8e-1f3a-4b5c-9d7e-0a1b2c3d4e5f", Version: "3.6.4"}
 	u := charmproc.Deploy(t, "webserver", &jujutest.Model{Unit: "webserver/0", Config: map[string]any{"port": 8080.0, "greeting": "hello"}}, env, charmFiles...)
-	w := &world{t: t, dir: jujutest.PebbleDir(t)}
-	u.Extra = []string{juju.PebbleDirEnv + "=" + w.dir}
+	w := charmproc.NewContainer(t, container)
+	w.Exec = serverExec
+	u.Extra = []string{juju.PebbleDirEnv + "=" + w.Dir}
 	for i, s := range story {
 		r := u.Hook(hookEnv(s.hook), func(m *jujutest.Model) {
 			if s.before != nil {

@@ -64,6 +64,14 @@ func Build(t testing.TB, name string) string {
 	return built.paths[name]
 }
 
+// Main runs the tests of a package that uses [Build], then removes the
+// binaries: call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
 // Cleanup removes the binaries [Build] built.
 func Cleanup() {
 	built.Lock()
