@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -52,8 +54,7 @@ func TestProcessTranscript(t *testing.T) {
 	w := charmproc.NewContainer(t, container)
 	u := charmproc.Deploy(t, "sidecar", installed(), unitEnv, metadataFiles...)
 	u.Extra = []string{juju.PebbleDirEnv + "=" + w.Dir}
-	var b, stderrs, plans strings.Builder
-	b.WriteString(transcriptHead)
+	var b, rows, stderrs, plans strings.Builder
 	var last *jujutest.Model
 	var lastPlan []byte
 	for i, s := range story {
@@ -76,7 +77,7 @@ func TestProcessTranscript(t *testing.T) {
 		if m.CallCount("state-get") != 1 || m.CallCount("state-set") > 1 || m.CallCount("status-set") > 1 {
 			t.Errorf("step %d, %s: tool calls %s: want one state-get and at most one state-set and status-set", i+1, s.hook, charmproc.Calls(m))
 		}
-		fmt.Fprintf(&b, "| %d | `%s` | %s | %d | %s | %s | %s | %s |\n", i+1, s.hook, s.before, r.Exit,
+		fmt.Fprintf(&rows, "| %d | `%s` | %s | %d | %s | %s | %s | %s |\n", i+1, s.hook, s.before, r.Exit,
 			charmproc.Status(m.UnitStatus), charmproc.SlotLevels(t, m), containerState(w), charmproc.Calls(m))
 		if s.before == "nothing" && m.CallCount("state-set")+m.CallCount("status-set")+m.CallCount("secret-get") != 0 {
 			t.Errorf("step %d, %s with nothing changed: tool calls %s: want no state-set, status-set or secret-get", i+1, s.hook, charmproc.Calls(m))
@@ -88,6 +89,8 @@ func TestProcessTranscript(t *testing.T) {
 		}
 		last = m
 	}
+	b.WriteString(transcriptHead)
+	b.WriteString(rows.String())
 	b.WriteString("\nThe unit's log (`juju debug-log`), from juju-log:\n\n```\n")
 	for _, l := range last.Logs {
 		fmt.Fprintf(&b, "%s %s\n", l.Level, l.Message)
@@ -117,6 +120,42 @@ func TestProcessTranscript(t *testing.T) {
 		}
 	}
 	charmproc.Transcript(t, "TRANSCRIPT.md", b.String(), "TestProcessTranscript")
+	checkREADMEs(t, rows.String())
+}
+
+// checkREADMEs checks that this example's README shows the transcript's
+// table as it is, and that the repository's README has a row for each of
+// the story's steps but the last, with its hook and unit status.
+func checkREADMEs(t *testing.T, rows string) {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil || !strings.Contains(string(readme), tableHead+rows) {
+		t.Errorf("README.md does not show the transcript's table as TRANSCRIPT.md has it (%v)", err)
+	}
+	root, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text, found := strings.Cut(string(root), "[`examples/sidecar`](examples/sidecar) is")
+	if !found {
+		t.Fatal("README.md (repository) does not present examples/sidecar")
+	}
+	for i, s := range story[:len(story)-1] {
+		want := s.want.Status
+		if s.want.Message != "" {
+			want += ": " + s.want.Message
+		}
+		at := strings.Index(text, "| `"+s.hook+"` |")
+		if at < 0 {
+			t.Errorf("README.md (repository): no row for step %d, %s, after the previous one", i+1, s.hook)
+			continue
+		}
+		line, rest, _ := strings.Cut(text[at:], "\n")
+		if !strings.Contains(line, "| "+want+" ") {
+			t.Errorf("README.md (repository): step %d, %s: row %q, want status %q", i+1, s.hook, line, want)
+		}
+		text = rest
+	}
 }
 
 const transcriptHead = `# sidecar: a transcript
@@ -139,6 +178,9 @@ per-handler statuses the charm stores in the unit's state; the unit status
 folds them: the highest level wins, and its message joins the messages of
 every slot at that level, in slot-name order.
 
-| # | hook | before the hook | exit | unit status | slots | workload container | hook tool calls |
+` + tableHead
+
+// tableHead is the head of the transcript's table.
+const tableHead = `| # | hook | before the hook | exit | unit status | slots | workload container | hook tool calls |
 |---|------|-----------------|------|-------------|-------|--------------------|-----------------|
 `
