@@ -54,7 +54,7 @@ func TestProcessTranscript(t *testing.T) {
 	w := charmproc.NewContainer(t, container)
 	u := charmproc.Deploy(t, "sidecar", installed(), unitEnv, metadataFiles...)
 	u.Extra = []string{juju.PebbleDirEnv + "=" + w.Dir}
-	var b, rows, stderrs, plans strings.Builder
+	var b, rows, stderrs, plans, calls strings.Builder
 	var last *jujutest.Model
 	var lastPlan []byte
 	for i, s := range story {
@@ -64,6 +64,8 @@ func TestProcessTranscript(t *testing.T) {
 			}
 		})
 		stderrs.WriteString(r.Stderr)
+		args, _ := json.Marshal(r.Model.Calls)
+		calls.Write(args)
 		if r.Exit != 0 {
 			t.Fatalf("step %d, %s: exit %d: %s", i+1, s.hook, r.Exit, r.Stderr)
 		}
@@ -113,7 +115,7 @@ func TestProcessTranscript(t *testing.T) {
 	}
 	for _, pw := range []string{password1, password2} {
 		for what, text := range map[string]string{"the transcript": b.String(), "standard error": stderrs.String(),
-			"the model (log, state, calls, statuses)": string(seen), "the Pebble plan": plans.String()} {
+			"the model (log, state, statuses)": string(seen), "the hook tools' arguments": calls.String(), "the Pebble plan": plans.String()} {
 			if strings.Contains(text, pw) {
 				t.Errorf("a password of the secret is in %s", what)
 			}
