@@ -68,7 +68,15 @@ var (
 	setConfig = func(key string, v any) func(*charmproc.Container, *jujutest.Model) {
 		return func(_ *charmproc.Container, m *jujutest.Model) { m.Config[key] = v }
 	}
-	grant = func(_ *charmproc.Container, m *jujutest.Model) { m.Secrets = []jujutest.Secret{userSecret(password1)} }
+	// name is juju config password-secret=<URI> of a user secret the
+	// application has not been granted.
+	name = func(_ *charmproc.Container, m *jujutest.Model) {
+		m.Config["password-secret"] = secretID
+		s := userSecret(password1)
+		s.Ungranted = true
+		m.Secrets = []jujutest.Secret{s}
+	}
+	grant = func(_ *charmproc.Container, m *jujutest.Model) { m.Secrets[0].Ungranted = false }
 	// update is juju update-secret: a new revision, which Juju announces
 	// to the observers with secret-changed.
 	update = func(_ *charmproc.Container, m *jujutest.Model) {
@@ -81,7 +89,7 @@ var story = []step{
 	{"install", "the container is not up; password-secret is unset", nil,
 		jujutest.Status{Status: "waiting", Message: "Waiting for Pebble"}, nil},
 	{"config-changed", "`juju config sidecar password-secret=" + secretID + "`, a user secret not granted to the application",
-		setConfig("password-secret", secretID),
+		name,
 		jujutest.Status{Status: "blocked", Message: "Secret not granted"}, nil},
 	{"workload-pebble-ready", "the container's Pebble is up", func(w *charmproc.Container, _ *jujutest.Model) { w.Up() },
 		jujutest.Status{Status: "blocked", Message: "Secret not granted"}, serving(8080, 1, "")},

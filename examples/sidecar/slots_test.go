@@ -42,7 +42,13 @@ func TestHandlerSlots(t *testing.T) {
 		{"option unset", "config-changed", true, nil,
 			slots{"config": active, "workload": active, "secret": {Status: "blocked", Message: "Config item 'password-secret' must name a user secret"}},
 			jujutest.Status{Status: "blocked", Message: "Config item 'password-secret' must name a user secret"}},
-		{"not granted", "config-changed", true, named,
+		{"not granted", "config-changed", true, func(m *jujutest.Model) {
+			named(m)
+			granted(m)
+			m.Secrets[0].Ungranted = true
+		}, slots{"config": active, "workload": active, "secret": {Status: "blocked", Message: "Secret not granted"}},
+			jujutest.Status{Status: "blocked", Message: "Secret not granted"}},
+		{"not found", "config-changed", true, named,
 			slots{"config": active, "workload": active, "secret": {Status: "blocked", Message: "Secret not granted"}},
 			jujutest.Status{Status: "blocked", Message: "Secret not granted"}},
 		{"not granted, container down", "config-changed", false, named,
