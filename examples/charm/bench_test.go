@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/opbus/opbus/adapters/juju/jujutest"
+	"github.com/opbus/opbus/internal/charmproc"
 )
 
 // BenchmarkHook measures a whole hook of the charm as Juju runs it: a new
@@ -52,10 +53,10 @@ func BenchmarkHook(b *testing.B) {
 			joinPilot(start)
 			pilotSends(start)
 			u := deploy(b, start)
-			if r := u.hook(hookEnv("install"), nil); r.exit != 0 || r.model.UnitStatus.Status != "active" {
-				b.Fatalf("install: exit %d, status %v: %s", r.exit, r.model.UnitStatus, r.stderr)
+			if r := u.Hook(hookEnv("install"), nil); r.Exit != 0 || r.Model.UnitStatus.Status != "active" {
+				b.Fatalf("install: exit %d, status %v: %s", r.Exit, r.Model.UnitStatus, r.Stderr)
 			}
-			settled, err := jujutest.ReadModel(u.model)
+			settled, err := jujutest.ReadModel(u.Model)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -72,12 +73,12 @@ func BenchmarkHook(b *testing.B) {
 				if bc.change != nil {
 					bc.change(i, &m)
 				}
-				if err := jujutest.WriteModel(u.model, &m); err != nil {
+				if err := jujutest.WriteModel(u.Model, &m); err != nil {
 					b.Fatal(err)
 				}
-				cmd := u.command(e)
+				cmd := u.Command(e)
 				if bc.binary {
-					cmd.Path = filepath.Join(u.dir, "bin", "istio-gateway")
+					cmd.Path = filepath.Join(u.Dir, "bin", "istio-gateway")
 				}
 				if bc.hook == "" {
 					cmd.Env = cmd.Env[:1] // PATH only
@@ -104,15 +105,15 @@ func BenchmarkHook(b *testing.B) {
 				if err != nil {
 					b.Fatalf("%s: %v: %s", bc.hook, err, stderr.String())
 				}
-				after, err := jujutest.ReadModel(u.model)
+				after, err := jujutest.ReadModel(u.Model)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if n := after.CallCount("status-set"); n != 0 || after.CallCount("state-get") != 1 {
-					b.Fatalf("%s: calls %s", bc.hook, calls(after))
+					b.Fatalf("%s: calls %s", bc.hook, charmproc.Calls(after))
 				}
 				count += len(after.Calls)
-				wall, cpu := u.replay(b, after.Calls)
+				wall, cpu := replay(b, u, after.Calls)
 				toolTime += wall
 				toolCPU += cpu
 				b.StartTimer()
@@ -134,11 +135,11 @@ func BenchmarkHook(b *testing.B) {
 // it, and returns the wall and CPU time they took. state-set and
 // relation-set read their settings from standard input; the replay gives
 // them an empty map.
-func (u *unit) replay(b *testing.B, calls []jujutest.Call) (wall, cpu time.Duration) {
-	env := []string{"PATH=" + u.tools, jujutest.ModelEnv + "=" + u.model}
+func replay(b *testing.B, u *charmproc.Unit, calls []jujutest.Call) (wall, cpu time.Duration) {
+	env := []string{"PATH=" + u.Tools, jujutest.ModelEnv + "=" + u.Model}
 	for _, c := range calls {
-		cmd := exec.Command(filepath.Join(u.tools, c.Name), c.Args...)
-		cmd.Env, cmd.Dir = env, u.dir
+		cmd := exec.Command(filepath.Join(u.Tools, c.Name), c.Args...)
+		cmd.Env, cmd.Dir = env, u.Dir
 		cmd.Stdin = strings.NewReader("{}\n")
 		t0 := time.Now()
 		err := cmd.Run()

@@ -44,6 +44,12 @@ type Secret struct {
 	Tracked int `json:"tracked,omitempty"`
 	// Grants are the relations (and units) the owner granted access to.
 	Grants []SecretGrant `json:"grants,omitempty"`
+	// Ungranted marks a secret the unit knows the ID of but may not read:
+	// a user secret (juju add-secret) whose URI the config names but that
+	// the application has not been granted (juju grant-secret). secret-get
+	// fails as in Juju 3.6, `"<unit>" is not allowed to read this secret`;
+	// clear it to grant the secret.
+	Ungranted bool `json:"ungranted,omitempty"`
 }
 
 // SecretGrant is one secret-grant: a relation, and one unit of its remote
@@ -326,6 +332,9 @@ func (m *Model) secretGet(c *call) *result {
 		return bad
 	}
 	s := m.secrets()[i]
+	if s.Ungranted {
+		return fail("%q is not allowed to read this secret", m.Unit)
+	}
 	rev := s.Latest()
 	if s.Owner == "" {
 		tracked := s.Tracked

@@ -31,6 +31,7 @@ func secretModel() *jujutest.Model {
 // refused operation.
 func TestSecretToolsSyntax(t *testing.T) {
 	nonLeader := func() *jujutest.Model { m := secretModel(); m.Leader = false; return m }
+	ungranted := func() *jujutest.Model { m := secretModel(); m.Secrets[1].Ungranted = true; return m }
 	b64 := base64.StdEncoding.EncodeToString([]byte("raw\x00"))
 	tests := []struct {
 		name   string
@@ -60,6 +61,7 @@ func TestSecretToolsSyntax(t *testing.T) {
 		{"get peek and refresh", secretModel, "secret-get", []string{"secret:owned", "--peek", "--refresh"}, 2, "", "specify one of --peek or --refresh but not both"},
 		{"get bad URI", secretModel, "secret-get", []string{"owned"}, 2, "", `secret URI "owned" not valid`},
 		{"get unknown", secretModel, "secret-get", []string{"secret:nope"}, 1, "", `secret "secret:nope" not found`},
+		{"get ungranted", ungranted, "secret-get", []string{"secret:theirs", "--format=json"}, 1, "", `ERROR "web/0" is not allowed to read this secret`},
 		{"get bad format", secretModel, "secret-get", []string{"secret:owned", "--format", "smart"}, 2, "", `unknown format "smart"`},
 		{"set observed", secretModel, "secret-set", []string{"secret:theirs", "token=x"}, 1, "", "permission denied"},
 		{"set app-owned on non-leader", nonLeader, "secret-set", []string{"secret:owned", "pass=x"}, 1, "", "permission denied"},
