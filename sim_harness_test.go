@@ -311,6 +311,7 @@ func (s *simRun) handler(gen int, h simHandler) HandlerFunc {
 		block := s.armed && !fromDispatch && gen == s.gen
 		if block {
 			s.armed = false
+			s.tm.abandon(ev.ID) // shutdown abandons this pass
 		}
 		s.mu.Unlock()
 

@@ -235,6 +235,9 @@ func TestSimulation(t *testing.T) {
 			continue
 		}
 		f := shrinkSim(t, seed, cfg, ops, tag, shrinkBudget)
+		if len(f.violations) == 1 && strings.HasPrefix(f.violations[0], "(did not fail again") {
+			f.violations = append(f.violations, v...) // what the first run saw
+		}
 		findings[tag] = f
 		reported++
 		t.Errorf("simulation failed: %v\nreplay: OPBUS_SIM_SEED=%d go test -run '^TestSimulation$' -v .", f, seed)
