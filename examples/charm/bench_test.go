@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,36 +15,44 @@ import (
 )
 
 // BenchmarkHook measures a whole hook of the charm as Juju runs it: a new
-// process of the dispatch script (sh, then the Go binary; "binary" runs
-// the Go binary directly), which calls the fake hook tools as processes.
-// After each hook, with the timer stopped, it replays the hook's tool calls
-// as the same processes with the same arguments, so that tools-ms/op is
-// what the tools alone cost and overhead-ms/op (hook − tools) is what the
-// charm and adapter add: process start-up, reading the environment,
-// building and dispatching the document, the handlers, encoding the
-// record. The -cpu-ms/op metrics are the same in CPU time (user + system,
-// the hook's process tree included), which other load on the machine
-// does not inflate. calls/op counts the tool calls per hook.
+// process of dispatch, which is the charm's Go binary, which calls the
+// fake hook tools as processes. After each hook, with the timer stopped,
+// it replays the hook's tool calls as the same processes with the same
+// arguments, so that tools-ms/op is what the tools alone cost and
+// overhead-ms/op (hook − tools) is what the charm and adapter add: process
+// start-up, reading the environment, building and dispatching the
+// document, the handlers, encoding the record. The -cpu-ms/op metrics are
+// the same in CPU time (user + system, the hook's process tree included),
+// which other load on the machine does not inflate. calls/op counts the
+// tool calls per hook.
 //
 //   - update-status: nothing changed since the last hook; no handler runs
 //     (the steady state of a unit, every five minutes by default).
 //   - config-changed: the config item kind changes from ingress to egress;
 //     the config and istio-pilot handlers run, the manifest is rendered
 //     and the record stored; the status stays active.
-//   - start-up: the same processes without a hook environment, so the
-//     binary exits as soon as it has read it: the cost of starting sh and
-//     the Go program, which is part of the overhead.
+//   - start-up: the same process without a hook environment, so the
+//     binary exits as soon as it has read it: the cost of starting the Go
+//     program, which is part of the overhead.
+//
+// The routes the charm took before, measured in the same run for
+// comparison: "sh" runs the shell script that was dispatch, which execs
+// the same binary from bin/; "former" is what this benchmark ran before,
+// that script and a binary built by a plain go build, which links the C
+// library dynamically for the net package (the packed binary is static).
 func BenchmarkHook(b *testing.B) {
 	for _, bc := range []struct {
 		name, hook string
-		binary     bool
+		route      string // "" (dispatch is the binary), "sh" or "former"
 		change     func(i int, m *jujutest.Model)
 	}{
-		{"start-up", "", false, nil},
-		{"start-up/binary", "", true, nil},
-		{"update-status", "update-status", false, nil},
-		{"update-status/binary", "update-status", true, nil},
-		{"config-changed", "config-changed", false, func(i int, m *jujutest.Model) {
+		{"start-up", "", "", nil},
+		{"start-up/sh", "", "sh", nil},
+		{"start-up/former", "", "former", nil},
+		{"update-status", "update-status", "", nil},
+		{"update-status/sh", "update-status", "sh", nil},
+		{"update-status/former", "update-status", "former", nil},
+		{"config-changed", "config-changed", "", func(i int, m *jujutest.Model) {
 			m.Config["kind"] = "egress"
 		}},
 	} {
@@ -52,6 +62,7 @@ func BenchmarkHook(b *testing.B) {
 			joinPilot(start)
 			pilotSends(start)
 			u := deploy(b, start)
+			script := u.route(b, bc.route)
 			if r := u.hook(hookEnv("install"), nil); r.exit != 0 || r.model.UnitStatus.Status != "active" {
 				b.Fatalf("install: exit %d, status %v: %s", r.exit, r.model.UnitStatus, r.stderr)
 			}
@@ -76,8 +87,8 @@ func BenchmarkHook(b *testing.B) {
 					b.Fatal(err)
 				}
 				cmd := u.command(e)
-				if bc.binary {
-					cmd.Path = filepath.Join(u.dir, "bin", "istio-gateway")
+				if script != "" {
+					cmd.Path = script
 				}
 				if bc.hook == "" {
 					cmd.Env = cmd.Env[:1] // PATH only
@@ -150,4 +161,58 @@ func (u *unit) replay(b *testing.B, calls []jujutest.Call) (wall, cpu time.Durat
 		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	return wall, cpu
+}
+
+// formerDispatch is the shell script that was the charm's dispatch before
+// the binary was: kept to measure what it cost.
+const formerDispatch = `#!/bin/sh
+if [ -z "$JUJU_DISPATCH_PATH" ]; then
+	dir=${0%/*}
+	JUJU_DISPATCH_PATH=${dir##*/}/${0##*/}
+	export JUJU_DISPATCH_PATH
+fi
+exec "${JUJU_CHARM_DIR:-${0%/*}}/bin/istio-gateway"
+`
+
+// dynamic is the charm's binary built as this package's tests built it
+// before: a plain go build with cgo, so linked dynamically.
+var dynamic struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// route installs the former dispatch script and its binary in the unit's
+// charm directory for route "sh" (the static binary) or "former" (the
+// dynamically linked one) and returns the script's path; for route "" it
+// returns "", and the unit's dispatch is the binary.
+func (u *unit) route(b *testing.B, route string) string {
+	b.Helper()
+	bin := charmBinary(b)
+	switch route {
+	case "":
+		return ""
+	case "sh":
+	case "former":
+		dynamic.Do(func() {
+			dynamic.path = filepath.Join(filepath.Dir(bin), "istio-gateway-cgo")
+			dynamic.err = goBuild(dynamic.path, "CGO_ENABLED=1")
+		})
+		if dynamic.err != nil {
+			b.Fatal(dynamic.err)
+		}
+		bin = dynamic.path
+	default:
+		b.Fatalf("route %q: want \"\", \"sh\" or \"former\"", route)
+	}
+	script := filepath.Join(u.dir, "dispatch.sh")
+	err := errors.Join(
+		os.WriteFile(script, []byte(formerDispatch), 0o755),
+		os.Mkdir(filepath.Join(u.dir, "bin"), 0o755),
+		install(bin, filepath.Join(u.dir, "bin", "istio-gateway")),
+	)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return script
 }

@@ -37,17 +37,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// charmBinary builds the charm with the go command and returns its path.
+// charmBinary builds the charm with the go command as README.md builds it
+// for packing (static, without cgo) and returns its path.
 func charmBinary(t testing.TB) string {
 	t.Helper()
 	built.Do(func() {
 		if built.dir, built.err = os.MkdirTemp("", "istio-gateway-"); built.err != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(built.dir, "istio-gateway"), ".")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		built.err = goBuild(filepath.Join(built.dir, "istio-gateway"), "CGO_ENABLED=0", "-trimpath")
 	})
 	if built.err != nil {
 		t.Fatal(built.err)
@@ -55,9 +53,20 @@ func charmBinary(t testing.TB) string {
 	return filepath.Join(built.dir, "istio-gateway")
 }
 
+// goBuild builds the charm to out with the go command, adding env to its
+// environment and flags to its arguments.
+func goBuild(out string, env string, flags ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, ".")...)
+	cmd.Env = append(os.Environ(), env)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(flags, " "), err, out)
+	}
+	return nil
+}
+
 // unit is a deployed unit of the charm: a charm directory as charmcraft
-// packs it (dispatch, bin/istio-gateway, metadata), the fake hook tools
-// and the model file they read and write.
+// packs it (dispatch, which is the charm's binary, and the metadata), the
+// fake hook tools and the model file they read and write.
 type unit struct {
 	t     testing.TB
 	dir   string // the charm directory, JUJU_CHARM_DIR
@@ -70,20 +79,27 @@ func deploy(t testing.TB, m *jujutest.Model) *unit {
 	t.Helper()
 	u := &unit{t: t, dir: charmDir(t), tools: jujutest.InstallTools(t)}
 	u.model = filepath.Join(t.TempDir(), "model.json")
-	script, err := os.ReadFile("dispatch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = errors.Join(
-		os.WriteFile(filepath.Join(u.dir, "dispatch"), script, 0o755),
-		os.Mkdir(filepath.Join(u.dir, "bin"), 0o755),
-		os.Symlink(charmBinary(t), filepath.Join(u.dir, "bin", "istio-gateway")),
+	err := errors.Join(
+		install(charmBinary(t), filepath.Join(u.dir, "dispatch")),
 		jujutest.WriteModel(u.model, m),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// install puts the executable bin at path as a regular file, as Juju
+// unpacks a charm: a hard link, or a copy where bin cannot be linked.
+func install(bin, path string) error {
+	if os.Link(bin, path) == nil {
+		return nil
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o755)
 }
 
 // result is what one hook did.
@@ -93,13 +109,21 @@ type result struct {
 	model  *jujutest.Model // after the hook's writes were committed or discarded
 }
 
-// hook runs one hook as Juju does: a new process of the dispatch script,
-// in the charm directory, with the hook's environment and the fake tools
+// hook runs one hook as Juju does: a new process of dispatch, in the
+// charm directory, with the hook's environment and the fake tools
 // alone in PATH. Then, as Juju does, it applies the hook's state-set and
 // relation-set if the process exited 0 and drops them otherwise. change,
 // if not nil, first changes the model (what happened before the hook);
 // the model's call log is cleared so that it holds this hook's calls.
 func (u *unit) hook(e juju.Env, change func(*jujutest.Model)) result {
+	u.t.Helper()
+	u.before(change)
+	return u.run(u.command(e))
+}
+
+// before changes the model with change, if not nil, and clears its call
+// log, before a hook.
+func (u *unit) before(change func(*jujutest.Model)) {
 	u.t.Helper()
 	err := jujutest.UpdateModel(u.model, func(m *jujutest.Model) error {
 		if change != nil {
@@ -111,7 +135,12 @@ func (u *unit) hook(e juju.Env, change func(*jujutest.Model)) result {
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	cmd := u.command(e)
+}
+
+// run runs cmd, a hook's process, and then commits the model's writes if
+// it exited 0 and discards them otherwise, as Juju does.
+func (u *unit) run(cmd *exec.Cmd) result {
+	u.t.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	code := 0
@@ -122,6 +151,7 @@ func (u *unit) hook(e juju.Env, change func(*jujutest.Model)) result {
 		}
 		code = ee.ExitCode()
 	}
+	var err error
 	if code == 0 {
 		err = jujutest.CommitFile(u.model)
 	} else {
@@ -257,10 +287,11 @@ func TestProcessTranscript(t *testing.T) {
 const transcriptHead = `# istio-gateway: a transcript
 
 Each hook below ran as Juju runs it: a new process of the charm's ` + "`dispatch`" + `
-script, in the charm directory, with Juju's hook environment and the fake hook
-tools of ` + "`jujutest.InstallTools`" + ` (one Go program reading and writing a model
-file) alone in PATH. After each process the harness applies its state-set
-and relation-set if it exited 0, and drops them otherwise, as Juju does.
+(the charm's Go binary), in the charm directory, with Juju's hook
+environment and the fake hook tools of ` + "`jujutest.InstallTools`" + ` (one Go
+program reading and writing a model file) alone in PATH. After each process
+the harness applies its state-set and relation-set if it exited 0, and drops
+them otherwise, as Juju does.
 Generated by ` + "`TestProcessTranscript`" + ` (run it with ` + "`OPBUS_WRITE_TRANSCRIPT=1`" + ` to
 regenerate); the test fails when this file no longer matches.
 
