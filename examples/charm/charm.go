@@ -68,7 +68,7 @@ func istioPilot(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 		return opbus.Active(""), nil // the leadership and config slots say why nothing is rendered
 	}
 	var buf bytes.Buffer
-	err = manifest.Execute(&buf, manifestData{Kind: kind, Namespace: doc.Model.Name, ServiceName: name, ServicePort: port})
+	err = manifest().Execute(&buf, manifestData{Kind: kind, Namespace: doc.Model.Name, ServiceName: name, ServicePort: port})
 	if err != nil {
 		return opbus.Status{}, fmt.Errorf("rendering the manifest: %w", err)
 	}
