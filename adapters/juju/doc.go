@@ -1,8 +1,8 @@
 // Package juju connects opbus to Juju: a charm is one Go program that Juju
 // runs once for every hook and action, as the charm's dispatch file or
-// through a dispatch script that execs it. Each run builds one document of what the unit sees, dispatches it
-// to the charm's handlers, stores their digests and status slots in the
-// unit's state, and sets the unit's status.
+// through a dispatch script that execs it. Each run builds one document of
+// what the unit sees, dispatches it to the charm's handlers, stores their
+// digests and status slots in the unit's state, and sets the unit's status.
 //
 // # Running a charm
 //
