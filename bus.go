@@ -63,6 +63,17 @@ type Options struct {
 	// Kubernetes adapter's owned resources) declares relations this way.
 	// Handlers may then read related objects of any kind.
 	Related RelateFunc
+	// Runs, if set, says which handlers may run on this bus, by ID: a
+	// handler for which it returns false is passed over as when its
+	// On.When returns false, and its record is kept as it was. Nil means
+	// every handler. The Juju adapter sets it for actions, which run only
+	// their own handlers.
+	Runs func(handler string) bool
+	// Due, if set, decides instead of the clock whether a handler's
+	// schedule ([On.Every], [Event.Again]) is due in a pass, and the bus
+	// arms no timers: for programs that run one pass per process, such as
+	// a Juju hook (the Juju adapter sets it). Nil means the clock.
+	Due DueFunc
 }
 
 // check reports the first option that cannot be used, naming its field.
@@ -99,6 +110,8 @@ type Bus struct {
 	listKeys    map[string]string
 	incarnation func(map[string]any) string
 	rel         *relations // related objects (related.go); nil until Relate
+	runs        func(string) bool
+	due         DueFunc // Options.Due (timer.go)
 
 	mu         sync.Mutex
 	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
@@ -109,6 +122,7 @@ type Bus struct {
 	ids        []string          // handler IDs by index
 	cmp        *Comparer
 	frozen     bool
+	periodic   bool // a handler has On.Every (timer.go)
 	running    bool
 	stopping   bool
 	closed     bool
@@ -149,6 +163,7 @@ type handler struct {
 	rel    []int  // its related fields, by index in Bus.rel.fields
 	when   func(*Event) bool
 	rev    string
+	every  time.Duration // On.Every (timer.go)
 	// keepOld stores its fields' handled value with the record (On.KeepOld).
 	keepOld bool
 }
@@ -186,6 +201,8 @@ func New(opts *Options) (*Bus, error) {
 		recover:     !opts.NoRecover,
 		listKeys:    opts.ListKeys,
 		incarnation: opts.Incarnation,
+		runs:        opts.Runs,
+		due:         opts.Due,
 		ended:       map[Key]string{},
 		flying:      map[*keyState]observation{},
 		owners:      map[string]string{},
@@ -260,7 +277,7 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	if fn == nil {
 		return fmt.Errorf("opbus: handler %q: nil function", id)
 	}
-	h := &handler{id: id, fn: fn, when: on.When, rev: on.Revision}
+	h := &handler{id: id, fn: fn, when: on.When, rev: on.Revision, every: on.Every}
 	types := on.Types
 	if len(types) == 0 {
 		types = []EventType{Create, Update}
@@ -270,6 +287,9 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 			return fmt.Errorf("opbus: handler %q: unknown event type %d: expected Create, Update, Delete or Resume", id, int(t))
 		}
 		h.types |= 1 << t
+	}
+	if err := checkEvery(id, on.Every, h.types); err != nil {
+		return err
 	}
 	if on.KeepOld && len(on.Fields) == 0 {
 		return fmt.Errorf("opbus: handler %q: KeepOld needs Fields: it keeps the handled value of those fields, not whole objects", id)
@@ -312,6 +332,7 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	}
 	h.idx = len(b.handlers)
 	b.handlers = append(b.handlers, h)
+	b.periodic = b.periodic || h.every > 0
 	b.index[id] = h.idx
 	b.ids = append(b.ids, id)
 	return nil

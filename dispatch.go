@@ -27,6 +27,8 @@ type dispatch struct {
 	errs  []error
 	due   time.Time // earliest retry due; zero for none
 	view  *relView  // the view of related objects new holds (view.go); nil for none
+	now   time.Time // when schedules were first checked in this pass (timer.go)
+	tick  bool      // the handler being run is due to its schedule (timer.go)
 	// storeFail: a save or publish of this pass failed (counted once).
 	storeFail bool
 }
@@ -220,9 +222,13 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		ks.cur = d.new
 		b.withRelated(d, o)
 		b.runHandlers(ctx, d, o.coalesced)
+		b.startSchedules(d)
 		b.runCollectors(ctx, d)
 	}
 	b.commit(ctx, d, finished)
+	if b.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {
+		b.armTick(ks, d.now) // schedules (timer.go)
+	}
 
 	b.mu.Lock()
 	ks.blocked = ks.deleting
@@ -397,6 +403,9 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 		if !h.wants(Create) && !h.wants(Update) {
 			continue
 		}
+		if d.rec.sched != nil && b.runDue(ctx, d, h, coalesced) {
+			continue // a run due to its schedule (timer.go)
+		}
 		if !h.wants(Update) && !d.rec.digests[h.idx].isZero() {
 			continue // created already; its value is no concern of a create-only handler
 		}
@@ -513,6 +522,10 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	if d.ks.abandoned.Load() {
 		return
 	}
+	if b.runs != nil && !b.runs(h.id) {
+		d.ks.setClean(h.idx, false)
+		return
+	}
 	ev := d.event(h, typ, cur, coalesced)
 	if h.when != nil {
 		ok, err := b.filter(h, ev)
@@ -527,6 +540,7 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 		}
 	}
 	ev.ID = d.correlation()
+	ev.Due = d.tick
 	start := time.Now()
 	st, err := b.call(ctx, h, ev)
 	took := time.Since(start)
@@ -553,6 +567,11 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	if b.log.Enabled(ctx, slog.LevelDebug) {
 		b.log.Debug("opbus: handler succeeded", "key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took, "status", st.String())
 	}
+	_, failing := d.rec.fails[h.id]
+	_, saved := d.rec.good[h.id]
+	if d.rec.digests[h.idx] != cur || failing || saved {
+		d.dirty = true // a run that changes nothing writes nothing (a due run)
+	}
 	d.rec.digests[h.idx] = cur
 	if h.keepOld && typ != Delete {
 		b.keepOld(d, h)
@@ -563,7 +582,9 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	d.ks.paid(h.idx)
 	d.ks.setClean(h.idx, typ != Delete)
 	d.putSlot(h.id, st)
-	d.dirty = true
+	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.sched != nil) {
+		d.scheduled(h, ev.again, start) // timer.go
+	}
 }
 
 // failed records a failure of h on the value cur.

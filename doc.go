@@ -97,6 +97,15 @@
 // error ([PanicError]). [Bus.Collect] registers collectors evaluated at
 // every commit, like ops' collect-status; they own slots too.
 //
+// "Not done yet, look again later" is a result, not an error: a handler
+// calls [Event.Again] and returns its own status (such as [Waiting]) with
+// a nil error; it runs again after the delay even if nothing changed. A
+// handler with [On].Every also runs every period (kopf's timers), on a
+// grid kept in the object's record, so restarts neither reset nor burst
+// it; a run that changes nothing writes nothing. [Event].Due marks such
+// runs. [Options].Due replaces the clock for one-pass processes (Juju
+// hooks).
+//
 // # Status and slots
 //
 // A [Status] is a [Level] and a message. Levels are ordered as Juju orders

@@ -3,6 +3,7 @@ package opbus
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Event is what a handler is given: one observed state of one object.
@@ -27,8 +28,12 @@ type Event struct {
 	// Coalesced reports that states observed between Old and New were
 	// skipped because the object's backlog passed its bound.
 	Coalesced bool
+	// Due reports a run due to the handler's schedule ([On.Every] or
+	// [Event.Again]) rather than to a change of its value.
+	Due bool
 
-	d *dispatch // the dispatch this event belongs to, for values and slots
+	d     *dispatch     // the dispatch this event belongs to, for values and slots
+	again time.Duration // asked for by Again
 }
 
 // Object returns New, or Old when the object is gone.
@@ -102,6 +107,14 @@ type On struct {
 	// every object, so that fixed logic re-evaluates values that the old
 	// logic handled.
 	Revision string
+	// Every, if positive, also runs the handler every Every even if its
+	// value did not change, as kopf's timers do: on the grid of due times
+	// that starts at its first success on an object, kept across restarts
+	// (a restart neither resets it nor makes up missed runs one by one:
+	// they collapse into one run). A due run that fails is retried as any
+	// other; the grid resumes after it succeeds. The schedule ends with
+	// the object's incarnation. It needs Create or Update in Types.
+	Every time.Duration
 	// KeepOld stores the value of Fields that the handler last handled in
 	// the object's record, so that after a restart its first event has
 	// that value as Old (with only those fields) and Changes against it,

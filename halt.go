@@ -19,6 +19,9 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 		if ks.hasTimer() {
 			ks.stopTimer()
 		}
+		if ks.x != nil {
+			ks.x.stopTick() // schedules stop with the bus (timer.go)
+		}
 	}
 	busy := slices.Clone(b.busy)
 	b.wake.Broadcast()

@@ -39,7 +39,9 @@ type simHandler struct {
 	types    []EventType
 	fields   []string
 	revision string
-	gated    bool // has an On.When filter
+	gated    bool          // has an On.When filter
+	every    time.Duration // On.Every (sim_timer_test.go)
+	again    bool          // asks to run again (sim_timer_test.go)
 }
 
 // simHandlers returns the handlers a bus of generation gen registers; a
@@ -58,6 +60,8 @@ func simHandlers(cfg simConfig, gen int) []simHandler {
 		{id: "resume", types: []EventType{Resume}},
 		{id: "moved", fields: []string{"spec.image"}},
 		{id: "verdict", fields: []string{"spec.replicas"}},
+		{id: "tick", fields: []string{"spec.replicas"}, every: simTick},
+		{id: "poll", fields: []string{"spec.image"}, again: true},
 	}
 	if simMapWildcard {
 		hs = append(hs, simHandler{id: "sel", fields: []string{"spec.selector[*]"}})

@@ -387,7 +387,7 @@ func plainKey(k string) bool {
 }
 
 func plainValue(v string) bool {
-	if v == "" || strings.TrimSpace(v) != v {
+	if v == "" || strings.TrimSpace(v) != v || v[0] == '=' { // [k==…] reads as a mistake
 		return false
 	}
 	return !strings.ContainsAny(v, "[]\"")

@@ -61,6 +61,7 @@ type keyExtra struct {
 	timer    *time.Timer
 	timerSeq uint64    // the timer that may fire; older ones are stale
 	timerAt  time.Time // when it fires
+	tick     *tick     // the timer of the key's schedules (timer.go)
 
 	behind     map[int]map[string]any // handler index → the state it last handled, while it fails
 	resumeOwed []bool                 // by handler index: a Resume run is owed by this Bus

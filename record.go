@@ -12,10 +12,12 @@ import (
 	"time"
 )
 
-// recordVersion is the version of the record format this package writes.
-// It reads this version and version 1; a record of another version is
-// reported, never rewritten.
-const recordVersion = 2
+// recordVersion is the newest version of the record format: 3 adds the
+// handlers' schedules (timers) to 2. This package writes a record without
+// schedules as version 2, so that a build without timers still reads it,
+// and reads versions 1 to 3; a record of another version is reported,
+// never rewritten.
+const recordVersion = 3
 
 // ErrCorruptRecord marks a stored record that cannot be read: it does not
 // decode, or has a version this package does not know. The key's handlers do
@@ -48,6 +50,7 @@ type record struct {
 	values  map[string]string // named values set by handlers and state machines
 	pending *pendingStates    // observed states not handled when the bus stopped, oldest first; nil for none
 	olds    map[string][]byte // handler ID → snapshot of its fields at its last success (On.KeepOld)
+	sched   []*schedule       // the handlers' schedules, by handler ID (timer.go); nil for none
 }
 
 // pendingStates is a list behind a pointer: most records have none, and a
@@ -95,6 +98,13 @@ type wireRecord struct {
 	Values  map[string]string      `json:"values,omitempty"`
 	Pending []wirePending          `json:"pending,omitempty"`
 	Olds    map[string][]byte      `json:"olds,omitempty"`
+	Timers  map[string]wireTimer   `json:"timers,omitempty"` // version 3
+}
+
+// wireTimer is a stored schedule: due at At + k·Every (k ≥ 1).
+type wireTimer struct {
+	At    int64 `json:"at"`    // the anchor, Unix milliseconds
+	Every int64 `json:"every"` // the period, milliseconds
 }
 
 type wireFailure struct {
@@ -159,8 +169,11 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	if dec.More() {
 		return fail("not a record: data after the JSON object")
 	}
-	if w.Version != recordVersion {
-		return fail("unknown version %d: this build reads versions 1 and %d", w.Version, recordVersion)
+	if w.Version != 2 && w.Version != recordVersion {
+		return fail("unknown version %d: this build reads versions 1 to %d", w.Version, recordVersion)
+	}
+	if len(w.Timers) > 0 && w.Version < 3 {
+		return fail("timers in a version %d record: expected version 3", w.Version)
 	}
 	r := &record{inc: w.Inc, slots: w.Slots, good: w.Good, values: w.Values}
 	all, err := decodeDigests(w.Digests)
@@ -193,6 +206,16 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	}
 	if err := checkSlots(r.slots); err != nil {
 		return fail("%v", err)
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.Timers)) {
+		wt := w.Timers[id]
+		if wt.Every <= 0 {
+			return fail("timer of %q: period %dms: expected a positive period", id, wt.Every)
+		}
+		if _, ok := index[id]; !ok {
+			continue // of a handler no longer registered, like its digest (rule 19)
+		}
+		r.sched = append(r.sched, &schedule{id: id, anchor: wt.At * int64(time.Millisecond), every: time.Duration(wt.Every) * time.Millisecond})
 	}
 	for i, p := range w.Pending {
 		obj, err := decodeSnapshot(p.Snapshot)

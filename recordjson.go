@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -14,7 +15,7 @@ import (
 // which was a fifth of a dispatch. ids names the handlers by index.
 func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 	buf = append(buf, `{"v":`...)
-	buf = strconv.AppendInt(buf, recordVersion, 10)
+	buf = strconv.AppendInt(buf, int64(r.version()), 10)
 	if r.inc != "" {
 		buf = append(buf, `,"inc":`...)
 		buf = appendJSONString(buf, r.inc)
@@ -125,6 +126,21 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 			buf = append(buf, ':', '"')
 			buf = base64.StdEncoding.AppendEncode(buf, r.olds[id])
 			buf = append(buf, '"')
+		}
+		buf = append(buf, '}')
+	}
+	if len(r.sched) > 0 {
+		buf = append(buf, `,"timers":{`...)
+		for n, s := range r.sched { // in ID order
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, s.id)
+			buf = append(buf, `:{"at":`...)
+			buf = strconv.AppendInt(buf, time.Duration(s.anchor).Milliseconds(), 10)
+			buf = append(buf, `,"every":`...)
+			buf = strconv.AppendInt(buf, s.every.Milliseconds(), 10)
+			buf = append(buf, '}')
 		}
 		buf = append(buf, '}')
 	}

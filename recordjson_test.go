@@ -11,7 +11,13 @@ import (
 // wireOf builds the wireRecord that encoding/json would be given for r.
 func wireOf(t *testing.T, r *record, ids []string) wireRecord {
 	t.Helper()
-	w := wireRecord{Version: recordVersion, Inc: r.inc}
+	w := wireRecord{Version: 2, Inc: r.inc}
+	for _, s := range r.sched {
+		if w.Timers == nil {
+			w.Version, w.Timers = 3, map[string]wireTimer{}
+		}
+		w.Timers[s.id] = wireTimer{At: time.Duration(s.anchor).Milliseconds(), Every: s.every.Milliseconds()}
+	}
 	for i, d := range r.digests {
 		if d.isZero() {
 			continue
@@ -96,6 +102,10 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			snap, err := encodeSnapshot(map[string]any{"spec": map[string]any{"v": str()}})
 			must(t, err)
 			r.olds = map[string][]byte{ids[3]: snap, str() + "o": {}}
+		}
+		if rng.IntN(3) == 0 {
+			r.setSched(&schedule{id: ids[3], anchor: rng.Int64N(1<<40) * 1e6, every: time.Duration(rng.IntN(1e6)+1) * time.Millisecond})
+			r.setSched(&schedule{id: str(), anchor: -1e6, every: time.Hour})
 		}
 		got, err := r.encode(ids)
 		must(t, err)

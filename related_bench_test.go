@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // BenchmarkRelated measures the bus's work when one of a WebApp's
@@ -76,6 +77,52 @@ func BenchmarkMemoryPerRelation(b *testing.B) {
 				after := heapInUse()
 				b.ReportMetric(float64(after-before)/pairs, "B/pair")
 				runtime.KeepAlive(bus)
+				runtime.KeepAlive(apps)
+				runtime.KeepAlive(deps)
+			}
+		})
+	}
+}
+
+// BenchmarkMemoryRelationAndTimer measures what one relation and one timer
+// cost together, on a running bus: 10,000 WebApps each with one
+// Deployment, a WebApp handler reading the WebApp's spec (plain) or its
+// Deployment's readiness every hour (both, so that none fires), per
+// WebApp beyond the documents themselves. The difference between the two
+// is what the target bounds (1 KiB).
+func BenchmarkMemoryRelationAndTimer(b *testing.B) {
+	const pairs = 10_000
+	for _, both := range []bool{false, true} {
+		b.Run(fmt.Sprint("relation+timer=", both), func(b *testing.B) {
+			for b.Loop() {
+				apps := make([]map[string]any, pairs)
+				deps := make([]map[string]any, pairs)
+				for i := range pairs {
+					apps[i] = webAppDoc(fmt.Sprint("a", i), i%5)
+					deps[i] = deployment(fmt.Sprint("d", i), i%3, fmt.Sprint("a", i))
+				}
+				bus := newBus(b, nil)
+				on := On{Kinds: []string{"WebApp"}, Fields: []string{"spec.replicas"}}
+				if both {
+					must(b, bus.Relate("Deployment", ownersOf))
+					on = On{Kinds: []string{"WebApp"}, Fields: []string{"related.Deployment[*].status.readyReplicas"}, Every: time.Hour}
+				}
+				must(b, bus.Handle("ready", func(context.Context, *Event) (Status, error) {
+					return Active(""), nil
+				}, on))
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- bus.Run(ctx) }()
+				before := heapInUse()
+				for i := range pairs {
+					must(b, bus.Observe(ctx, deployKey(fmt.Sprint("d", i)), deps[i]))
+					must(b, bus.Observe(ctx, appKey(fmt.Sprint("a", i)), apps[i]))
+				}
+				must(b, bus.Wait(ctx))
+				after := heapInUse()
+				b.ReportMetric(float64(after-before)/pairs, "B/webapp")
+				cancel()
+				must(b, <-done)
 				runtime.KeepAlive(apps)
 				runtime.KeepAlive(deps)
 			}

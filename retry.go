@@ -38,7 +38,10 @@ func (e *retryAfterError) Error() string {
 func (e *retryAfterError) Unwrap() error { return e.err }
 
 // RetryAfter returns an error that asks for the next attempt after d instead
-// of the backoff's delay. A nil err reads as "not done yet".
+// of the backoff's delay. A nil err reads as "not done yet". It is a
+// failure: the slot shows an error and, under Juju, the hook fails. To
+// poll without failing ("handled for now, look again after d"), return a
+// nil error and call [Event.Again].
 func RetryAfter(d time.Duration, err error) error {
 	if err == nil {
 		err = errors.New("not done yet")

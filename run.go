@@ -44,6 +44,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.running = true
 	b.frozen = true
 	b.armRetries()
+	b.armSchedules() // timer.go
 	b.mu.Unlock()
 
 	b.resumePending(ctx)
@@ -63,6 +64,9 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.mu.Lock()
 	b.stopping = true
 	for _, ks := range b.keys {
+		if ks.x != nil {
+			ks.x.stopTick() // a schedule is no work to save (timer.go)
+		}
 		if ks.hasTimer() {
 			ks.stopTimer()
 			ks.retryDue = true // saved as pending

@@ -144,6 +144,7 @@ type simRun struct {
 	forgotten   map[string]int  // name → the incarnation a bus without handler verdict committed
 	keyLock     []chan struct{} // per key: a caller's calls for one key do not overlap (a retry, then a newer state); a channel, so that waiting on it lets fake time move
 	inflight    sync.WaitGroup
+	tm          simTimers // sim_timer_test.go
 }
 
 func newSimRun(cfg simConfig, dir string) *simRun {
@@ -207,7 +208,7 @@ func (s *simRun) startBus() error {
 	}
 	gen := s.gen
 	for _, h := range simHandlers(cfg, gen) {
-		on := On{Types: h.types, Fields: h.fields, Revision: h.revision}
+		on := On{Types: h.types, Fields: h.fields, Revision: h.revision, Every: h.every}
 		if h.gated {
 			on.When = s.when
 		}
@@ -325,7 +326,7 @@ func (s *simRun) handler(gen int, h simHandler) HandlerFunc {
 		var st Status
 		var err error
 		panicking := false
-		fail := ev.Attempt <= be.failures
+		fail := ev.Attempt <= be.failures && !ev.Due // sim_timer_test.go: due runs do not fail for a while
 		switch {
 		case be.kind == bePermanent:
 			err = Permanent(errSim)
@@ -340,6 +341,7 @@ func (s *simRun) handler(gen int, h simHandler) HandlerFunc {
 		default:
 			st = successStatus(h.id, name, v)
 		}
+		s.timerCall(gen, h, ev, name, epoch, v, err == nil && !panicking && be.kind != beBadLevel, now)
 		s.record(gen, h, ev, name, epoch, v, be, err == nil && !panicking && be.kind != beBadLevel, fromDispatch)
 		if panicking {
 			panic("simulated handler panic")
@@ -392,7 +394,7 @@ func (s *simRun) record(gen int, h simHandler, ev *Event, name string, epoch int
 		return
 	}
 	delete(s.fails, hk)
-	if last, seen := s.lastOK[hk]; seen && ev.Type != Resume && last.epoch == epoch && last.view == v && last.excuse == s.excuse[name] {
+	if last, seen := s.lastOK[hk]; seen && ev.Type != Resume && !ev.Due && last.epoch == epoch && last.view == v && last.excuse == s.excuse[name] {
 		if ev.Type == Delete {
 			s.violate("delete-twice", "%s: delete handler %s succeeded twice for incarnation %d", name, h.id, epoch)
 		} else {

@@ -182,6 +182,7 @@ func (s *simRun) run(ops []simOp) {
 		// Quiescence: every retry due has run (handlers fail a bounded
 		// number of times per value, backoff is capped at 200ms).
 		synctest.Wait()
+		s.tm.quiet = time.Now()
 		for range 10 {
 			time.Sleep(time.Second)
 			synctest.Wait()

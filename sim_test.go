@@ -61,6 +61,7 @@ func runSim(t *testing.T, cfg simConfig, ops []simOp) []string {
 func (s *simRun) check() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.checkTimers()
 	ctx := context.Background()
 	for k := range s.cfg.keys {
 		name := s.cfg.name(k)

@@ -50,11 +50,17 @@
 //	containers.<name>.can_connect   whether the workload container's Pebble answered
 //
 // Hook fields a hook does not carry are absent. [Document] is the typed
-// form, for handlers that decode the event with [DocumentOf].
+// form, for handlers that decode the event with [DocumentOf]. Numbers in
+// config and action.params are int64 when they are integers, exact above
+// 2^53, and float64 otherwise.
 //
 // During <endpoint>-relation-broken the broken relation is absent from
 // relations.<endpoint>, whether or not relation-ids still lists it (older
-// Juju lists it, newer Juju does not), as ops treats it.
+// Juju lists it, newer Juju does not), as ops treats it. A dead relation
+// that relation-ids still lists but the other tools answer "relation not
+// found" for (during teardown, or after remove-relation --force) is in the
+// list with no units and no data, as ops reads it, rather than failing
+// the hook.
 //
 // # What is read
 //
@@ -108,6 +114,25 @@
 // Resume event type means "every hook" here, since every hook is a new bus;
 // use OnHook instead.
 //
+// An action runs only its own handlers: those that subscribe to action
+// (or a field under it), as [OnAction] makes them. The others neither run
+// nor change their records, so a handler that fails in every hook (the
+// unit is in error) does not fail every action, as Juju runs actions even
+// then. A failed action fails its run; Juju does not run it again.
+//
+// collect-metrics runs in Juju's restricted context, which refuses
+// state-get, state-set, status-get, status-set, is-leader and the relation
+// tools. There, only the handlers that subscribe to hook.event ([OnHook])
+// run, against no stored records; the document has no leader and no
+// relations; nothing is stored and no status is set. They report with
+// [Tools.AddMetric].
+//
+// upgrade-charm makes every handler run again once, whether or not its
+// fields changed (Juju runs upgrade-charm, then config-changed, so that
+// the new code re-evaluates what the old code decided), and drops the
+// status slots of handlers the new code no longer registers, so that
+// their status does not stay on the unit.
+//
 // # Units and applications
 //
 // The document is dispatched under the key {Kind: "unit", Name: <unit>}
@@ -141,7 +166,9 @@
 // what status-get returns; on the leader, the same for the application.
 // The zero status (no handler has an opinion) sets nothing, and
 // [opbus.LevelUnknown] is never sent: return opbus.Active("") to say that
-// all is well.
+// all is well. Messages are cleaned with [CleanMessage] first (NUL bytes,
+// which exec refuses, dropped; invalid UTF-8 replaced; trimmed; shortened),
+// so that a message read back with status-get compares equal.
 //
 // # Failures
 //
@@ -159,6 +186,37 @@
 //
 // Because nothing of a failed run is stored, [opbus.Event.Attempt] is
 // always 1 and [opbus.Permanent] has no effect: Juju decides on retries.
+//
+// state-set and relation-set take their input as JSON that is also YAML,
+// which is what Juju reads: characters YAML refuses raw (U+007F, the C1
+// controls, U+FFFE, U+FFFF) are escaped, since Juju would fail the hook on
+// them, and on every retry.
+//
+// # Secrets
+//
+// [Tools] has the secret hook tools with Juju's argument syntax:
+// [Tools.SecretAdd], [Tools.SecretSet], [Tools.SecretGet] (with
+// SecretGetOptions.Peek and Refresh), [Tools.SecretInfoGet],
+// [Tools.SecretIDs], [Tools.SecretGrant], [Tools.SecretRevoke] and
+// [Tools.SecretRemove]. The secret hooks (secret-changed, secret-rotate,
+// secret-expired, secret-remove) put JUJU_SECRET_ID, JUJU_SECRET_LABEL and
+// JUJU_SECRET_REVISION in hook.secret-id, hook.secret-label and
+// hook.secret-revision; subscribe with OnHook("secret-changed").
+//
+// Secret content is never in the document, the records or the state: a
+// handler reads it with SecretGet when it needs it, and stores at most the
+// secret's ID. It travels as [SecretContent], which never prints or logs
+// its values (its String, GoString and LogValue name the keys) and refuses
+// to encode to JSON; secret-add and secret-set get it through a file only
+// the charm's user can read, removed afterwards, never on the command line.
+// Juju makes, changes and removes secrets only when the hook succeeds.
+//
+// "Not done yet" need not fail the hook: a handler that returns a nil
+// error after calling [opbus.Event.Again] lets the hook succeed, shows
+// its own status (Waiting, say), and runs again at the next hook whatever
+// the delay it gave, which is what ops' event.defer() is used for. A
+// handler with [opbus.On].Every runs at update-status, and at no other
+// hook unless its fields changed. (Run sets [opbus.Options].Due.)
 //
 // # Logs
 //
@@ -219,5 +277,10 @@
 // serves a fake Pebble (an in-memory filesystem, the plan its layers make,
 // services, checks, and commands run by a function of the test) on a
 // container's socket, for either kind of test: set Harness.PebbleDir, or
-// OPBUS_PEBBLE_DIR in the charm process's environment.
+// OPBUS_PEBBLE_DIR in the charm process's environment. The model holds
+// secrets (owned and observed, with revisions and grants) for the secret
+// tools; the fakes read state-set and relation-set input as YAML as Juju
+// does, refuse what Juju's restricted context refuses in collect-metrics,
+// and a failed hook shows the unit in error (Model.HookError), as juju
+// status does.
 package juju

@@ -335,6 +335,9 @@ type reader struct {
 	env       *Env
 	plan      *plan
 	pebbleDir string // where the containers' Pebble sockets are
+	// restricted leaves out what Juju's restricted context refuses
+	// (is-leader, the relation tools): see hookScope.
+	restricted bool
 }
 
 // document reads what the plan asks for and returns the document, and
@@ -351,7 +354,7 @@ func (r *reader) document(ctx context.Context) (map[string]any, bool, error) {
 		},
 	}
 	leader := false
-	if r.plan.wants("leader") || r.plan.app {
+	if (r.plan.wants("leader") || r.plan.app) && !r.restricted {
 		var err error
 		if leader, err = r.tools.IsLeader(ctx); err != nil {
 			return nil, false, err
@@ -365,7 +368,7 @@ func (r *reader) document(ctx context.Context) (map[string]any, bool, error) {
 		}
 		doc["config"] = cfg
 	}
-	if len(r.plan.endpoints) > 0 {
+	if len(r.plan.endpoints) > 0 && !r.restricted {
 		rels := make(map[string]any, len(r.plan.endpoints))
 		for _, ep := range r.plan.endpoints {
 			list, err := r.relations(ctx, ep)
@@ -440,7 +443,8 @@ func (r *reader) relations(ctx context.Context, endpoint string) ([]any, error) 
 		if current && e.Kind == KindRelationBroken {
 			continue
 		}
-		units, err := r.tools.RelationList(ctx, id)
+		// A dead relation reads as empty (see deadRelation).
+		units, err := orEmpty(r.tools.RelationList(ctx, id))
 		if err != nil {
 			return nil, err
 		}
@@ -455,13 +459,13 @@ func (r *reader) relations(ctx context.Context, endpoint string) ([]any, error) 
 			app, _ = unitApp(units[0])
 		}
 		if app == "" {
-			if app, err = r.tools.RelationListApp(ctx, id); err != nil {
+			if app, err = orEmpty(r.tools.RelationListApp(ctx, id)); err != nil {
 				return nil, err
 			}
 		}
 		appData := map[string]any{}
 		if app != "" {
-			d, err := r.tools.RelationGetApp(ctx, id, app)
+			d, err := orEmpty(r.tools.RelationGetApp(ctx, id, app))
 			if err != nil {
 				return nil, err
 			}
@@ -469,7 +473,7 @@ func (r *reader) relations(ctx context.Context, endpoint string) ([]any, error) 
 		}
 		unitData := make(map[string]any, len(units))
 		for _, u := range units {
-			d, err := r.tools.RelationGet(ctx, id, u)
+			d, err := orEmpty(r.tools.RelationGet(ctx, id, u))
 			if err != nil {
 				return nil, err
 			}

@@ -140,6 +140,13 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		bo = *opts.Bus
 	}
 	bo.Store = r.store
+	if env.Kind == KindCollectMetrics {
+		bo.Store = opbus.NewMemoryStore() // state-get is refused there
+	}
+	bo.Runs = func(id string) bool { return r.scope.allows(id) }
+	if bo.Due == nil {
+		bo.Due = dueAt(env.Kind) // timer.go
+	}
 	bo.Logger = slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: busLevel}))
 	if err := r.setup(setup, &bo, opts.Endpoints, opts.Containers, program); err != nil {
 		r.log.ErrorContext(ctx, "juju: the charm's handlers cannot run", "hook", env.Name, "err", err)
@@ -178,7 +185,12 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints, 
 			r.log.Debug("juju: the charm's action parameters are not known: action.params fields are not checked", "err", err)
 		}
 	}
-	if r.plan, err = newPlan(r.bus.Subscriptions(), charm); err != nil {
+	subs := r.bus.Subscriptions()
+	r.scope = scopeOf(r.env, subs)
+	if r.env.Kind == KindUpgradeCharm {
+		r.store.upgrade = newUpgrade(subs)
+	}
+	if r.plan, err = newPlan(subs, charm); err != nil {
 		return err
 	}
 	return r.planContainers(containers, dir)
@@ -192,8 +204,12 @@ func (r *run) logFailure(ctx context.Context, err error) {
 	if errors.As(err, &joined) {
 		errs = joined.Unwrap()
 	}
+	msg := "juju: the hook fails: Juju discards its state-set and relation-set and retries it"
+	if r.env.Kind == KindAction {
+		msg = "juju: the action fails: Juju discards its state-set and relation-set and does not run it again"
+	}
 	for _, e := range errs {
-		r.log.ErrorContext(ctx, "juju: the hook fails: Juju discards its state-set and relation-set and retries it", "hook", r.env.Name, "err", e)
+		r.log.ErrorContext(ctx, msg, "hook", r.env.Name, "err", e)
 	}
 }
 
@@ -227,11 +243,12 @@ type run struct {
 	plan  *plan
 
 	pebbleDir string // $OPBUS_PEBBLE_DIR
+	scope     hookScope
 }
 
 func (r *run) run(ctx context.Context) error {
 	e := r.env
-	doc, leader, err := (&reader{tools: r.tools, env: e, plan: r.plan, pebbleDir: r.pebbleDir}).document(ctx)
+	doc, leader, err := (&reader{tools: r.tools, env: e, plan: r.plan, pebbleDir: r.pebbleDir, restricted: r.scope.restricted}).document(ctx)
 	if err != nil {
 		return within(err, "juju: %s: reading what the unit sees", e.Name)
 	}
@@ -262,6 +279,9 @@ func (r *run) run(ctx context.Context) error {
 		if overall.Level == opbus.LevelError {
 			return fmt.Errorf("juju: %s failed: %v has slots at error level, which status-set cannot show: %s", e.Name, k, errorSlots(slots))
 		}
+	}
+	if r.scope.restricted {
+		return nil // no state and no status in Juju's restricted context
 	}
 	if _, err := r.store.flush(ctx); err != nil {
 		return within(err, "juju: %s: storing the records", e.Name)
@@ -299,7 +319,7 @@ func (r *run) publish(ctx context.Context, key opbus.Key) error {
 	if overall.Level == opbus.LevelUnknown {
 		return nil
 	}
-	level, msg := overall.Level.String(), TruncateMessage(overall.Message, MaxStatusMessage)
+	level, msg := overall.Level.String(), CleanMessage(overall.Message)
 	app := key.Kind == ObjectApplication
 	var cur StatusInfo
 	if app {

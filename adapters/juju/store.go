@@ -32,6 +32,9 @@ type stateStore struct {
 	stored  []byte // the value as state-get returned it
 	records map[string]json.RawMessage
 	dirty   bool
+	// upgrade, during upgrade-charm, makes every handler run again and
+	// drops the slots of removed handlers from the records read.
+	upgrade *upgrade
 }
 
 var _ opbus.Store = (*stateStore)(nil)
@@ -57,6 +60,9 @@ func (s *stateStore) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 				s.records = nil
 				s.loadErr = fmt.Errorf("juju: state key %q does not hold a JSON object of records: %v", s.key, err)
 			}
+		}
+		if s.loadErr == nil && s.upgrade != nil && s.upgrade.apply(s.records) {
+			s.dirty = true
 		}
 	}
 	if s.loadErr != nil {

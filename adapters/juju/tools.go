@@ -98,7 +98,9 @@ func (t Tools) runJSON(ctx context.Context, v any, name string, args ...string) 
 
 // StatusSet sets the unit's workload status: status-set -- <level> <message>.
 // level is one of [StatusMaintenance], [StatusBlocked], [StatusWaiting] or
-// [StatusActive]; a message longer than [MaxStatusMessage] is shortened.
+// [StatusActive]; the message is cleaned with [CleanMessage] (NUL bytes
+// dropped, invalid UTF-8 replaced, trimmed, shortened to
+// [MaxStatusMessage]).
 func (t Tools) StatusSet(ctx context.Context, level, message string) error {
 	return t.statusSet(ctx, false, level, message)
 }
@@ -120,7 +122,7 @@ func (t Tools) statusSet(ctx context.Context, app bool, level, message string) e
 		args = append(args, "--application")
 	}
 	// "--" keeps a message that starts with "-" from being read as a flag.
-	args = append(args, "--", level, TruncateMessage(message, MaxStatusMessage))
+	args = append(args, "--", level, CleanMessage(message))
 	_, err := t.run(ctx, "status-set", args, nil)
 	return err
 }
@@ -222,10 +224,11 @@ func (t Tools) IsLeader(ctx context.Context) (bool, error) {
 }
 
 // ConfigGet reads the application's configuration: config-get --format=json.
-// Values are decoded by encoding/json (strings, float64, bool).
+// Values are strings, bools, int64 for integers (exact above 2^53) and
+// float64 for other numbers.
 func (t Tools) ConfigGet(ctx context.Context) (map[string]any, error) {
 	m := map[string]any{}
-	if err := t.runJSON(ctx, &m, "config-get", "--format=json"); err != nil {
+	if err := t.runJSONNumbers(ctx, &m, "config-get", "--format=json"); err != nil {
 		return nil, err
 	}
 	if m == nil {
@@ -345,9 +348,10 @@ func (t Tools) ApplicationVersionSet(ctx context.Context, version string) error 
 }
 
 // ActionGet reads the running action's parameters: action-get --format=json.
+// Numbers are decoded as [Tools.ConfigGet] decodes them.
 func (t Tools) ActionGet(ctx context.Context) (map[string]any, error) {
 	m := map[string]any{}
-	if err := t.runJSON(ctx, &m, "action-get", "--format=json"); err != nil {
+	if err := t.runJSONNumbers(ctx, &m, "action-get", "--format=json"); err != nil {
 		return nil, err
 	}
 	if m == nil {
@@ -421,22 +425,19 @@ func (t Tools) ActionLog(ctx context.Context, message string) error {
 
 // encodeSettings encodes a string map for a tool's --file option, in key
 // order. The output is JSON written with a space after every ':' and ',', so
-// that it is also a YAML flow mapping, which is what Juju parses.
+// that it is also a YAML flow mapping, which is what Juju parses; strings
+// escape what YAML refuses (see appendYAMLString).
 func encodeSettings(m map[string]string) []byte {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	b := []byte{'{'}
 	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		kj, _ := json.Marshal(k) // a string never fails to encode
-		vj, _ := json.Marshal(m[k])
-		b.Write(kj)
-		b.WriteString(": ")
-		b.Write(vj)
+		b = appendYAMLString(b, k)
+		b = append(b, ": "...)
+		b = appendYAMLString(b, m[k])
 	}
-	b.WriteString("}\n")
-	return b.Bytes()
+	return append(b, "}\n"...)
 }
 
 // RelationID is a relation as Juju names it in JUJU_RELATION_ID and prints

@@ -294,7 +294,7 @@ func TestToolsAgainstModel(t *testing.T) {
 	m := &jujutest.Model{
 		Unit:   "app/0",
 		Leader: true,
-		Config: map[string]any{"port": 8080.0, "name": "x"},
+		Config: map[string]any{"port": int64(8080), "name": "x"},
 		Relations: []jujutest.Relation{{
 			ID: 4, Endpoint: "db", RemoteApp: "pg",
 			RemoteUnits:     []string{"pg/1", "pg/0"},

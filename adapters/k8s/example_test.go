@@ -90,7 +90,7 @@ func ExampleSource_BusOptions() {
 	// Output:
 	// workers: 8
 	// containerStatuses keyed by: name
-	// ignored: [metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]]
+	// ignored: [metadata.resourceVersion metadata.managedFields metadata.generation metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]]
 	// opbus: handler "bookkeeping": field metadata.annotations["opbus.dev/record"] is ignored by the bus (per-write noise or the library's own writes), so it would never fire
 }
 

@@ -62,7 +62,7 @@ func TestBusOptions(t *testing.T) {
 	if ListKeys["ports"] != "containerPort" {
 		t.Error("BusOptions modified the package's ListKeys")
 	}
-	want := []string{"status.x", `metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]`}
+	want := []string{"status.x", "metadata.resourceVersion", "metadata.managedFields", "metadata.generation", `metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]`}
 	if strings.Join(opts.Ignore, " ") != strings.Join(want, " ") {
 		t.Errorf("Ignore = %q, want %q (no repeats)", opts.Ignore, want)
 	}

@@ -52,11 +52,15 @@ var ListKeys = map[string]string{
 }
 
 // Ignore lists the per-write noise of Kubernetes objects that no handler
-// should react to besides what every bus ignores (metadata.resourceVersion,
-// managedFields, generation): the copy of the whole object that kubectl
-// apply keeps in an annotation. [Source.BusOptions] adds these to
-// [opbus.Options].Ignore.
+// should react to: what the API server changes on every write (which every
+// bus ignores anyway) and the copy of the whole object that kubectl apply
+// keeps in an annotation. [Source.BusOptions] adds these to
+// [opbus.Options].Ignore; a [opbus.Comparer] made with them compares as
+// the adapter's bus does.
 var Ignore = []string{
+	"metadata.resourceVersion",
+	"metadata.managedFields",
+	"metadata.generation",
 	`metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]`,
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/opbus/opbus/adapters/juju/jujutest"
+	"github.com/opbus/opbus/internal/charmproc"
 )
 
 // BenchmarkHook measures a whole hook of the charm as Juju runs it: a new
@@ -62,11 +64,11 @@ func BenchmarkHook(b *testing.B) {
 			joinPilot(start)
 			pilotSends(start)
 			u := deploy(b, start)
-			script := u.route(b, bc.route)
-			if r := u.hook(hookEnv("install"), nil); r.exit != 0 || r.model.UnitStatus.Status != "active" {
-				b.Fatalf("install: exit %d, status %v: %s", r.exit, r.model.UnitStatus, r.stderr)
+			script := route(b, u, bc.route)
+			if r := u.Hook(hookEnv("install"), nil); r.Exit != 0 || r.Model.UnitStatus.Status != "active" {
+				b.Fatalf("install: exit %d, status %v: %s", r.Exit, r.Model.UnitStatus, r.Stderr)
 			}
-			settled, err := jujutest.ReadModel(u.model)
+			settled, err := jujutest.ReadModel(u.Model)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -83,10 +85,10 @@ func BenchmarkHook(b *testing.B) {
 				if bc.change != nil {
 					bc.change(i, &m)
 				}
-				if err := jujutest.WriteModel(u.model, &m); err != nil {
+				if err := jujutest.WriteModel(u.Model, &m); err != nil {
 					b.Fatal(err)
 				}
-				cmd := u.command(e)
+				cmd := u.Command(e)
 				if script != "" {
 					cmd.Path = script
 				}
@@ -115,15 +117,15 @@ func BenchmarkHook(b *testing.B) {
 				if err != nil {
 					b.Fatalf("%s: %v: %s", bc.hook, err, stderr.String())
 				}
-				after, err := jujutest.ReadModel(u.model)
+				after, err := jujutest.ReadModel(u.Model)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if n := after.CallCount("status-set"); n != 0 || after.CallCount("state-get") != 1 {
-					b.Fatalf("%s: calls %s", bc.hook, calls(after))
+					b.Fatalf("%s: calls %s", bc.hook, charmproc.Calls(after))
 				}
 				count += len(after.Calls)
-				wall, cpu := u.replay(b, after.Calls)
+				wall, cpu := replay(b, u, after.Calls)
 				toolTime += wall
 				toolCPU += cpu
 				b.StartTimer()
@@ -145,11 +147,11 @@ func BenchmarkHook(b *testing.B) {
 // it, and returns the wall and CPU time they took. state-set and
 // relation-set read their settings from standard input; the replay gives
 // them an empty map.
-func (u *unit) replay(b *testing.B, calls []jujutest.Call) (wall, cpu time.Duration) {
-	env := []string{"PATH=" + u.tools, jujutest.ModelEnv + "=" + u.model}
+func replay(b *testing.B, u *charmproc.Unit, calls []jujutest.Call) (wall, cpu time.Duration) {
+	env := []string{"PATH=" + u.Tools, jujutest.ModelEnv + "=" + u.Model}
 	for _, c := range calls {
-		cmd := exec.Command(filepath.Join(u.tools, c.Name), c.Args...)
-		cmd.Env, cmd.Dir = env, u.dir
+		cmd := exec.Command(filepath.Join(u.Tools, c.Name), c.Args...)
+		cmd.Env, cmd.Dir = env, u.Dir
 		cmd.Stdin = strings.NewReader("{}\n")
 		t0 := time.Now()
 		err := cmd.Run()
@@ -178,25 +180,33 @@ exec "${JUJU_CHARM_DIR:-${0%/*}}/bin/istio-gateway"
 // before: a plain go build with cgo, so linked dynamically.
 var dynamic struct {
 	sync.Once
-	path string
-	err  error
+	dir, path string
+	err       error
 }
 
-// route installs the former dispatch script and its binary in the unit's
-// charm directory for route "sh" (the static binary) or "former" (the
+// route installs the former dispatch script and its binary in u's charm
+// directory for route "sh" (the static binary) or "former" (the
 // dynamically linked one) and returns the script's path; for route "" it
 // returns "", and the unit's dispatch is the binary.
-func (u *unit) route(b *testing.B, route string) string {
+func route(b *testing.B, u *charmproc.Unit, route string) string {
 	b.Helper()
-	bin := charmBinary(b)
+	var bin string
 	switch route {
 	case "":
 		return ""
 	case "sh":
+		bin = charmproc.Build(b, "istio-gateway")
 	case "former":
 		dynamic.Do(func() {
-			dynamic.path = filepath.Join(filepath.Dir(bin), "istio-gateway-cgo")
-			dynamic.err = goBuild(dynamic.path, "CGO_ENABLED=1")
+			if dynamic.dir, dynamic.err = os.MkdirTemp("", "istio-gateway-cgo-"); dynamic.err != nil {
+				return
+			}
+			dynamic.path = filepath.Join(dynamic.dir, "istio-gateway")
+			cmd := exec.Command("go", "build", "-o", dynamic.path, ".")
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				dynamic.err = fmt.Errorf("go build with cgo: %v\n%s", err, out)
+			}
 		})
 		if dynamic.err != nil {
 			b.Fatal(dynamic.err)
@@ -205,11 +215,11 @@ func (u *unit) route(b *testing.B, route string) string {
 	default:
 		b.Fatalf("route %q: want \"\", \"sh\" or \"former\"", route)
 	}
-	script := filepath.Join(u.dir, "dispatch.sh")
+	script := filepath.Join(u.Dir, "dispatch.sh")
 	err := errors.Join(
 		os.WriteFile(script, []byte(formerDispatch), 0o755),
-		os.Mkdir(filepath.Join(u.dir, "bin"), 0o755),
-		install(bin, filepath.Join(u.dir, "bin", "istio-gateway")),
+		os.Mkdir(filepath.Join(u.Dir, "bin"), 0o755),
+		charmproc.Install(bin, filepath.Join(u.Dir, "bin", "istio-gateway")),
 	)
 	if err != nil {
 		b.Fatal(err)

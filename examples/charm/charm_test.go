@@ -9,23 +9,18 @@ import (
 
 	"github.com/opbus/opbus/adapters/juju"
 	"github.com/opbus/opbus/adapters/juju/jujutest"
+	"github.com/opbus/opbus/internal/charmproc"
 )
+
+// charmFiles are the charm's metadata, copied into every charm directory
+// the tests make.
+var charmFiles = []string{"metadata.yaml", "charmcraft.yaml"}
 
 // charmDir returns a new charm directory holding the charm's metadata, as
 // a deployed charm's does.
 func charmDir(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, name := range []string{"metadata.yaml", "charmcraft.yaml"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return charmproc.CharmDir(t, charmFiles...)
 }
 
 // model returns a leader unit of the charm with config kind and, when

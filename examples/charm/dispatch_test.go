@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/opbus/opbus/internal/charmproc"
 )
 
 // TestDispatchIsTheBinary checks that the charm's dispatch is the Go
@@ -18,7 +20,7 @@ import (
 func TestDispatchIsTheBinary(t *testing.T) {
 	u := deploy(t, installed())
 	head := make([]byte, 4)
-	f, err := os.Open(filepath.Join(u.dir, "dispatch"))
+	f, err := os.Open(filepath.Join(u.Dir, "dispatch"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,38 +31,38 @@ func TestDispatchIsTheBinary(t *testing.T) {
 	}
 
 	// Juju 2.8 and later.
-	r := u.hook(hookEnv("install"), nil)
-	if want := story[0].want; r.exit != 0 || r.model.UnitStatus != want {
-		t.Fatalf("dispatch with JUJU_DISPATCH_PATH=hooks/install: exit %d, status %q, want 0 and %q: %s", r.exit, r.model.UnitStatus, want, r.stderr)
+	r := u.Hook(hookEnv("install"), nil)
+	if want := story[0].want; r.Exit != 0 || r.Model.UnitStatus != want {
+		t.Fatalf("dispatch with JUJU_DISPATCH_PATH=hooks/install: exit %d, status %q, want 0 and %q: %s", r.Exit, r.Model.UnitStatus, want, r.Stderr)
 	}
 
 	// Before Juju 2.8: hooks/config-changed links to dispatch and names
 	// the hook.
-	if err := os.Mkdir(filepath.Join(u.dir, "hooks"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(u.Dir, "hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("../dispatch", filepath.Join(u.dir, "hooks", "config-changed")); err != nil {
+	if err := os.Symlink("../dispatch", filepath.Join(u.Dir, "hooks", "config-changed")); err != nil {
 		t.Fatal(err)
 	}
-	cmd := withoutDispatchPath(u.command(hookEnv("config-changed")))
-	cmd.Path = filepath.Join(u.dir, "hooks", "config-changed")
+	cmd := withoutDispatchPath(u.Command(hookEnv("config-changed")))
+	cmd.Path = filepath.Join(u.Dir, "hooks", "config-changed")
 	cmd.Args = []string{cmd.Path}
-	u.before(setKind("ingress"))
-	r = u.run(cmd)
-	if want := story[1].want; r.exit != 0 || r.model.UnitStatus != want {
-		t.Fatalf("hooks/config-changed without JUJU_DISPATCH_PATH: exit %d, status %q, want 0 and %q: %s", r.exit, r.model.UnitStatus, want, r.stderr)
+	u.Prepare(setKind("ingress"))
+	r = u.Run(cmd)
+	if want := story[1].want; r.Exit != 0 || r.Model.UnitStatus != want {
+		t.Fatalf("hooks/config-changed without JUJU_DISPATCH_PATH: exit %d, status %q, want 0 and %q: %s", r.Exit, r.Model.UnitStatus, want, r.Stderr)
 	}
 
 	// dispatch itself names no hook: without JUJU_DISPATCH_PATH it fails
 	// and changes nothing.
-	stored := r.model.State
-	u.before(nil)
-	r = u.run(withoutDispatchPath(u.command(hookEnv("update-status"))))
-	if r.exit == 0 || !strings.Contains(r.stderr, "JUJU_DISPATCH_PATH is not set") {
-		t.Fatalf("dispatch without JUJU_DISPATCH_PATH: exit %d, stderr %q: want a failure naming JUJU_DISPATCH_PATH", r.exit, r.stderr)
+	stored := r.Model.State
+	u.Prepare(nil)
+	r = u.Run(withoutDispatchPath(u.Command(hookEnv("update-status"))))
+	if r.Exit == 0 || !strings.Contains(r.Stderr, "JUJU_DISPATCH_PATH is not set") {
+		t.Fatalf("dispatch without JUJU_DISPATCH_PATH: exit %d, stderr %q: want a failure naming JUJU_DISPATCH_PATH", r.Exit, r.Stderr)
 	}
-	if len(r.model.Calls) != 0 || !maps.Equal(r.model.State, stored) {
-		t.Errorf("dispatch without JUJU_DISPATCH_PATH called %s", calls(r.model))
+	if len(r.Model.Calls) != 0 || !maps.Equal(r.Model.State, stored) {
+		t.Errorf("dispatch without JUJU_DISPATCH_PATH called %s", charmproc.Calls(r.Model))
 	}
 }
 

@@ -14,6 +14,10 @@
 //     status.readyReplicas through related objects: it runs when the
 //     Deployment appears and when its readiness changes, and not for the
 //     Deployment's other changes.
+//  4. A timer and a poll: a handler that runs every period even when
+//     nothing changes (kopf's @timer), and one that is not done yet and
+//     says "look again later" without failing (what ops' event.defer()
+//     is used for).
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/opbus/opbus"
 )
@@ -41,6 +46,10 @@ func main() {
 	if err := relatedObjects(ctx); err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println()
+	if err := timers(ctx); err != nil {
+		log.Fatal(err)
+	}
 }
 
 // fired collects handler runs so that each step can print what fired.
@@ -53,6 +62,16 @@ func (f *fired) add(s string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.runs = append(f.runs, s)
+}
+
+// first returns the first run collected, leaving it.
+func (f *fired) first() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.runs) == 0 {
+		return "nothing"
+	}
+	return f.runs[0]
 }
 
 func (f *fired) take() string {
@@ -332,4 +351,73 @@ func pod(rv, record string, state map[string]any) map[string]any {
 			map[string]any{"name": "app", "ready": state["running"] != nil, "state": state},
 		}},
 	}
+}
+
+func timers(ctx context.Context) error {
+	fmt.Println("== 4. a timer, and \"not done yet, look again later\"")
+	bus, err := opbus.New(nil)
+	if err != nil {
+		return err
+	}
+	var f fired
+	beats := make(chan struct{}, 3)
+	// Runs when the spec changes and, even if nothing changes, every 100ms.
+	err = bus.Handle("heartbeat", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		if ev.Due {
+			select {
+			case beats <- struct{}{}:
+			default:
+			}
+		}
+		return opbus.Active(""), nil
+	}, opbus.On{Fields: []string{"spec"}, Every: 100 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	checks := 0
+	ready := make(chan struct{})
+	// Polls an outside system: handled for now, look again in 100ms.
+	err = bus.Handle("database", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		if checks++; checks < 3 {
+			ev.Again(100 * time.Millisecond)
+			f.add(fmt.Sprintf("check %d: not ready, look again in 100ms", checks))
+			return opbus.Waiting("database starting"), nil
+		}
+		f.add(fmt.Sprintf("check %d: ready", checks))
+		close(ready)
+		return opbus.Active(""), nil
+	}, opbus.On{Fields: []string{"spec.database"}})
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- bus.Run(runCtx) }()
+	key := opbus.Key{Kind: "Shop", Namespace: "default", Name: "web"}
+	if err := bus.Observe(ctx, key, map[string]any{"spec": map[string]any{"database": "pg"}}); err != nil {
+		return err
+	}
+	if err := bus.Wait(ctx); err != nil {
+		return err
+	}
+	st, _, err := bus.Status(ctx, key)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("the Shop is created\n   database: %s\n   overall: %s\n", f.first(), show(st)) // a later check may have run since
+	<-ready
+	<-beats
+	<-beats
+	if err := bus.Wait(ctx); err != nil {
+		return err
+	}
+	st, _, err = bus.Status(ctx, key)
+	if err != nil {
+		return err
+	}
+	_, later, _ := strings.Cut(f.take(), "\n") // after the first
+	fmt.Printf("nothing changes; the bus looks again when asked\n   database: %s\n   heartbeat: ran when due, twice or more\n   overall: %s\n   failures counted: %d\n", strings.TrimSpace(later), show(st), bus.Stats().Failed)
+	stop()
+	return <-done
 }

@@ -42,4 +42,15 @@ func Example_main() {
 	// the Deployment becomes ready
 	//    fired: deployment-ready sees 1 Deployment(s)
 	//    WebApp: active
+	//
+	// == 4. a timer, and "not done yet, look again later"
+	// the Shop is created
+	//    database: check 1: not ready, look again in 100ms
+	//    overall: waiting: database starting
+	// nothing changes; the bus looks again when asked
+	//    database: check 2: not ready, look again in 100ms
+	//           check 3: ready
+	//    heartbeat: ran when due, twice or more
+	//    overall: active
+	//    failures counted: 0
 }

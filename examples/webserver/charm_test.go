@@ -2,33 +2,25 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/opbus/opbus/adapters/juju"
 	"github.com/opbus/opbus/adapters/juju/jujutest"
+	"github.com/opbus/opbus/internal/charmproc"
 )
+
+// charmFiles are the charm's metadata, copied into every charm directory
+// the tests make.
+var charmFiles = []string{"metadata.yaml", "charmcraft.yaml"}
 
 // charmDir returns a new charm directory holding the charm's metadata, as
 // a deployed charm's does.
 func charmDir(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, name := range []string{"metadata.yaml", "charmcraft.yaml"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return charmproc.CharmDir(t, charmFiles...)
 }
 
 // serverExec is the workload image's web server, as far as the charm runs
@@ -40,59 +32,22 @@ func serverExec(_ *jujutest.Pebble, req *jujutest.ExecRequest) (*juju.ExecResult
 	return nil, errors.New("cannot find executable " + req.Command[0])
 }
 
-// world is the unit and its workload container between hooks: the model
-// the hook tools read and write, and the container's fake Pebble, which
-// is nil while the container is down.
-type world struct {
-	t      testing.TB
-	dir    string // OPBUS_PEBBLE_DIR
-	pebble *jujutest.Pebble
-}
-
-// up starts the container's Pebble: a new fake, empty as a container
-// fresh from its image.
-func (w *world) up() {
-	if w.pebble == nil {
-		w.pebble = jujutest.StartPebble(w.t, w.dir, container)
-		w.pebble.SetExec(serverExec)
-	}
-}
-
-// down stops the container's Pebble.
-func (w *world) down() {
-	if w.pebble != nil {
-		w.pebble.Close()
-		w.pebble = nil
-	}
-}
-
 // step is one hook of the story: what happens before it, and what the
 // unit and its container look like after it.
 type step struct {
 	hook   string
-	before func(*world, *jujutest.Model)
+	before func(*charmproc.Container, *jujutest.Model)
 	status jujutest.Status
-	check  func(testing.TB, *world, *jujutest.Model)
+	check  func(testing.TB, *charmproc.Container, *jujutest.Model)
 }
 
 // served checks the server's configuration file and how many times the
 // server has started.
-func served(port, starts int) func(testing.TB, *world, *jujutest.Model) {
-	return func(t testing.TB, w *world, m *jujutest.Model) {
+func served(port, starts int) func(testing.TB, *charmproc.Container, *jujutest.Model) {
+	return func(t testing.TB, w *charmproc.Container, m *jujutest.Model) {
 		t.Helper()
-		data, ok := w.pebble.File(configFile)
-		var conf struct{ Port int }
-		if !ok || json.Unmarshal(data, &conf) != nil || conf.Port != port {
-			t.Errorf("%s: got %q (exists: %v), want port %d", configFile, data, ok, port)
-		}
-		svcs := w.pebble.Services()
-		if len(svcs) != 1 || svcs[0].Name != service || svcs[0].Current != "active" {
-			t.Errorf("services: got %+v, want %s active", svcs, service)
-		}
-		if got := w.pebble.Starts(service); got != starts {
-			t.Errorf("%s started %d times, want %d", service, got, starts)
-		}
-		if got := w.pebble.Plan().Checks[check].HTTP.URL; !strings.Contains(got, ":"+strconv.Itoa(port)+"/") {
+		w.CheckServing(t, configFile, service, port, starts)
+		if got := w.Pebble.Plan().Checks[check].HTTP.URL; !strings.Contains(got, ":"+strconv.Itoa(port)+"/") {
 			t.Errorf("check %s's URL %q, want port %d", check, got, port)
 		}
 		if m.WorkloadVersion != "1.4.2" {
@@ -102,23 +57,23 @@ func served(port, starts int) func(testing.TB, *world, *jujutest.Model) {
 }
 
 // setPort changes the config option port.
-func setPort(port int) func(*world, *jujutest.Model) {
-	return func(_ *world, m *jujutest.Model) { m.Config["port"] = float64(port) }
+func setPort(port int) func(*charmproc.Container, *jujutest.Model) {
+	return func(_ *charmproc.Container, m *jujutest.Model) { m.Config["port"] = float64(port) }
 }
 
 // story is a unit's life, hook by hook.
 var story = []step{
 	{"install", nil, jujutest.Status{Status: "waiting", Message: "Waiting for Pebble in the workload container"}, nil},
-	{"workload-pebble-ready", func(w *world, _ *jujutest.Model) { w.up() }, jujutest.Status{Status: "active"}, served(8080, 1)},
+	{"workload-pebble-ready", func(w *charmproc.Container, _ *jujutest.Model) { w.Up() }, jujutest.Status{Status: "active"}, served(8080, 1)},
 	{"update-status", nil, jujutest.Status{Status: "active"}, served(8080, 1)},
 	{"config-changed", setPort(9090), jujutest.Status{Status: "active"}, served(9090, 2)},
 	{"config-changed", setPort(70000), jujutest.Status{Status: "blocked", Message: "Config item 'port' must be a port number, not 70000"}, served(9090, 2)},
 	{"config-changed", setPort(8080), jujutest.Status{Status: "active"}, served(8080, 3)},
-	{"workload-pebble-check-failed", func(w *world, _ *jujutest.Model) { w.pebble.SetCheck(check, "down", 3) },
+	{"workload-pebble-check-failed", func(w *charmproc.Container, _ *jujutest.Model) { w.Pebble.SetCheck(check, "down", 3) },
 		jujutest.Status{Status: "maintenance", Message: "Check alive is down after 3 failures"}, nil},
-	{"workload-pebble-check-recovered", func(w *world, _ *jujutest.Model) { w.pebble.SetCheck(check, "up", 0) },
+	{"workload-pebble-check-recovered", func(w *charmproc.Container, _ *jujutest.Model) { w.Pebble.SetCheck(check, "up", 0) },
 		jujutest.Status{Status: "active"}, nil},
-	{"update-status", func(w *world, _ *jujutest.Model) { w.down() },
+	{"update-status", func(w *charmproc.Container, _ *jujutest.Model) { w.Down() },
 		jujutest.Status{Status: "waiting", Message: "Waiting for Pebble in the workload container"}, nil},
 }
 
@@ -137,8 +92,9 @@ func hookEnv(hook string) juju.Env {
 // TestStory runs the story in process, against the in-memory model and
 // the fake Pebble, as ops-scenario runs a charm.
 func TestStory(t *testing.T) {
-	w := &world{t: t, dir: jujutest.PebbleDir(t)}
-	h := &jujutest.Harness{Setup: setup, CharmDir: charmDir(t), PebbleDir: w.dir}
+	w := charmproc.NewContainer(t, container)
+	w.Exec = serverExec
+	h := &jujutest.Harness{Setup: setup, CharmDir: charmDir(t), PebbleDir: w.Dir}
 	m := &jujutest.Model{Unit: "webserver/0", Config: map[string]any{"port": 8080.0, "greeting": "hello"}}
 	for i, s := range story {
 		if s.before != nil {

@@ -29,6 +29,15 @@ var tools = map[string]func(m *Model, c *call) *result{
 	"action-set":              (*Model).actionSet,
 	"action-fail":             (*Model).actionFail,
 	"action-log":              (*Model).actionLog,
+	"secret-add":              (*Model).secretAdd,
+	"secret-set":              (*Model).secretSet,
+	"secret-get":              (*Model).secretGet,
+	"secret-info-get":         (*Model).secretInfoGet,
+	"secret-ids":              (*Model).secretIDs,
+	"secret-grant":            (*Model).secretGrant,
+	"secret-revoke":           (*Model).secretRevoke,
+	"secret-remove":           (*Model).secretRemove,
+	"add-metric":              (*Model).addMetric,
 }
 
 // ToolNames returns the names of the hook tools the model implements, in
@@ -62,6 +71,10 @@ func (m *Model) Exec(name string, args []string, stdin []byte) (stdout, stderr [
 	if !ok {
 		last.Exit = 127
 		return nil, fmt.Appendf(nil, "ERROR unknown hook tool %q\n", name), 127
+	}
+	if m.Restricted && !slices.Contains(restrictedTools, name) {
+		last.Exit = 1
+		return nil, []byte("ERROR not implemented for restricted context not implemented\n"), 1
 	}
 	if msg, found := m.Failures[name]; found {
 		last.Exit = 1
@@ -190,7 +203,7 @@ func (m *Model) relation(c *call) (*Relation, *result) {
 		return nil, usage("invalid value %q for option -r: invalid relation id", v)
 	}
 	r := m.Relation(id)
-	if r == nil || (strings.Contains(v, ":") && !strings.HasPrefix(v, r.Endpoint+":")) {
+	if r == nil || r.Dead || (strings.Contains(v, ":") && !strings.HasPrefix(v, r.Endpoint+":")) {
 		return nil, usage("invalid value %q for option -r: relation not found", v)
 	}
 	return r, nil

@@ -311,9 +311,11 @@ func TestActionKeysAgreeWithClient(t *testing.T) {
 
 func TestToolNames(t *testing.T) {
 	want := []string{
-		"action-fail", "action-get", "action-log", "action-set", "application-version-set",
+		"action-fail", "action-get", "action-log", "action-set", "add-metric", "application-version-set",
 		"config-get", "is-leader", "juju-log", "relation-get", "relation-ids", "relation-list",
-		"relation-set", "state-delete", "state-get", "state-set", "status-get", "status-set",
+		"relation-set", "secret-add", "secret-get", "secret-grant", "secret-ids", "secret-info-get",
+		"secret-remove", "secret-revoke", "secret-set", "state-delete", "state-get", "state-set",
+		"status-get", "status-set",
 	}
 	if got := ToolNames(); !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)

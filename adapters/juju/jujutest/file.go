@@ -1,6 +1,7 @@
 package jujutest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ func ReadModel(path string) (*Model, error) {
 		return nil, fmt.Errorf("jujutest: reading model: %w", err)
 	}
 	m := new(Model)
-	if err := json.Unmarshal(data, m); err != nil {
+	if err := decodeModel(data, m); err != nil {
 		return nil, fmt.Errorf("jujutest: reading model %s: %w", path, err)
 	}
 	return m, nil
@@ -156,4 +157,13 @@ func readsStdin(args []string) bool {
 		}
 	}
 	return false
+}
+
+// decodeModel decodes a model's JSON into m keeping numbers exact: config
+// values and action parameters are [json.Number]s, which the tools print
+// as they were written, so an integer above 2^53 survives a copy.
+func decodeModel(data []byte, m *Model) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(m)
 }

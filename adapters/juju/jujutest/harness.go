@@ -48,8 +48,10 @@ type Harness struct {
 // "actions/<name>" for an action. The hook's context comes from st: a
 // relation hook's relation is the only one on its endpoint, whose remote
 // application it names; relation-joined names the last remote unit in
-// name order, relation-changed the first one (none when it has none), and
-// an action runs st.Action (made when nil). Use [Harness.RunEnv] for any
+// name order, relation-changed the first one (none when it has none); a
+// secret hook's secret is the model's only secret, at its latest revision;
+// collect-metrics runs in Juju's restricted context (Model.Restricted);
+// and an action runs st.Action (made when nil). Use [Harness.RunEnv] for any
 // other context, such as relation-departed or a relation-broken whose
 // relation is gone from the model.
 //
@@ -73,7 +75,9 @@ func (c *Harness) Run(ctx context.Context, hook string, st *Model) (*Model, erro
 // of this run only; its status, status history, logs, workload version and
 // action results are what the hook did; its state and relation data
 // include the hook's writes only if it succeeded (it returned nil), as
-// Juju applies them only when the hook exits 0.
+// Juju applies them only when the hook exits 0. A failed hook (not an
+// action) sets HookError, which shows the unit in error as Juju does, and
+// a hook that succeeds clears it.
 func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, error) {
 	if st == nil {
 		return nil, errors.New("jujutest: Context.RunEnv: nil model")
@@ -119,9 +123,17 @@ func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, er
 	opts.Getenv = func(k string) string { return vars[k] }
 	opts.Program = "dispatch"
 	opts.Runner = NewRunner(out)
+	out.Restricted = e.Kind == juju.KindCollectMetrics
 	err = juju.Run(ctx, c.Setup, &opts)
+	out.Restricted = false
+	if e.Kind != juju.KindAction {
+		out.HookError = ""
+	}
 	if err != nil {
 		out.Discard()
+		if e.Kind != juju.KindAction {
+			out.HookError = fmt.Sprintf("hook failed: %q", e.Name)
+		}
 		if errors.Is(err, juju.ErrMissingEnv) {
 			err = fmt.Errorf("%w (give the hook's context with Context.RunEnv)", err)
 		}
@@ -169,6 +181,12 @@ func hookEnv(hook string, st *Model) (juju.Env, error) {
 		}
 	case e.Kind == juju.KindPebbleReady:
 		e.Workload = e.Endpoint()
+	case e.Kind.IsSecret():
+		if len(st.Secrets) != 1 {
+			return e, fmt.Errorf("jujutest: hook %q: the model has %d secrets, so which one is meant is unclear; use Context.RunEnv", name, len(st.Secrets))
+		}
+		s := &st.Secrets[0]
+		e.SecretID, e.SecretLabel, e.SecretRevision = s.ID, s.Label, s.Latest()
 	}
 	return e, nil
 }
@@ -180,7 +198,7 @@ func (m *Model) clone() (*Model, error) {
 		return nil, fmt.Errorf("jujutest: copying the model: %w", err)
 	}
 	c := new(Model)
-	if err := json.Unmarshal(data, c); err != nil {
+	if err := decodeModel(data, c); err != nil {
 		return nil, fmt.Errorf("jujutest: copying the model: %w", err)
 	}
 	return c, nil

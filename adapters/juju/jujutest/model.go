@@ -39,11 +39,15 @@ type Model struct {
 	// Leader reports whether the unit is its application's leader.
 	Leader bool `json:"leader,omitempty"`
 	// Config is the application's configuration, as config-get prints it.
+	// In the copies Harness.Run returns and ReadModel reads, numbers are
+	// json.Numbers, which keep integers above 2^53 exact.
 	Config map[string]any `json:"config,omitempty"`
 	// Relations are the relations the unit takes part in.
 	Relations []Relation `json:"relations,omitempty"`
 	// State is the unit's committed server-side state (state-get/state-set).
 	State map[string]string `json:"state,omitempty"`
+	// Secrets are the secrets the unit owns or observes, committed.
+	Secrets []Secret `json:"secrets,omitempty"`
 
 	// UnitStatus is the unit's workload status; the zero value reads as
 	// "unknown". UnitStatusHistory holds every status set, oldest first.
@@ -52,6 +56,12 @@ type Model struct {
 	// AppStatus and AppStatusHistory are the same for the application.
 	AppStatus        Status   `json:"app_status"`
 	AppStatusHistory []Status `json:"app_status_history,omitempty"`
+	// HookError is set after a hook fails, as Juju sets the unit agent's
+	// status: `hook failed: "<hook>"`; a hook that succeeds clears it. While
+	// it is set, juju status shows the unit in error ([Model.ShownStatus]),
+	// but status-get prints the workload status, as in Juju. A failed
+	// action leaves it alone: Juju does not put the unit in error for it.
+	HookError string `json:"hook_error,omitempty"`
 	// WorkloadVersion is what application-version-set last set.
 	WorkloadVersion string `json:"workload_version,omitempty"`
 	// Logs are the lines written with juju-log, oldest first.
@@ -60,6 +70,13 @@ type Model struct {
 	// Action is the running action; nil outside an action, where the
 	// action tools fail as in Juju.
 	Action *Action `json:"action,omitempty"`
+
+	// Restricted is set while a hook runs in Juju's restricted context
+	// (collect-metrics): every tool but config-get, juju-log and
+	// add-metric fails, "not implemented for restricted context".
+	Restricted bool `json:"restricted,omitempty"`
+	// Metrics are the values add-metric added, by key.
+	Metrics map[string]string `json:"metrics,omitempty"`
 
 	// Calls are the hook tool calls made, in order, failed ones included.
 	Calls []Call `json:"calls,omitempty"`
@@ -95,6 +112,10 @@ type Relation struct {
 	// committed data.
 	LocalUnitData map[string]string `json:"local_unit_data,omitempty"`
 	LocalAppData  map[string]string `json:"local_app_data,omitempty"`
+	// Dead marks a relation being torn down (or removed with
+	// remove-relation --force): relation-ids still lists it, but every
+	// tool given its id fails with "relation not found", as in Juju.
+	Dead bool `json:"dead,omitempty"`
 }
 
 // Status is a workload status as status-set sets it.
@@ -142,6 +163,8 @@ type Staged struct {
 	// data, by relation id, of the relations the hook changed.
 	UnitData map[int]map[string]string `json:"unit_data,omitempty"`
 	AppData  map[int]map[string]string `json:"app_data,omitempty"`
+	// Secrets are the new secrets; nil when unchanged.
+	Secrets []Secret `json:"secrets"`
 }
 
 // Commit applies the staged writes, as Juju does when a hook exits 0.
@@ -154,6 +177,9 @@ func (m *Model) Commit() {
 	if s.State != nil {
 		m.State = s.State
 	}
+	if s.Secrets != nil {
+		m.Secrets = s.Secrets
+	}
 	for i := range m.Relations {
 		r := &m.Relations[i]
 		if d, ok := s.UnitData[r.ID]; ok {
@@ -163,6 +189,15 @@ func (m *Model) Commit() {
 			r.LocalAppData = d
 		}
 	}
+}
+
+// ShownStatus returns the unit's status as juju status shows it: error
+// with [Model.HookError] after a failed hook, else the workload status.
+func (m *Model) ShownStatus() Status {
+	if m.HookError != "" {
+		return Status{Status: "error", Message: m.HookError}
+	}
+	return orUnknown(m.UnitStatus)
 }
 
 // Discard drops the staged writes, as Juju does when a hook fails.

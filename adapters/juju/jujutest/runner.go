@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/opbus/opbus/adapters/juju"
@@ -35,6 +36,12 @@ func (r *Runner) Run(ctx context.Context, name string, args []string, stdin []by
 	}
 	if !IsTool(name) {
 		return nil, fmt.Errorf("%w: %q in the jujutest model", juju.ErrToolNotFound, name)
+	}
+	for i, a := range args {
+		if strings.IndexByte(a, 0) >= 0 {
+			// As exec refuses it: no process argument can hold a NUL.
+			return nil, fmt.Errorf("jujutest: %s: argument %d holds a NUL byte, which exec refuses (invalid argument)", name, i+1)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -22,7 +22,8 @@ import (
 //     (with YAML's backslash escapes). An empty value, "~" and "null" read
 //     as "".
 //
-// Anything else YAML allows (nesting, lists, flow or block scalars,
+// Characters YAML refuses are refused as Juju refuses them
+// ([checkYAMLInput]). Anything else YAML allows (nesting, lists, flow or block scalars,
 // anchors, tags, values over several lines) is rejected with an error
 // rather than read wrongly. Duplicate keys are an error.
 func parseSettings(data []byte) (map[string]string, error) {
@@ -32,6 +33,9 @@ func parseSettings(data []byte) (map[string]string, error) {
 	}
 	if !utf8.Valid(trimmed) {
 		return nil, errors.New("settings are not valid UTF-8")
+	}
+	if err := checkYAMLInput(string(trimmed), trimmed[0] == '{'); err != nil {
+		return nil, err
 	}
 	if trimmed[0] == '{' {
 		return parseJSONSettings(trimmed)

@@ -1,0 +1,225 @@
+package juju_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/jujutest"
+)
+
+// Each test here checks one way the adapter once differed from Juju (found
+// by running charms adversarially and reading Juju's and ops' sources),
+// and fails without its fix.
+
+// TestActionRunsOnlyItsOwnHandlers: a config handler that fails in every
+// hook puts the unit in error, but an action still runs (Juju runs actions
+// while a unit is in hook error): only the handlers that subscribe to
+// action run in it, and the failing one neither runs nor fails it.
+func TestActionRunsOnlyItsOwnHandlers(t *testing.T) {
+	configRuns := 0
+	c := charm(
+		handler{"config", func(context.Context, *opbus.Event) (opbus.Status, error) {
+			configRuns++
+			return opbus.Status{}, errors.New("bad config")
+		}, opbus.On{Fields: []string{"config"}}},
+		handler{"backup", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			return opbus.Status{}, juju.FromContext(ctx).Tools.ActionSet(ctx, map[string]string{"done": "yes"})
+		}, juju.OnAction("backup")},
+	)
+	m, err := c.Run(context.Background(), "config-changed", newModel())
+	if err == nil || configRuns != 1 {
+		t.Fatalf("config-changed: err %v after %d runs, want the config handler's error", err, configRuns)
+	}
+	if got := m.ShownStatus(); got != (jujutest.Status{Status: "error", Message: `hook failed: "config-changed"`}) {
+		t.Errorf("after the failed hook juju status shows %v", got)
+	}
+	m.Action = &jujutest.Action{Name: "backup"}
+	m, err = c.Run(context.Background(), "actions/backup", m)
+	if err != nil {
+		t.Fatalf("the action failed: %v", err)
+	}
+	if configRuns != 1 || m.Action.Results["done"] != "yes" {
+		t.Errorf("config handler ran %d times (want 1: not in the action), results %v", configRuns, m.Action.Results)
+	}
+	if m.HookError == "" {
+		t.Error("the action cleared the hook error: Juju keeps the unit in error until a hook succeeds")
+	}
+	// The failing handler is still pending: the retried hook runs it.
+	if _, err := c.Run(context.Background(), "config-changed", m); err == nil || configRuns != 2 {
+		t.Errorf("the retried hook: err %v, config runs %d, want the handler to run and fail again", err, configRuns)
+	}
+}
+
+// TestFailedActionLogSaysNoRetry: Juju never runs a failed action again,
+// so the log line of its failure must not say it will.
+func TestFailedActionLogSaysNoRetry(t *testing.T) {
+	c := charm(handler{"backup", func(context.Context, *opbus.Event) (opbus.Status, error) {
+		return opbus.Status{}, errors.New("no space")
+	}, juju.OnAction("backup")})
+	m := newModel()
+	m.Action = &jujutest.Action{Name: "backup"}
+	out, err := c.Run(context.Background(), "actions/backup", m)
+	if err == nil {
+		t.Fatal("the failing action succeeded")
+	}
+	found := false
+	for _, l := range out.Logs {
+		if strings.Contains(l.Message, "retries") {
+			t.Errorf("the log says Juju retries the action: %q", l.Message)
+		}
+		if l.Level == juju.LogError && strings.Contains(l.Message, "does not run it again") {
+			found = true
+		}
+	}
+	if !found || out.HookError != "" {
+		t.Errorf("logs %q, hook error %q: want an ERROR line saying the action is not run again, and no hook error", out.Logs, out.HookError)
+	}
+}
+
+// yamlRefused holds the characters that encoding/json leaves raw and
+// Juju's YAML reader refuses (U+007F, C1 controls, U+FFFE, U+FFFF), and
+// NEL, which YAML's double quotes would fold into a space.
+const yamlRefused = "a\u007fb\u0080c\u0085d\u009fe\ufffef\uffffg"
+
+// TestSettingsEscapeWhatYAMLRefuses: relation-set and state-set input
+// that holds characters YAML refuses raw is written escaped, and reaches
+// the model unchanged; written raw, Juju fails the hook forever.
+func TestSettingsEscapeWhatYAMLRefuses(t *testing.T) {
+	c := charm(handler{"h", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		tools := juju.FromContext(ctx).Tools
+		ev.SetValue("note", yamlRefused)
+		return opbus.Active(""), errors.Join(
+			tools.RelationSet(ctx, 3, map[string]string{"k" + yamlRefused: yamlRefused}),
+			tools.StateSet(ctx, map[string]string{"extra": yamlRefused}),
+		)
+	}, opbus.On{Fields: []string{"config"}}})
+	m := run(t, c, "install", newModel())
+	if got := m.Relation(3).LocalUnitData["k"+yamlRefused]; got != yamlRefused {
+		t.Errorf("relation data %q, want %q", m.Relation(3).LocalUnitData, yamlRefused)
+	}
+	if m.State["extra"] != yamlRefused || !strings.Contains(m.State[juju.DefaultStateKey], yamlRefused) {
+		t.Errorf("state %q", m.State)
+	}
+}
+
+// TestDeadRelationReadsAsEmpty: a relation that relation-ids lists but
+// that Juju answers "relation not found" for (teardown, remove-relation
+// --force) reads as a relation with no units and no data, as ops reads
+// it, instead of failing every hook.
+func TestDeadRelationReadsAsEmpty(t *testing.T) {
+	var docs []map[string]any
+	c := charm(handler{"db", capture(&docs), opbus.On{Fields: []string{"relations.db"}}})
+	m := newModel()
+	m.Relation(3).Dead = true
+	run(t, c, "update-status", m)
+	want := []any{map[string]any{"id": 3, "app": "", "units": map[string]any{}, "app-data": map[string]any{}}}
+	if len(docs) != 1 || !reflect.DeepEqual(docs[0]["relations"].(map[string]any)["db"], want) {
+		t.Errorf("document relations %v, want db: %v", docs, want)
+	}
+}
+
+// TestBigIntegersStayExact: config values and action parameters above
+// 2^53 reach handlers exactly, not rounded through float64.
+func TestBigIntegersStayExact(t *testing.T) {
+	const big = 9007199254740993 // 2^53 + 1
+	var gotConfig, gotParam int64
+	c := charm(
+		handler{"config", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
+			v, err := opbus.Get[int64](ev.New, "config.big")
+			gotConfig = v
+			return opbus.Status{}, err
+		}, opbus.On{Fields: []string{"config.big"}}},
+		handler{"action", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
+			v, err := opbus.Get[int64](ev.New, "action.params.size")
+			gotParam = v
+			return opbus.Status{}, err
+		}, juju.OnAction()},
+	)
+	m := newModel()
+	m.Config["big"] = json.Number("9007199254740993")
+	m = run(t, c, "config-changed", m)
+	m.Action = &jujutest.Action{Name: "resize", Params: map[string]any{"size": json.Number("9007199254740993")}}
+	run(t, c, "actions/resize", m)
+	if gotConfig != big || gotParam != big {
+		t.Errorf("config %d, param %d, want %d", gotConfig, gotParam, int64(big))
+	}
+}
+
+// TestCollectMetricsRunsHandlers: collect-metrics runs in Juju's
+// restricted context, where state-get, status and leadership are refused;
+// its handlers still run and add metrics.
+func TestCollectMetricsRunsHandlers(t *testing.T) {
+	c := charm(
+		handler{"metrics", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			return opbus.Status{}, juju.FromContext(ctx).Tools.AddMetric(ctx, map[string]float64{"users": 3}, nil)
+		}, func() opbus.On {
+			on := juju.OnHook("collect-metrics")
+			on.Fields = append(on.Fields, "config", "leader")
+			return on
+		}()},
+		handler{"status", returns(opbus.Active("")), opbus.On{Fields: []string{"relations.db"}}},
+	)
+	m := run(t, c, "collect-metrics", newModel())
+	if m.Metrics["users"] != "3" {
+		t.Errorf("metrics %v, calls %v", m.Metrics, toolNames(m))
+	}
+	for _, call := range m.Calls {
+		if call.Exit != 0 {
+			t.Errorf("call %v failed", call)
+		}
+	}
+}
+
+// TestStatusMessageCleaned: a status message with a NUL byte, invalid
+// UTF-8 and surrounding space is set cleaned, not refused, and not set
+// again on the next hook (status-get gives back what was set).
+func TestStatusMessageCleaned(t *testing.T) {
+	c := charm(handler{"h", returns(opbus.Active("  ready\x00 now \xff\n")), opbus.On{Fields: []string{"config"}}})
+	m := run(t, c, "install", newModel())
+	if want := (jujutest.Status{Status: "active", Message: "ready now \ufffd"}); m.UnitStatus != want {
+		t.Errorf("status %q, want %q", m.UnitStatus, want)
+	}
+	m.Config["port"] = 1.0
+	if m = run(t, c, "config-changed", m); m.CallCount("status-set") != 0 {
+		t.Errorf("the same status was set again: calls %v", toolNames(m))
+	}
+}
+
+// TestUpgradeCharmRunsEveryHandlerAgain: after upgrade-charm every handler
+// runs again once, whether or not its fields changed, and the status of a
+// handler the new code no longer has leaves the unit.
+func TestUpgradeCharmRunsEveryHandlerAgain(t *testing.T) {
+	runs := map[string]int{}
+	count := func(st opbus.Status) opbus.HandlerFunc {
+		return func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
+			runs[ev.Handler]++
+			return st, nil
+		}
+	}
+	old := charm(
+		handler{"config", count(opbus.Active("")), opbus.On{Fields: []string{"config"}}},
+		handler{"legacy", count(opbus.Blocked("old code")), opbus.On{Fields: []string{"leader"}}},
+	)
+	m := run(t, old, "install", newModel())
+	if m.UnitStatus.Status != "blocked" {
+		t.Fatalf("status %v", m.UnitStatus)
+	}
+	upgraded := charm(handler{"config", count(opbus.Active("v2")), opbus.On{Fields: []string{"config"}}})
+	m = run(t, upgraded, "upgrade-charm", m)
+	if runs["config"] != 2 {
+		t.Errorf("config ran %d times, want 2 (again after the upgrade)", runs["config"])
+	}
+	if want := (jujutest.Status{Status: "active", Message: "v2"}); m.UnitStatus != want {
+		t.Errorf("status after upgrade %v, want %v (the removed handler's gone)", m.UnitStatus, want)
+	}
+	run(t, upgraded, "config-changed", m)
+	if runs["config"] != 2 {
+		t.Errorf("config ran %d times, want once only after the upgrade", runs["config"])
+	}
+}

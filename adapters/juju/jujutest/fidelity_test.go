@@ -1,0 +1,166 @@
+package jujutest_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/jujutest"
+)
+
+// TestFakeRefusesWhatYAMLRefuses: state-set and relation-set read their
+// --file input as Juju does, as YAML, so the characters YAML's reader
+// refuses (U+007F, C1 controls, U+FFFE) fail the tool as they fail the hook
+// in Juju, while the same characters escaped are read back unchanged.
+func TestFakeRefusesWhatYAMLRefuses(t *testing.T) {
+	for _, raw := range []string{"\u007f", "\u0080", "\u009f", "\ufffe", "\uffff", "\x01"} {
+		m := &jujutest.Model{Unit: "web/0", Relations: []jujutest.Relation{{ID: 1, Endpoint: "db", RemoteApp: "pg"}}}
+		for _, tool := range [][]string{{"state-set", "--file", "-"}, {"relation-set", "-r", "1", "--file", "-"}} {
+			_, stderr, code := m.Exec(tool[0], tool[1:], []byte(`{"k": "a`+raw+`b"}`))
+			if code != 1 || !strings.Contains(string(stderr), "control characters are not allowed") {
+				t.Errorf("%s with raw %U: exit %d, %q; want Juju's refusal", tool[0], []rune(raw)[0], code, stderr)
+			}
+		}
+		_, stderr, code := m.Exec("state-set", []string{"--file", "-"}, []byte(`{"k": "a\u007f\u0085\ufffeb"}`))
+		if code != 0 || m.Staged.State["k"] != "a\u007f\u0085\ufffeb" {
+			t.Errorf("escaped: exit %d %q, state %q", code, stderr, m.Staged.State)
+		}
+	}
+	m := &jujutest.Model{Unit: "web/0"}
+	if _, stderr, code := m.Exec("state-set", []string{"--file", "-"}, []byte("{\"k\": \"a\u0085b\"}")); code != 1 || !strings.Contains(string(stderr), "reads as a space") {
+		t.Errorf("raw NEL in a double-quoted string: exit %d, %q", code, stderr)
+	}
+}
+
+// TestFakeDeadRelation: relation-ids lists a dead relation, and every
+// tool given its id fails with Juju's "relation not found".
+func TestFakeDeadRelation(t *testing.T) {
+	m := &jujutest.Model{Unit: "web/0", Relations: []jujutest.Relation{{ID: 1, Endpoint: "db", RemoteApp: "pg", Dead: true}}}
+	if out, _, code := m.Exec("relation-ids", []string{"--format=json", "db"}, nil); code != 0 || string(out) != "[\"db:1\"]\n" {
+		t.Errorf("relation-ids: %q, exit %d", out, code)
+	}
+	for _, args := range [][]string{{"relation-list", "-r", "1"}, {"relation-get", "-r", "1", "-", "pg/0"}, {"relation-set", "-r", "1", "a=b"}} {
+		if _, stderr, code := m.Exec(args[0], args[1:], nil); code == 0 || !strings.Contains(string(stderr), "relation not found") {
+			t.Errorf("%s on a dead relation: exit %d, %q", args[0], code, stderr)
+		}
+	}
+}
+
+// TestFakeRestrictedContext: in collect-metrics only config-get, juju-log
+// and add-metric work; the others fail as Juju's restricted context
+// refuses them.
+func TestFakeRestrictedContext(t *testing.T) {
+	m := &jujutest.Model{Unit: "web/0", Restricted: true}
+	for _, tool := range []string{"state-get", "status-get", "is-leader", "relation-ids"} {
+		if _, stderr, code := m.Exec(tool, nil, nil); code != 1 || !strings.Contains(string(stderr), "restricted context") {
+			t.Errorf("%s: exit %d, %q", tool, code, stderr)
+		}
+	}
+	if _, stderr, code := m.Exec("add-metric", []string{"users=3"}, nil); code != 0 || m.Metrics["users"] != "3" {
+		t.Errorf("add-metric: exit %d, %q, metrics %v", code, stderr, m.Metrics)
+	}
+	if _, _, code := m.Exec("add-metric", []string{"users=many"}, nil); code != 2 {
+		t.Errorf("add-metric of a non-number: exit %d, want 2", code)
+	}
+}
+
+// TestHarnessShowsHookError: after a failed hook juju status shows the
+// unit in error, `hook failed: "<hook>"`, while status-get still gives the
+// workload status; a hook that succeeds clears it; a failed action does
+// not set it.
+func TestHarnessShowsHookError(t *testing.T) {
+	fail := true
+	h := &jujutest.Harness{Setup: func(b *opbus.Bus) error {
+		return errors.Join(
+			b.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) {
+				if fail {
+					return opbus.Status{}, errors.New("boom")
+				}
+				return opbus.Active("fine"), nil
+			}, juju.OnHook()),
+			b.Handle("a", func(context.Context, *opbus.Event) (opbus.Status, error) {
+				return opbus.Status{}, errors.New("action boom")
+			}, juju.OnAction()),
+		)
+	}}
+	m := &jujutest.Model{Unit: "web/0", UnitStatus: jujutest.Status{Status: "active", Message: "before"}}
+	m, err := h.Run(context.Background(), "update-status", m)
+	if err == nil || m.ShownStatus() != (jujutest.Status{Status: "error", Message: `hook failed: "update-status"`}) {
+		t.Fatalf("err %v, shown %v", err, m.ShownStatus())
+	}
+	if m.UnitStatus.Message != "before" {
+		t.Errorf("the workload status changed to %v", m.UnitStatus)
+	}
+	fail = false
+	if m, err = h.Run(context.Background(), "update-status", m); err != nil || m.ShownStatus() != (jujutest.Status{Status: "active", Message: "fine"}) {
+		t.Errorf("after a successful hook: err %v, shown %v", err, m.ShownStatus())
+	}
+	m.Action = &jujutest.Action{Name: "go"}
+	if m, err = h.Run(context.Background(), "actions/go", m); err == nil || m.HookError != "" {
+		t.Errorf("failed action: err %v, hook error %q", err, m.HookError)
+	}
+}
+
+// TestProcessStatusWithNUL runs the charm's tools as processes, as Juju
+// does: a status message holding a NUL byte, which exec refuses in an
+// argument, is cleaned and set instead of failing the hook.
+func TestProcessStatusWithNUL(t *testing.T) {
+	binDir := jujutest.InstallTools(t)
+	path := filepath.Join(t.TempDir(), "model.json")
+	if err := jujutest.WriteModel(path, &jujutest.Model{Unit: "web/0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command(filepath.Join(binDir, "status-set"), "active", "a\x00b").Run(); err == nil {
+		t.Fatal("exec took an argument with a NUL byte")
+	}
+	tools := juju.Tools{Runner: juju.ExecRunner{Env: processEnv(binDir, path)}}
+	if err := tools.StatusSet(context.Background(), juju.StatusActive, "a\x00b"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := jujutest.ReadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.UnitStatus != (jujutest.Status{Status: "active", Message: "ab"}) {
+		t.Errorf("status %v", m.UnitStatus)
+	}
+}
+
+// TestProcessSettingsYAML runs state-set and relation-set as processes:
+// values holding what YAML refuses raw reach the model unchanged, and
+// the same input written raw fails the tool, as it fails the hook in Juju.
+func TestProcessSettingsYAML(t *testing.T) {
+	binDir := jujutest.InstallTools(t)
+	path := filepath.Join(t.TempDir(), "model.json")
+	m := &jujutest.Model{Unit: "web/0", Relations: []jujutest.Relation{{ID: 1, Endpoint: "db", RemoteApp: "pg"}}}
+	if err := jujutest.WriteModel(path, m); err != nil {
+		t.Fatal(err)
+	}
+	tools := juju.Tools{Runner: juju.ExecRunner{Env: processEnv(binDir, path)}}
+	ctx := context.Background()
+	const v = "x\u007f\u0085\u009f\ufffey"
+	if err := errors.Join(tools.StateSet(ctx, map[string]string{"k": v}), tools.RelationSet(ctx, 1, map[string]string{"k": v})); err != nil {
+		t.Fatal(err)
+	}
+	raw := juju.ExecRunner{Env: processEnv(binDir, path)}
+	_, err := raw.Run(ctx, "state-set", []string{"--file", "-"}, []byte("{\"r\": \""+v+"\"}"))
+	var te *juju.ToolError
+	if !errors.As(err, &te) || !strings.Contains(te.Stderr, "control characters are not allowed") {
+		t.Errorf("raw input: got %v, want Juju's refusal", err)
+	}
+	if err := jujutest.CommitFile(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := jujutest.ReadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State["k"] != v || got.Relation(1).LocalUnitData["k"] != v || got.State["r"] != "" {
+		t.Errorf("state %q, relation data %q", got.State, got.Relation(1).LocalUnitData)
+	}
+}

@@ -1,0 +1,351 @@
+package opbus
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A schedule is a handler's timer on one incarnation of one object: the
+// handler is due at anchor + k·every for k ≥ 1, even if its value did not
+// change. It comes from [On.Every] (a periodic handler) or from
+// [Event.Again] (one handler run asking for another).
+//
+// Only anchor and every are stored, and the record is written only when
+// the schedule starts or changes (a new period, a new anchor), never for a
+// run alone: on Kubernetes each record write is an API-server write. A run
+// moves the anchor in memory to the latest due time it covers, which is
+// on the same grid, so the stored anchor is stale but never wrong; any
+// write the record gets anyway carries the newer one. After a restart the
+// handler is due at the first due time after the stored anchor: due times
+// missed while no program ran, and runs the store does not know of,
+// collapse into one run at the first pass; the grid, and so the cadence,
+// is kept.
+//
+// Times are Unix nanoseconds, to keep a schedule small (48 bytes): a
+// running bus keeps one per object per scheduled handler.
+type schedule struct {
+	id     string        // the handler's
+	anchor int64         // a due time (or the start) at which the handler is known to have run
+	every  time.Duration // the period
+	later  int64         // in memory: a due time after a run that did not succeed; 0 for none
+}
+
+// next returns when the handler is due: the first due time after the
+// anchor, or after a run that did not succeed (whose retries follow the
+// failure rules, not the schedule).
+func (s *schedule) next() time.Time {
+	if s.later != 0 {
+		return time.Unix(0, s.later)
+	}
+	return time.Unix(0, s.anchor+int64(s.every))
+}
+
+// ran moves the anchor to the latest due time at or before now: the run at
+// now covers every due time up to it.
+func (s *schedule) ran(now time.Time) {
+	if k := (now.UnixNano() - s.anchor) / int64(s.every); k > 0 {
+		s.anchor += k * int64(s.every)
+	}
+	s.later = 0
+}
+
+// tried notes a due run at now that did not succeed: the schedule is next
+// due at the first due time after now.
+func (s *schedule) tried(now time.Time) {
+	if s.later == 0 || s.later <= now.UnixNano() {
+		k := max((now.UnixNano()-s.anchor)/int64(s.every)+1, 1)
+		s.later = s.anchor + k*int64(s.every)
+	}
+}
+
+// schedOf returns the schedule of handler id, or nil.
+func (r *record) schedOf(id string) *schedule {
+	for _, s := range r.sched {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// setSched puts s in place of the schedule of its handler, keeping the
+// list in ID order.
+func (r *record) setSched(s *schedule) {
+	i, found := slices.BinarySearchFunc(r.sched, s.id, func(x *schedule, id string) int { return strings.Compare(x.id, id) })
+	if found {
+		r.sched[i] = s
+		return
+	}
+	r.sched = slices.Insert(r.sched, i, s)
+}
+
+// dropSched removes the schedule of handler id.
+func (r *record) dropSched(id string) {
+	r.sched = slices.DeleteFunc(r.sched, func(s *schedule) bool { return s.id == id })
+	if len(r.sched) == 0 {
+		r.sched = nil
+	}
+}
+
+// startAt returns the anchor of a schedule started at now: whole
+// milliseconds, as stored, so that memory and store agree.
+func startAt(now time.Time) int64 { return now.UnixMilli() * int64(time.Millisecond) }
+
+// DueFunc decides, instead of the clock, whether a handler's schedule is
+// due in a pass; see [Options.Due]. again reports that the schedule comes
+// from [Event.Again], not from [On.Every].
+type DueFunc func(key Key, handler string, again bool) bool
+
+// Again asks for the handler to run once more after d even if nothing it
+// reads changes: "handled for now, look again after d". It is a result,
+// not a failure: when the handler returns a nil error its value is
+// handled, its slot shows the status it returned (such as [Waiting]), and
+// no failure is counted; it also runs earlier if its value changes. Each
+// run that calls Again again keeps polling at the same period without a
+// record write; a run that does not call it ends the polling (a periodic
+// handler goes back to its [On.Every]). Again is ignored when the handler
+// returns an error (retries follow [RetryAfter] and the backoff) and when
+// d is not positive. Under the Juju adapter the next run is at the next
+// hook, whatever d.
+func (ev *Event) Again(d time.Duration) {
+	if ev.d != nil && d > 0 {
+		ev.again = d
+	}
+}
+
+// scheduleOf returns h's schedule on the record, or nil.
+func (d *dispatch) scheduleOf(h *handler) *schedule {
+	return d.rec.schedOf(h.id)
+}
+
+// isDue reports whether h's schedule s is due in this pass.
+func (d *dispatch) isDue(h *handler, s *schedule) bool {
+	if d.b.due != nil {
+		return d.b.due(d.ks.key, h.id, s.every != h.every)
+	}
+	if d.now.IsZero() {
+		d.now = time.Now()
+	}
+	return !d.now.Before(s.next())
+}
+
+// runDue runs h if its schedule is due and its value is the one it last
+// handled, and reports whether it took care of h in this pass (ran it, or
+// found it waiting for the retry of a failed due run). A changed value is
+// left to the usual path: that run is the due one too.
+func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced bool) bool {
+	s := d.scheduleOf(h)
+	if s == nil {
+		return false
+	}
+	stored := d.rec.digests[h.idx]
+	f := d.rec.fails[h.id]
+	failingHere := f != nil && f.on == stored // a due run failed, on an unchanged value
+	if !failingHere && !d.isDue(h, s) {
+		return false
+	}
+	cur := stored
+	if d.old == nil || !d.ks.isClean(h.idx) || touches(b.cmp, d.changes(), h.fields) {
+		// Its value may have changed: compare (a clean handler's value
+		// cannot have changed unless the diff touches its fields).
+		var err error
+		if cur, err = digestOf(b.cmp, d.new, h.fields, h.rev); err != nil || cur != stored {
+			return false
+		}
+	}
+	if !failingHere || !d.waiting(h, cur) {
+		typ := Update
+		if stored.isZero() {
+			typ = Create
+		}
+		d.tick = true
+		b.run(ctx, d, h, typ, cur, coalesced)
+		d.tick = false
+	}
+	if now := time.Now(); d.scheduleOf(h) == s && !s.next().After(now) {
+		// Failed, waiting for a retry, filtered out by When, or
+		// interrupted: the schedule is next due at its next due time.
+		s.tried(now)
+	}
+	return true
+}
+
+// scheduled updates h's schedule after a successful run that began at
+// start and asked for another after again (0: none). A due run's next due
+// time is a period after the due time it ran for. A run that was not due
+// (its value changed) leaves a periodic handler's grid alone; a run that
+// asks Again restarts the grid at start if the next due time would come
+// sooner than asked: by any amount after a run that was not due, by more
+// than a tenth of the period after a due run that began late (such as the
+// run that collapses missed due times at a restart). Neither writes the
+// record: only a new schedule or a new period does.
+func (d *dispatch) scheduled(h *handler, again time.Duration, start time.Time) {
+	every := h.every
+	if again > 0 {
+		every = max(again.Truncate(time.Millisecond), time.Millisecond) // as stored
+	}
+	s := d.scheduleOf(h)
+	if every == 0 {
+		if s != nil {
+			d.rec.dropSched(h.id) // polling ended
+			d.dirty = true
+		}
+		return
+	}
+	now := time.Now()
+	if s != nil && s.every == every {
+		s.ran(now) // in memory only: no write for a run alone
+		late := time.Duration(0)
+		if d.tick {
+			late = every / 10 // a due run's start may pass its due time a little
+		}
+		if again == 0 || !s.next().Before(start.Add(every-late)) {
+			return
+		}
+		// A new grid from start, in memory only like ran's move: the
+		// store keeps the old anchor until the record is written for
+		// another reason, which at worst makes one more run at a restart
+		// (the run that collapses missed due times).
+		s.anchor, s.later = startAt(start), 0
+		return
+	}
+	d.rec.setSched(&schedule{id: h.id, anchor: startAt(start), every: every})
+	d.dirty = true
+}
+
+// startSchedules starts the schedule of each periodic handler of the key
+// that has none yet and did not run in this pass (its value was handled
+// before it became periodic, or it takes no Create): from now.
+func (b *Bus) startSchedules(d *dispatch) {
+	if !b.periodic || d.ks.deleting || d.rec == nil {
+		return
+	}
+	for _, h := range b.handlers {
+		if h.every == 0 || !h.forKind(d.ks.key.Kind) || d.scheduleOf(h) != nil {
+			continue
+		}
+		if d.rec.digests[h.idx].isZero() {
+			continue // not handled yet: its first success starts it
+		}
+		d.rec.setSched(&schedule{id: h.id, anchor: startAt(time.Now()), every: h.every})
+		d.dirty = true
+	}
+}
+
+// armTick arms the timer of ks for the earliest due time among its
+// schedules, or stops it when there is none or the incarnation is being
+// deleted or is gone; checked is when the pass looked at the schedules
+// (zero if it did not). The caller holds ks busy. Under [Options.Due] no
+// timer is armed: the caller decides when passes happen.
+func (b *Bus) armTick(ks *keyState, checked time.Time) {
+	var at time.Time
+	if ks.rec != nil && ks.live && !ks.deleting && b.due == nil {
+		for _, s := range ks.rec.sched {
+			if !checked.IsZero() && !s.next().After(checked) {
+				// Due when the pass looked, but it did not run: its
+				// value changed and is failing, or it was filtered out.
+				// The next due time is next. (One that came due since
+				// the pass looked fires at once.)
+				s.tried(checked)
+			}
+			if n := s.next(); at.IsZero() || n.Before(at) {
+				at = n
+			}
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.armTickAt(ks, at)
+}
+
+// armTickAt arms the timer of ks for at, or stops it for the zero time;
+// only a running bus arms timers; b.mu is held.
+func (b *Bus) armTickAt(ks *keyState, at time.Time) {
+	if at.IsZero() {
+		if ks.x != nil {
+			ks.x.stopTick()
+		}
+		return
+	}
+	if !b.running || b.stopping {
+		return
+	}
+	x := ks.extraLocked()
+	if x.tick != nil && x.tick.at.Equal(at) {
+		return
+	}
+	x.stopTick()
+	t := &tick{at: at}
+	x.tick = t
+	t.timer = time.AfterFunc(max(time.Until(at), 0), func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if x.tick != t || b.keys[ks.key] != ks || b.stopping {
+			return // stopped, replaced, or of a key state that is gone
+		}
+		x.tick = nil
+		ks.retryDue = true // a pass over the current state, as a retry
+		b.schedule(ks)
+	})
+}
+
+// armSchedules arms the timers of the keys that passes made before Run
+// (Dispatch, Wait) left with schedules; b.mu is held, and Run has just set
+// running. A key being dispatched arms its own at the end of its pass.
+func (b *Bus) armSchedules() {
+	if b.due != nil {
+		return
+	}
+	for _, ks := range b.keys {
+		if ks.busy || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.sched) == 0 {
+			continue
+		}
+		var at time.Time
+		for _, s := range ks.rec.sched {
+			if n := s.next(); at.IsZero() || n.Before(at) {
+				at = n
+			}
+		}
+		b.armTickAt(ks, at)
+	}
+}
+
+// tick is the timer of a key's schedules, apart from the retry timer: a
+// key whose only timer is a schedule has no work to save at shutdown.
+type tick struct {
+	timer *time.Timer
+	at    time.Time
+}
+
+// stopTick disarms the schedule timer; Bus.mu is held.
+func (x *keyExtra) stopTick() {
+	if x.tick != nil {
+		x.tick.timer.Stop()
+		x.tick = nil
+	}
+}
+
+// checkEvery reports an On.Every that cannot work for handler id.
+func checkEvery(id string, every time.Duration, types uint8) error {
+	switch {
+	case every < 0:
+		return fmt.Errorf("opbus: handler %q: On.Every is %v: expected a positive period, or 0 for none", id, every)
+	case every > 0 && every%time.Millisecond != 0:
+		return fmt.Errorf("opbus: handler %q: On.Every is %v: expected whole milliseconds (schedules are stored in milliseconds)", id, every)
+	case every > 0 && types&(1<<Create|1<<Update) == 0:
+		return fmt.Errorf("opbus: handler %q: On.Every is set but Types has neither Create nor Update: a periodic run is an update of the object", id)
+	}
+	return nil
+}
+
+// version returns the record format version r is written in: 2 unless it
+// holds schedules, which version 3 added.
+func (r *record) version() int {
+	if len(r.sched) > 0 {
+		return 3
+	}
+	return 2
+}
