@@ -1,8 +1,8 @@
 // Package juju connects opbus to Juju: a charm is one Go program that Juju
-// runs, through the charm's dispatch script, once for every hook and
-// action. Each run builds one document of what the unit sees, dispatches it
-// to the charm's handlers, stores their digests and status slots in the
-// unit's state, and sets the unit's status.
+// runs once for every hook and action, as the charm's dispatch file or
+// through a dispatch script that execs it. Each run builds one document of
+// what the unit sees, dispatches it to the charm's handlers, stores their
+// digests and status slots in the unit's state, and sets the unit's status.
 //
 // # Running a charm
 //
@@ -22,7 +22,7 @@
 // survive from one hook to the next (which values each handler last
 // handled, its status slot, values set with [opbus.Event.SetValue]) lives in
 // the unit's state in the controller. examples/charm is a complete charm,
-// with its dispatch script and how to build and pack it.
+// whose binary is its dispatch, and how to build and pack it.
 //
 // # The document
 //

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,14 +49,17 @@ func (c SecretContent) MarshalJSON() ([]byte, error) {
 	return nil, errors.New("juju: secret content does not encode to JSON (it would leak into logs, records or state)")
 }
 
-// secretKey is Juju's rule for a secret content key.
-var secretKey = regexp.MustCompile(`^[a-z](?:-?[a-z0-9]){2,}$`)
+// secretKey returns Juju's rule for a secret content key. It is compiled
+// when first used, not when every hook's process starts.
+var secretKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z](?:-?[a-z0-9]){2,}$`)
+})
 
 // ValidSecretKey reports an error when key cannot be a key of secret
 // content: lower-case letters, digits and single hyphens, starting with a
 // letter and ending with a letter or digit, at least three characters.
 func ValidSecretKey(key string) error {
-	if !secretKey.MatchString(key) {
+	if !secretKey().MatchString(key) {
 		return fmt.Errorf("juju: invalid secret key %q: want lower-case letters, digits and single hyphens, starting with a letter, at least 3 characters", key)
 	}
 	return nil

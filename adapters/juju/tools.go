@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -359,8 +360,12 @@ func (t Tools) ActionGet(ctx context.Context) (map[string]any, error) {
 	return m, nil
 }
 
-// actionKey is Juju's rule for one dot-separated part of an action-set key.
-var actionKey = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
+// actionKey returns Juju's rule for one dot-separated part of an
+// action-set key. It is compiled when first used, not when the program
+// starts: every hook is a new process, and few set action results.
+var actionKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$`)
+})
 
 // reservedActionKeys are the result keys Juju keeps for itself.
 var reservedActionKeys = []string{"stdout", "stdout-encoding", "stderr", "stderr-encoding"}
@@ -371,7 +376,7 @@ var reservedActionKeys = []string{"stdout", "stdout-encoding", "stderr", "stderr
 // (stdout, stderr, stdout-encoding, stderr-encoding).
 func ValidActionKey(key string) error {
 	for part := range strings.SplitSeq(key, ".") {
-		if !actionKey.MatchString(part) {
+		if !actionKey().MatchString(part) {
 			return fmt.Errorf("juju: invalid action key %q: each dot-separated part must be lower-case letters, digits and hyphens, starting and ending with a letter or digit", key)
 		}
 		if slices.Contains(reservedActionKeys, part) {

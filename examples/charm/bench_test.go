@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,36 +17,44 @@ import (
 )
 
 // BenchmarkHook measures a whole hook of the charm as Juju runs it: a new
-// process of the dispatch script (sh, then the Go binary; "binary" runs
-// the Go binary directly), which calls the fake hook tools as processes.
-// After each hook, with the timer stopped, it replays the hook's tool calls
-// as the same processes with the same arguments, so that tools-ms/op is
-// what the tools alone cost and overhead-ms/op (hook − tools) is what the
-// charm and adapter add: process start-up, reading the environment,
-// building and dispatching the document, the handlers, encoding the
-// record. The -cpu-ms/op metrics are the same in CPU time (user + system,
-// the hook's process tree included), which other load on the machine
-// does not inflate. calls/op counts the tool calls per hook.
+// process of dispatch, which is the charm's Go binary, which calls the
+// fake hook tools as processes. After each hook, with the timer stopped,
+// it replays the hook's tool calls as the same processes with the same
+// arguments, so that tools-ms/op is what the tools alone cost and
+// overhead-ms/op (hook − tools) is what the charm and adapter add: process
+// start-up, reading the environment, building and dispatching the
+// document, the handlers, encoding the record. The -cpu-ms/op metrics are
+// the same in CPU time (user + system, the hook's process tree included),
+// which other load on the machine does not inflate. calls/op counts the
+// tool calls per hook.
 //
 //   - update-status: nothing changed since the last hook; no handler runs
 //     (the steady state of a unit, every five minutes by default).
 //   - config-changed: the config item kind changes from ingress to egress;
 //     the config and istio-pilot handlers run, the manifest is rendered
 //     and the record stored; the status stays active.
-//   - start-up: the same processes without a hook environment, so the
-//     binary exits as soon as it has read it: the cost of starting sh and
-//     the Go program, which is part of the overhead.
+//   - start-up: the same process without a hook environment, so the
+//     binary exits as soon as it has read it: the cost of starting the Go
+//     program, which is part of the overhead.
+//
+// The routes the charm took before, measured in the same run for
+// comparison: "sh" runs the shell script that was dispatch, which execs
+// the same binary from bin/; "former" is what this benchmark ran before,
+// that script and a binary built by a plain go build, which links the C
+// library dynamically for the net package (the packed binary is static).
 func BenchmarkHook(b *testing.B) {
 	for _, bc := range []struct {
 		name, hook string
-		binary     bool
+		route      string // "" (dispatch is the binary), "sh" or "former"
 		change     func(i int, m *jujutest.Model)
 	}{
-		{"start-up", "", false, nil},
-		{"start-up/binary", "", true, nil},
-		{"update-status", "update-status", false, nil},
-		{"update-status/binary", "update-status", true, nil},
-		{"config-changed", "config-changed", false, func(i int, m *jujutest.Model) {
+		{"start-up", "", "", nil},
+		{"start-up/sh", "", "sh", nil},
+		{"start-up/former", "", "former", nil},
+		{"update-status", "update-status", "", nil},
+		{"update-status/sh", "update-status", "sh", nil},
+		{"update-status/former", "update-status", "former", nil},
+		{"config-changed", "config-changed", "", func(i int, m *jujutest.Model) {
 			m.Config["kind"] = "egress"
 		}},
 	} {
@@ -53,6 +64,7 @@ func BenchmarkHook(b *testing.B) {
 			joinPilot(start)
 			pilotSends(start)
 			u := deploy(b, start)
+			script := route(b, u, bc.route)
 			if r := u.Hook(hookEnv("install"), nil); r.Exit != 0 || r.Model.UnitStatus.Status != "active" {
 				b.Fatalf("install: exit %d, status %v: %s", r.Exit, r.Model.UnitStatus, r.Stderr)
 			}
@@ -77,8 +89,8 @@ func BenchmarkHook(b *testing.B) {
 					b.Fatal(err)
 				}
 				cmd := u.Command(e)
-				if bc.binary {
-					cmd.Path = filepath.Join(u.Dir, "bin", "istio-gateway")
+				if script != "" {
+					cmd.Path = script
 				}
 				if bc.hook == "" {
 					cmd.Env = cmd.Env[:1] // PATH only
@@ -151,4 +163,66 @@ func replay(b *testing.B, u *charmproc.Unit, calls []jujutest.Call) (wall, cpu t
 		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	return wall, cpu
+}
+
+// formerDispatch is the shell script that was the charm's dispatch before
+// the binary was: kept to measure what it cost.
+const formerDispatch = `#!/bin/sh
+if [ -z "$JUJU_DISPATCH_PATH" ]; then
+	dir=${0%/*}
+	JUJU_DISPATCH_PATH=${dir##*/}/${0##*/}
+	export JUJU_DISPATCH_PATH
+fi
+exec "${JUJU_CHARM_DIR:-${0%/*}}/bin/istio-gateway"
+`
+
+// dynamic is the charm's binary built as this package's tests built it
+// before: a plain go build with cgo, so linked dynamically.
+var dynamic struct {
+	sync.Once
+	dir, path string
+	err       error
+}
+
+// route installs the former dispatch script and its binary in u's charm
+// directory for route "sh" (the static binary) or "former" (the
+// dynamically linked one) and returns the script's path; for route "" it
+// returns "", and the unit's dispatch is the binary.
+func route(b *testing.B, u *charmproc.Unit, route string) string {
+	b.Helper()
+	var bin string
+	switch route {
+	case "":
+		return ""
+	case "sh":
+		bin = charmproc.Build(b, "istio-gateway")
+	case "former":
+		dynamic.Do(func() {
+			if dynamic.dir, dynamic.err = os.MkdirTemp("", "istio-gateway-cgo-"); dynamic.err != nil {
+				return
+			}
+			dynamic.path = filepath.Join(dynamic.dir, "istio-gateway")
+			cmd := exec.Command("go", "build", "-o", dynamic.path, ".")
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				dynamic.err = fmt.Errorf("go build with cgo: %v\n%s", err, out)
+			}
+		})
+		if dynamic.err != nil {
+			b.Fatal(dynamic.err)
+		}
+		bin = dynamic.path
+	default:
+		b.Fatalf("route %q: want \"\", \"sh\" or \"former\"", route)
+	}
+	script := filepath.Join(u.Dir, "dispatch.sh")
+	err := errors.Join(
+		os.WriteFile(script, []byte(formerDispatch), 0o755),
+		os.Mkdir(filepath.Join(u.Dir, "bin"), 0o755),
+		charmproc.Install(bin, filepath.Join(u.Dir, "bin", "istio-gateway")),
+	)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return script
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju"
@@ -54,7 +55,7 @@ func istioPilot(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 	if name == "" || port == "" {
 		return opbus.Waiting("Waiting for istio-pilot relation data"), nil
 	}
-	if !dnsName.MatchString(name) {
+	if !dnsName().MatchString(name) {
 		return opbus.Blocked(fmt.Sprintf("istio-pilot sent an invalid service-name %q", name)), nil
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
@@ -68,7 +69,7 @@ func istioPilot(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 		return opbus.Active(""), nil // the leadership and config slots say why nothing is rendered
 	}
 	var buf bytes.Buffer
-	err = manifest.Execute(&buf, manifestData{Kind: kind, Namespace: doc.Model.Name, ServiceName: name, ServicePort: port})
+	err = manifest().Execute(&buf, manifestData{Kind: kind, Namespace: doc.Model.Name, ServiceName: name, ServicePort: port})
 	if err != nil {
 		return opbus.Status{}, fmt.Errorf("rendering the manifest: %w", err)
 	}
@@ -78,8 +79,11 @@ func istioPilot(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 	return opbus.Active(""), nil
 }
 
-// dnsName matches a Kubernetes service name.
-var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+// dnsName returns the pattern of a Kubernetes service name, compiled when
+// a hook first checks one rather than when every hook's process starts.
+var dnsName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+})
 
 // configKind returns the config item kind, or "" when it is unset.
 func configKind(doc map[string]any) (string, error) {

@@ -11,8 +11,8 @@
 // Kubernetes manifest to manifest.yaml in the charm directory (this
 // example applies nothing to a cluster).
 //
-// Juju runs the charm's dispatch script for every hook, which runs this
-// program; README.md says how to build and pack it.
+// This program is the charm's dispatch, which Juju runs for every hook;
+// README.md says how to build and pack it.
 package main
 
 import (

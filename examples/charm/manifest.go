@@ -1,6 +1,9 @@
 package main
 
-import "text/template"
+import (
+	"sync"
+	"text/template"
+)
 
 // manifestData is what the manifest is rendered from.
 type manifestData struct {
@@ -10,10 +13,17 @@ type manifestData struct {
 	ServicePort string
 }
 
-// manifest is the gateway's Kubernetes manifest. Every value in it has been
-// checked: kind against a fixed set, the pilot's name and port against
-// Kubernetes' syntax, and the namespace is the model's name.
-var manifest = template.Must(template.New("manifest.yaml").Parse(`# Rendered by the istio-gateway charm; apply it with kubectl apply -f manifest.yaml
+// manifest returns the gateway's Kubernetes manifest. Every value in it
+// has been checked: kind against a fixed set, the pilot's name and port
+// against Kubernetes' syntax, and the namespace is the model's name. It is
+// parsed the first time a hook renders it rather than when the program
+// starts: most hooks render nothing, and every hook is a new process.
+var manifest = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("manifest.yaml").Parse(manifestText))
+})
+
+// manifestText is the manifest's template.
+const manifestText = `# Rendered by the istio-gateway charm; apply it with kubectl apply -f manifest.yaml
 apiVersion: v1
 kind: ServiceAccount
 metadata:
@@ -58,4 +68,4 @@ spec:
   ports:
   - {name: http2, port: 80, targetPort: 8080}
   - {name: https, port: 443, targetPort: 8443}
-`))
+`

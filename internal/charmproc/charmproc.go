@@ -1,6 +1,7 @@
 // Package charmproc runs an example charm as Juju runs it, for the
-// examples' process-level tests: the charm built with the go command, a
-// charm directory as charmcraft packs it (dispatch, bin/<name>, the
+// examples' process-level tests: the charm built with the go command as
+// the examples' READMEs build it, a charm directory as charmcraft packs it
+// (a dispatch script and bin/<name>, or the binary as dispatch, and the
 // metadata), and every hook a new process of dispatch with Juju's hook
 // environment and jujutest's fake hook tools alone in PATH. It also
 // formats what a hook did for the examples' transcripts.
@@ -34,7 +35,9 @@ var built struct {
 
 // Build builds the main package in the working directory (the test's
 // package) as name, once per test process, and returns the binary's path.
-// Call [Cleanup] from TestMain to remove it.
+// It builds as the examples' READMEs build for packing: static, without
+// cgo (CGO_ENABLED=0, -trimpath). Call [Cleanup] from TestMain to remove
+// it.
 func Build(t testing.TB, name string) string {
 	t.Helper()
 	built.Lock()
@@ -51,7 +54,9 @@ func Build(t testing.TB, name string) string {
 	dir, err := os.MkdirTemp("", name+"-")
 	if err == nil {
 		built.dirs = append(built.dirs, dir)
-		out, berr := exec.Command("go", "build", "-o", filepath.Join(dir, name), ".").CombinedOutput()
+		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, name), ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, berr := cmd.CombinedOutput()
 		if berr != nil {
 			err = fmt.Errorf("charmproc: go build %s: %v\n%s", name, berr, out)
 		}
@@ -124,9 +129,7 @@ type Unit struct {
 // of the working directory. env names the unit and its model.
 func Deploy(t testing.TB, name string, m *jujutest.Model, env juju.Env, files ...string) *Unit {
 	t.Helper()
-	u := &Unit{T: t, Dir: CharmDir(t, files...), Tools: jujutest.InstallTools(t), Env: env}
-	u.Env.CharmDir = u.Dir
-	u.Model = filepath.Join(t.TempDir(), "model.json")
+	u := newUnit(t, m, env, files)
 	script, err := os.ReadFile("dispatch")
 	if err != nil {
 		t.Fatal(err)
@@ -135,12 +138,49 @@ func Deploy(t testing.TB, name string, m *jujutest.Model, env juju.Env, files ..
 		os.WriteFile(filepath.Join(u.Dir, "dispatch"), script, 0o755),
 		os.Mkdir(filepath.Join(u.Dir, "bin"), 0o755),
 		os.Symlink(Build(t, name), filepath.Join(u.Dir, "bin", name)),
-		jujutest.WriteModel(u.Model, m),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// DeployBinary is [Deploy] for a charm whose binary is its dispatch: the
+// binary built as name is the charm directory's dispatch, a regular file
+// as Juju unpacks it, and no script runs before it.
+func DeployBinary(t testing.TB, name string, m *jujutest.Model, env juju.Env, files ...string) *Unit {
+	t.Helper()
+	u := newUnit(t, m, env, files)
+	if err := Install(Build(t, name), filepath.Join(u.Dir, "dispatch")); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// newUnit makes a unit whose charm directory holds the named metadata
+// files and whose model is m, without dispatch.
+func newUnit(t testing.TB, m *jujutest.Model, env juju.Env, files []string) *Unit {
+	t.Helper()
+	u := &Unit{T: t, Dir: CharmDir(t, files...), Tools: jujutest.InstallTools(t), Env: env}
+	u.Env.CharmDir = u.Dir
+	u.Model = filepath.Join(t.TempDir(), "model.json")
+	if err := jujutest.WriteModel(u.Model, m); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// Install puts the executable bin at path as a regular file: a hard link,
+// or a copy where bin cannot be linked.
+func Install(bin, path string) error {
+	if os.Link(bin, path) == nil {
+		return nil
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o755)
 }
 
 // Result is what one hook did.
@@ -152,14 +192,22 @@ type Result struct {
 	Model *jujutest.Model
 }
 
-// Hook runs one hook as Juju does: a new process of the dispatch script,
-// in the charm directory, with the hook's environment and the fake tools
+// Hook runs one hook as Juju does: a new process of dispatch, in the
+// charm directory, with the hook's environment and the fake tools
 // alone in PATH. Then, as Juju does, it applies the hook's state-set,
 // relation-set and secret changes if the process exited 0 and drops them
 // otherwise. change, if not nil, first changes the model (what happened
 // before the hook); the model's call log is cleared so that it holds
 // this hook's calls.
 func (u *Unit) Hook(e juju.Env, change func(*jujutest.Model)) Result {
+	u.T.Helper()
+	u.Prepare(change)
+	return u.Run(u.Command(e))
+}
+
+// Prepare changes the model with change, if not nil, and clears its call
+// log, before a hook.
+func (u *Unit) Prepare(change func(*jujutest.Model)) {
 	u.T.Helper()
 	err := jujutest.UpdateModel(u.Model, func(m *jujutest.Model) error {
 		if change != nil {
@@ -171,7 +219,13 @@ func (u *Unit) Hook(e juju.Env, change func(*jujutest.Model)) Result {
 	if err != nil {
 		u.T.Fatal(err)
 	}
-	cmd := u.Command(e)
+}
+
+// Run runs cmd, a hook's process such as [Unit.Command] returns, and then
+// applies the hook's writes if it exited 0 and drops them otherwise, as
+// Juju does.
+func (u *Unit) Run(cmd *exec.Cmd) Result {
+	u.T.Helper()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	code := 0
@@ -182,6 +236,7 @@ func (u *Unit) Hook(e juju.Env, change func(*jujutest.Model)) Result {
 		}
 		code = ee.ExitCode()
 	}
+	var err error
 	if code == 0 {
 		err = jujutest.CommitFile(u.Model)
 	} else {
