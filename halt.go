@@ -37,7 +37,19 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 		mu.Unlock()
 	}
 
-	drained := make(chan struct{})
+	drained := b.drained(workers)
+	select {
+	case <-drained:
+		b.log.Warn("opbus: halted: running handlers cancelled, nothing more written", "cause", cause, "passes", len(busy))
+	case <-time.After(abandonAfter):
+		b.log.Error("opbus: halted: handlers ignored their cancelled context; abandoning them, their results are not written", "cause", cause, "passes", len(busy))
+	}
+}
+
+// drained returns a channel closed once the workers have returned and no
+// key is held by a pass (a worker's or a Dispatch call's).
+func (b *Bus) drained(workers *sync.WaitGroup) <-chan struct{} {
+	done := make(chan struct{})
 	go func() {
 		workers.Wait()
 		b.mu.Lock()
@@ -45,12 +57,7 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 			b.wake.Wait()
 		}
 		b.mu.Unlock()
-		close(drained)
+		close(done)
 	}()
-	select {
-	case <-drained:
-		b.log.Warn("opbus: halted: running handlers cancelled, nothing more written", "cause", cause, "passes", len(busy))
-	case <-time.After(abandonAfter):
-		b.log.Error("opbus: halted: handlers ignored their cancelled context; abandoning them, their results are not written", "cause", cause, "passes", len(busy))
-	}
+	return done
 }

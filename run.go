@@ -75,16 +75,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.wake.Broadcast()
 	b.mu.Unlock()
 
-	drained := make(chan struct{})
-	go func() {
-		wg.Wait()
-		b.mu.Lock()
-		for len(b.busy) > 0 {
-			b.wake.Wait()
-		}
-		b.mu.Unlock()
-		close(drained)
-	}()
+	drained := b.drained(&wg)
 	select {
 	case <-drained:
 	case <-time.After(b.shutdown):

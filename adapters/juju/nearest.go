@@ -1,58 +1,17 @@
 package juju
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/opbus/opbus/internal/nearest"
 )
-
-// nearest returns at most n of the names in known, nearest to name first
-// (by edit distance, ignoring case; then by name).
-func nearest(name string, known []string, n int) []string {
-	type scored struct {
-		name string
-		d    int
-	}
-	lower := strings.ToLower(name)
-	all := make([]scored, 0, len(known))
-	for _, k := range known {
-		all = append(all, scored{k, distance(lower, strings.ToLower(k))})
-	}
-	slices.SortFunc(all, func(a, b scored) int { return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(a.name, b.name)) })
-	out := make([]string, 0, min(n, len(all)))
-	for _, s := range all[:min(n, len(all))] {
-		out = append(out, s.name)
-	}
-	return out
-}
-
-// distance returns the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
 
 // didYouMean returns "did you mean <prefix><known>? " naming the known
 // name nearest to name, if one is near enough to be a misspelling, or "".
 func didYouMean(prefix, name string, known []string) string {
-	near := nearest(name, known, 1)
-	if len(near) == 0 || distance(strings.ToLower(name), strings.ToLower(near[0])) > max(2, len(name)/3) {
+	near := nearest.Names(name, known, 1)
+	if len(near) == 0 || nearest.Distance(strings.ToLower(name), strings.ToLower(near[0])) > max(2, len(name)/3) {
 		return ""
 	}
 	return fmt.Sprintf("did you mean %s%s? ", prefix, near[0])

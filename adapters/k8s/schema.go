@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/internal/nearest"
 )
 
 // openAPIDoc is the part of one group version's OpenAPI v3 document (as
@@ -278,12 +279,12 @@ func (d *openAPIDoc) checkAt(ns []*schemaNode, at, rest opbus.Path) *fieldError 
 // names, and the known names nearest to name, for an error about a key
 // name under at.
 func suggest(at opbus.Path, name string, known []string) string {
-	near := nearest(name, known, 6)
+	near := nearest.Names(name, known, 6)
 	if len(near) == 0 {
 		return ""
 	}
 	out := ""
-	if d := distance(strings.ToLower(name), strings.ToLower(near[0])); d <= max(2, len(name)/3) {
+	if d := nearest.Distance(strings.ToLower(name), strings.ToLower(near[0])); d <= max(2, len(name)/3) {
 		out = fmt.Sprintf(": did you mean %s?", append(slices.Clip(at), opbus.MapKey(near[0])))
 	} else {
 		out = ":"

@@ -86,25 +86,6 @@ func TestSchemaCheck(t *testing.T) {
 	}
 }
 
-func TestNearest(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		known []string
-		want  string
-	}{
-		{"verison", []string{"size", "version", "color"}, "version"},
-		{"Lables", []string{"annotations", "labels"}, "labels"},
-		{"nodeNme", []string{"nodeName", "nodeSelector", "hostname"}, "nodeName"},
-	} {
-		if got := nearest(tc.name, tc.known, 1); len(got) != 1 || got[0] != tc.want {
-			t.Errorf("nearest(%q, %v) = %v, want %s", tc.name, tc.known, got, tc.want)
-		}
-	}
-	if d := distance("kitten", "sitting"); d != 3 {
-		t.Errorf("distance(kitten, sitting) = %d, want 3", d)
-	}
-}
-
 // fakeSchemas returns an OpenAPI client that serves
 // testdata/openapi-widgets.json as the schema of example.com/v1 and no
 // other; err, if not nil, is what it returns instead.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/openapi"
 
 	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/internal/nearest"
 )
 
 // schemaTimeout bounds the reading of the OpenAPI schemas at startup.
@@ -57,7 +58,7 @@ func meant(k string, rs []*resource) string {
 	for i, r := range rs {
 		kinds[i] = r.keyKind
 	}
-	if near := nearest(k, kinds, 1); len(near) == 1 && distance(strings.ToLower(k), strings.ToLower(near[0])) <= max(2, len(k)/4) {
+	if near := nearest.Names(k, kinds, 1); len(near) == 1 && nearest.Distance(strings.ToLower(k), strings.ToLower(near[0])) <= max(2, len(k)/4) {
 		return near[0]
 	}
 	return ""

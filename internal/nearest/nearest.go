@@ -1,4 +1,6 @@
-package k8s
+// Package nearest finds the known names nearest to a misspelt one, for
+// errors that say "did you mean …?".
+package nearest
 
 import (
 	"cmp"
@@ -6,9 +8,9 @@ import (
 	"strings"
 )
 
-// nearest returns at most n of the names in known, nearest to name first
+// Names returns at most n of the names in known, nearest to name first
 // (by edit distance, ignoring case; then by name).
-func nearest(name string, known []string, n int) []string {
+func Names(name string, known []string, n int) []string {
 	type scored struct {
 		name string
 		d    int
@@ -16,7 +18,7 @@ func nearest(name string, known []string, n int) []string {
 	lower := strings.ToLower(name)
 	all := make([]scored, 0, len(known))
 	for _, k := range known {
-		all = append(all, scored{k, distance(lower, strings.ToLower(k))})
+		all = append(all, scored{k, Distance(lower, strings.ToLower(k))})
 	}
 	slices.SortFunc(all, func(a, b scored) int { return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(a.name, b.name)) })
 	out := make([]string, 0, min(n, len(all)))
@@ -26,8 +28,8 @@ func nearest(name string, known []string, n int) []string {
 	return out
 }
 
-// distance returns the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
+// Distance returns the Levenshtein distance between a and b, in bytes.
+func Distance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
