@@ -237,7 +237,8 @@
 // which only this module requires, never the core): per handler and kind,
 // runs, failures, retries and a duration histogram; states observed and
 // coalesced, retries scheduled, the queue depth; the latency of the
-// adapter's record and status writes; opbus_leader. Set them as
+// adapter's record and status writes; runs due to timers and how late
+// they started ([opbus.TimerObserver]); opbus_leader. Set them as
 // [Options].Metrics: [Source.BusOptions] makes them the bus's Observer.
 // [Metrics] documents every name.
 //
@@ -265,9 +266,6 @@
 //	servers, err := src.Serve(ctx, f)
 //	err = src.Run(ctx, bus)
 //	err = servers.Wait()
-//
-// Timer lateness is not measured yet: the core's [opbus.Observer] does not
-// report timers.
 //
 // # Logs
 //

@@ -31,8 +31,11 @@ import (
 //	opbus_store_write_duration_seconds{kind}          record writes (histogram)
 //	opbus_status_write_duration_seconds{kind}         status writes (histogram)
 //	opbus_write_failures_total{kind,write}            failed writes, write="store" or "status"
+//	opbus_timer_runs_total{handler,kind}              runs due to a schedule (On.Every, Event.Again)
+//	opbus_timer_lateness_seconds{handler,kind}        how long after its due time a due run started (histogram)
 //	opbus_leader                                      1 while this replica handles, else 0
 //
+// It is an [opbus.TimerObserver] too, which gives the timer metrics.
 // Its methods are safe for concurrent use.
 type Metrics struct {
 	gatherer prometheus.Gatherer
@@ -44,13 +47,15 @@ type Metrics struct {
 	storeWrites             *prometheus.HistogramVec
 	statusWrites            *prometheus.HistogramVec
 	writeFailures           *prometheus.CounterVec
+	timerRuns               *prometheus.CounterVec
+	lateness                *prometheus.HistogramVec
 	leader                  prometheus.Gauge
 
 	queued atomic.Int64              // the last queue depth the bus reported
 	bus    atomic.Pointer[opbus.Bus] // the running bus, whose Stats give the depth now
 }
 
-var _ opbus.Observer = (*Metrics)(nil)
+var _ opbus.TimerObserver = (*Metrics)(nil)
 
 // MetricsOptions configures [NewMetrics]; nil means the defaults.
 type MetricsOptions struct {
@@ -103,9 +108,11 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.storeWrites = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "opbus_store_write_duration_seconds", Help: "Latency of record writes (the record annotation).", Buckets: buckets}, []string{"kind"})
 	m.statusWrites = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "opbus_status_write_duration_seconds", Help: "Latency of status writes (conditions or the status annotation).", Buckets: buckets}, []string{"kind"})
 	m.writeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_write_failures_total", Help: "Record and status writes that failed."}, []string{"kind", "write"})
+	m.timerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_timer_runs_total", Help: "Handler runs due to a schedule (On.Every, Event.Again)."}, hl)
+	m.lateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "opbus_timer_lateness_seconds", Help: "How long after its due time a run due to a schedule started.", Buckets: buckets}, hl)
 	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "opbus_leader", Help: "1 while this replica watches and handles (it leads, or runs without leader election), else 0."})
 	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "opbus_queue_depth", Help: "Object states waiting to be dispatched, across all keys."}, m.depth)
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.retries, m.duration, m.scheduled, m.observed, m.coalesced, m.storeWrites, m.statusWrites, m.writeFailures, m.leader, depth} {
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.retries, m.duration, m.scheduled, m.observed, m.coalesced, m.storeWrites, m.statusWrites, m.writeFailures, m.timerRuns, m.lateness, m.leader, depth} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("k8s: registering metrics: %w", err)
 		}
@@ -143,6 +150,12 @@ func (m *Metrics) Handled(key opbus.Key, handler string, attempt int, took time.
 // Retrying implements [opbus.Observer].
 func (m *Metrics) Retrying(key opbus.Key, after time.Duration) {
 	m.scheduled.WithLabelValues(key.Kind).Inc()
+}
+
+// TimerDue implements [opbus.TimerObserver].
+func (m *Metrics) TimerDue(key opbus.Key, handler string, late time.Duration) {
+	m.timerRuns.WithLabelValues(handler, key.Kind).Inc()
+	m.lateness.WithLabelValues(handler, key.Kind).Observe(late.Seconds())
 }
 
 // depth is the queue depth now: the running bus's, else the last reported.

@@ -17,7 +17,8 @@ import (
 // against a real API server. /readyz fails before Run and passes once the
 // informers synced; /metrics then shows a handler that ran once, one that
 // failed and ran again (a failure and a retry), the record and status
-// writes, and opbus_leader 1. After Run returns, /readyz fails again and
+// writes, the due runs of a handler every 200 ms with their lateness,
+// and opbus_leader 1. After Run returns, /readyz fails again and
 // opbus_leader is 0.
 func TestMetricsAndProbesReal(t *testing.T) {
 	t.Parallel()
@@ -54,6 +55,10 @@ func TestMetricsAndProbesReal(t *testing.T) {
 		}
 		return opbus.Active(""), nil
 	}, on))
+
+	must(t, bus.Handle("tick", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		return opbus.Active(""), nil
+	}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec.size"}, Every: 200 * time.Millisecond}))
 
 	sctx, stopServe := context.WithCancel(context.Background())
 	defer stopServe()
@@ -103,7 +108,9 @@ func TestMetricsAndProbesReal(t *testing.T) {
 				return false
 			}
 		}
-		return got[`opbus_store_write_duration_seconds_count{`+kind+`}`] > 0 &&
+		return got[`opbus_timer_runs_total{handler="tick",`+kind+`}`] >= 2 &&
+			got[`opbus_timer_lateness_seconds_count{handler="tick",`+kind+`}`] >= 2 &&
+			got[`opbus_store_write_duration_seconds_count{`+kind+`}`] > 0 &&
 			got[`opbus_status_write_duration_seconds_count{`+kind+`}`] > 0
 	})
 	if _, ok := got[`opbus_handler_failures_total{handler="size",`+kind+`}`]; ok {
@@ -112,7 +119,11 @@ func TestMetricsAndProbesReal(t *testing.T) {
 	if v := got[`opbus_write_failures_total{`+kind+`,write="store"}`]; v != 0 {
 		t.Errorf("store write failures: got %v, want 0", v)
 	}
-	t.Logf("record writes: %v in %.4fs; status writes: %v in %.4fs",
+	if n, sum := got[`opbus_timer_lateness_seconds_count{handler="tick",`+kind+`}`], got[`opbus_timer_lateness_seconds_sum{handler="tick",`+kind+`}`]; sum/n > 0.1 {
+		t.Errorf("timer lateness: %v due runs %.4fs late on average, want under 100ms", n, sum/n)
+	}
+	t.Logf("timer runs: %v, %.4fs late in all; record writes: %v in %.4fs; status writes: %v in %.4fs",
+		got[`opbus_timer_runs_total{handler="tick",`+kind+`}`], got[`opbus_timer_lateness_seconds_sum{handler="tick",`+kind+`}`],
 		got[`opbus_store_write_duration_seconds_count{`+kind+`}`], got[`opbus_store_write_duration_seconds_sum{`+kind+`}`],
 		got[`opbus_status_write_duration_seconds_count{`+kind+`}`], got[`opbus_status_write_duration_seconds_sum{`+kind+`}`])
 

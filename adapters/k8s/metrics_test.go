@@ -209,3 +209,32 @@ func TestNoControllerRuntime(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsTimers checks the timer metrics: due runs counted per handler
+// and kind, and their lateness in the histogram.
+func TestMetricsTimers(t *testing.T) {
+	m, err := k8s.NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := opbus.Key{Kind: "Widget.test.opbus.dev", Namespace: "ns", Name: "a"}
+	m.TimerDue(k, "poll", 0)
+	m.TimerDue(k, "poll", 3*time.Second)
+	_, body := getPath(t, m.Handler(), "/metrics")
+	got, _ := scrape(t, strings.NewReader(body))
+	for _, c := range []struct {
+		sample string
+		want   float64
+	}{
+		{`opbus_timer_runs_total{handler="poll",kind="Widget.test.opbus.dev"}`, 2},
+		{`opbus_timer_lateness_seconds_count{handler="poll",kind="Widget.test.opbus.dev"}`, 2},
+		{`opbus_timer_lateness_seconds_sum{handler="poll",kind="Widget.test.opbus.dev"}`, 3},
+		{`opbus_timer_lateness_seconds_bucket{handler="poll",kind="Widget.test.opbus.dev",le="0.005"}`, 1},
+		{`opbus_timer_lateness_seconds_bucket{handler="poll",kind="Widget.test.opbus.dev",le="2.5"}`, 1},
+		{`opbus_timer_lateness_seconds_bucket{handler="poll",kind="Widget.test.opbus.dev",le="5"}`, 2},
+	} {
+		if v, ok := got[c.sample]; !ok || v != c.want {
+			t.Errorf("%s: got %v (present: %v), want %v", c.sample, v, ok, c.want)
+		}
+	}
+}
