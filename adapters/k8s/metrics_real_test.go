@@ -78,7 +78,8 @@ func TestMetricsAndProbesReal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx, bus) }()
-	defer func() { cancel(); <-done }()
+	stopRun := sync.OnceValue(func() error { cancel(); return <-done })
+	defer stopRun()
 	eventually(t, "/readyz passes after the informers synced", func() bool {
 		code, _ := httpGet(t, probes+"/readyz")
 		return code == 200
@@ -127,11 +128,9 @@ func TestMetricsAndProbesReal(t *testing.T) {
 		got[`opbus_store_write_duration_seconds_count{`+kind+`}`], got[`opbus_store_write_duration_seconds_sum{`+kind+`}`],
 		got[`opbus_status_write_duration_seconds_count{`+kind+`}`], got[`opbus_status_write_duration_seconds_sum{`+kind+`}`])
 
-	cancel()
-	if err := <-done; err != nil {
+	if err := stopRun(); err != nil {
 		t.Errorf("Run: %v", err)
 	}
-	done <- nil // for the deferred receive
 	if code, body := httpGet(t, probes+"/readyz"); code != 500 || !strings.Contains(body, "Run has returned") {
 		t.Errorf("/readyz after Run: got %d %q, want 500, Run has returned", code, body)
 	}
