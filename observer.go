@@ -19,3 +19,16 @@ type Observer interface {
 	// dispatched again.
 	Retrying(key Key, after time.Duration)
 }
+
+// TimerObserver is an [Observer] that also hears of runs due to a schedule
+// ([On].Every, [Event].Again). The bus checks for it with a type
+// assertion, so an Observer need not implement it. Its method is called
+// as the Observer's are: synchronously, possibly concurrently.
+type TimerObserver interface {
+	// TimerDue is called when handler is about to run on key because its
+	// schedule is due, with how long after its due time the run starts
+	// (late ≥ 0: waiting for a worker, for the key's other work, or for
+	// the program to run at all). The retry of a failed due run is a
+	// retry, not a due run: it is not reported.
+	TimerDue(key Key, handler string, late time.Duration)
+}

@@ -162,6 +162,9 @@ func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced boo
 			typ = Create
 		}
 		d.tick = true
+		if o, ok := b.observer.(TimerObserver); ok && !failingHere {
+			o.TimerDue(d.ks.key, h.id, max(time.Since(s.next()), 0))
+		}
 		b.run(ctx, d, h, typ, cur, coalesced)
 		d.tick = false
 	}

@@ -231,6 +231,42 @@
 // handlers to fields, since one that reads the whole object runs at
 // every write of the other operator.
 //
+// # Metrics and probes
+//
+// [NewMetrics] creates Prometheus metrics (github.com/prometheus/client_golang,
+// which only this module requires, never the core): per handler and kind,
+// runs, failures, retries and a duration histogram; states observed and
+// coalesced, retries scheduled, the queue depth; the latency of the
+// adapter's record and status writes; runs due to timers and how late
+// they started ([opbus.TimerObserver]); opbus_leader. Set them as
+// [Options].Metrics: [Source.BusOptions] makes them the bus's Observer.
+// [Metrics] documents every name.
+//
+// [Source.Probes] serves /healthz (the process answers) and /readyz
+// ([Source.Ready]: Run has started, has not returned, and its informers
+// have synced). With leader election, a replica that does not hold the
+// Lease is ready, as in controller-runtime, whose readiness does not
+// depend on leadership: a Deployment's rollout waits for every replica to
+// be ready, and only one leads. [Source.Leading], opbus_leader and
+// /readyz?verbose tell the leader apart.
+//
+// A standalone operator binds controller-runtime's flags with [Flags]
+// (--metrics-bind-address, default :8080; --health-probe-bind-address,
+// default :8081; --leader-elect) and starts both servers with
+// [Source.Serve], which shuts them down gracefully when its context ends:
+//
+//	var f k8s.Flags
+//	f.Bind(flag.CommandLine)
+//	flag.Parse()
+//	m, _ := k8s.NewMetrics(nil)
+//	src, _ := k8s.New(&k8s.Options{Config: cfg, Resources: rs, Metrics: m,
+//		LeaderElection: f.LeaderElection(k8s.LeaderElection{Namespace: ns, Name: "my-operator"})})
+//	bus, _ := opbus.New(src.BusOptions(nil))
+//	// register handlers…
+//	servers, err := src.Serve(ctx, f)
+//	err = src.Run(ctx, bus)
+//	err = servers.Wait()
+//
 // # Logs
 //
 // The adapter logs through [Options].Logger, and hands it to the client-go

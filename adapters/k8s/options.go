@@ -45,6 +45,10 @@ type Options struct {
 	// N.opbus.dev/Ready and N.opbus.dev/<slot> (N made a DNS label, with a
 	// hash, when the name is not one). "" means "opbus".
 	Name string
+	// Metrics, if set, receives the bus's measurements (see
+	// [Source.BusOptions]) and the latency of the adapter's record and
+	// status writes; nil means none. See [NewMetrics].
+	Metrics *Metrics
 }
 
 // Resource is one kind of object to watch, by group, version and resource

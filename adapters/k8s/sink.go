@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,13 @@ func (sk *sink) WrittenPaths() []string {
 // the bus finishes its deletion, must not land on another object that
 // took its name.
 func (sk *sink) PutStatus(ctx context.Context, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
+	begin := time.Now()
+	err := sk.putStatus(ctx, key, obj, overall, slots)
+	sk.s.opts.Metrics.wrote("status", key, begin, err)
+	return err
+}
+
+func (sk *sink) putStatus(ctx context.Context, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
 	r, err := sk.s.resourceFor(key)
 	if err != nil {
 		return err

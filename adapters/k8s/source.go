@@ -52,6 +52,8 @@ type Source struct {
 
 	ignored []string // the bus's Ignore, as BusOptions saw it
 
+	probe probeState // what /readyz reports (probes.go)
+
 	names *names          // what it writes, after its name
 	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
 }
@@ -121,7 +123,8 @@ func (s *Source) Sink() opbus.StatusSink { return s.sink }
 
 // BusOptions returns a copy of o (nil means the zero Options) completed for
 // this Source: its Store and Sink, [ListKeys] added to o.ListKeys (o's own
-// win), [Ignore] added to o.Ignore, the Source's Logger if o has none, and
+// win), [Ignore] added to o.Ignore, the Source's Logger if o has none, its
+// [Options].Metrics as the Observer if o has none, and
 // [Incarnation] as the Incarnation, replacing o's, and, when a resource is
 // [Resource].Owned, Related to relate its objects to their controllers
 // (besides o's own Related): the adapter writes a
@@ -148,6 +151,9 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	out.Ignore = ignore
 	if out.Logger == nil {
 		out.Logger = s.opts.Logger
+	}
+	if out.Observer == nil && s.opts.Metrics != nil {
+		out.Observer = s.opts.Metrics
 	}
 	out.Incarnation = Incarnation
 	if slices.ContainsFunc(s.opts.Resources, func(r Resource) bool { return r.Owned }) {
@@ -198,6 +204,8 @@ func (s *Source) Run(ctx context.Context, bus *opbus.Bus) error {
 	}
 	s.ran = true
 	s.mu.Unlock()
+	s.probe.set(func(p *probeState) { p.started, p.electing = true, s.opts.LeaderElection != nil })
+	defer s.probe.set(func(p *probeState) { p.stopped = true })
 
 	ctx = klog.NewContext(ctx, logr.FromSlogHandler(s.log.Handler()))
 	if err := s.prepare(ctx, bus); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,6 +111,13 @@ func (st *store) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 // annotations past [MaxAnnotationBytes], with an error naming the object
 // and the sizes (errors.Is(err, [ErrTooLarge])).
 func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
+	begin := time.Now()
+	err := st.save(ctx, key, data)
+	st.s.opts.Metrics.wrote("store", key, begin, err)
+	return err
+}
+
+func (st *store) save(ctx context.Context, key opbus.Key, data []byte) error {
 	r, err := st.s.resourceFor(key)
 	if err != nil {
 		return err
@@ -174,6 +182,13 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 // Delete implements [opbus.Store]: it removes the record annotation. An
 // object that is gone has no record to delete.
 func (st *store) Delete(ctx context.Context, key opbus.Key) error {
+	begin := time.Now()
+	err := st.delete(ctx, key)
+	st.s.opts.Metrics.wrote("store", key, begin, err)
+	return err
+}
+
+func (st *store) delete(ctx context.Context, key opbus.Key) error {
 	r, err := st.s.resourceFor(key)
 	if err != nil {
 		return err

@@ -63,6 +63,10 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 		s.watch = nil
 		s.mu.Unlock()
 	}()
+	s.probe.set(func(p *probeState) { p.leading = true })
+	s.opts.Metrics.leading(bus, true)
+	defer s.opts.Metrics.leading(bus, false)
+	defer s.probe.set(func(p *probeState) { p.leading, p.synced = false, false })
 
 	// Informers and claims stop after the bus has drained, which may
 	// still read the caches and write.
@@ -95,6 +99,7 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 		wg.Go(func() { w.claimLoop(ictx) })
 	}
 	if cache.WaitForCacheSync(ctx.Done(), synced...) {
+		s.probe.set(func(p *probeState) { p.synced = true })
 		s.log.Info("k8s: watching", "resources", len(kinds), "informers", len(infs), "took", time.Since(begin))
 	}
 	err := <-busDone
