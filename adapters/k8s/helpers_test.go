@@ -21,10 +21,10 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
-func TestMain(m *testing.M) { kubeenv.Main(m) }
+func TestMain(m *testing.M) { kubetest.Main(m) }
 
 // waitFor bounds every wait for the server, an informer or a handler.
 const waitFor = 20 * time.Second
@@ -268,7 +268,7 @@ var crdOnce sync.Map // *rest.Config host → *sync.Once
 
 // ensureWidgets creates the Widget CRD once per server and waits until its
 // resource is served.
-func ensureWidgets(t *testing.T, env *kubeenv.Env) {
+func ensureWidgets(t *testing.T, env *kubetest.Env) {
 	t.Helper()
 	cfg := env.AdminConfig()
 	o, _ := crdOnce.LoadOrStore(cfg.Host, &sync.Once{})

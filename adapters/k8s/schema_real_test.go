@@ -16,7 +16,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 var (
@@ -65,7 +65,7 @@ var gizmosOnce sync.Map // *rest.Config host → *sync.Once
 // ensureGizmos creates the Gizmo CRD once per server and waits until the
 // API server publishes its schema, which it does a moment after the
 // resource is served.
-func ensureGizmos(t *testing.T, env *kubeenv.Env) {
+func ensureGizmos(t *testing.T, env *kubetest.Env) {
 	t.Helper()
 	cfg := env.AdminConfig()
 	o, _ := gizmosOnce.LoadOrStore(cfg.Host, &sync.Once{})
@@ -99,7 +99,7 @@ func ensureGizmos(t *testing.T, env *kubeenv.Env) {
 // returns what Run returns before the bus would start: an error, or nil
 // if Run is still running after it has handled the first object (Run is
 // then stopped).
-func runErr(t *testing.T, env *kubeenv.Env, res []k8s.Resource, bopts *opbus.Options, register func(b *opbus.Bus)) error {
+func runErr(t *testing.T, env *kubetest.Env, res []k8s.Resource, bopts *opbus.Options, register func(b *opbus.Bus)) error {
 	t.Helper()
 	src, err := k8s.New(&k8s.Options{Config: env.AdminConfig(), Resources: res, Logger: testLogger(t)})
 	if err != nil {
@@ -121,7 +121,7 @@ func runErr(t *testing.T, env *kubeenv.Env, res []k8s.Resource, bopts *opbus.Opt
 // before it watches anything.
 func TestMisspeltFieldsFailAtStart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureGizmos(t, env)
 	ns := env.Namespace(t)
 	gizmos := []k8s.Resource{{GVR: gizmosGVR, Namespaces: []string{ns}}}
@@ -177,7 +177,7 @@ func TestMisspeltFieldsFailAtStart(t *testing.T) {
 // and the handlers run.
 func TestValidFieldsStart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureGizmos(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -213,7 +213,7 @@ func TestValidFieldsStart(t *testing.T) {
 // holds: Run returns an error that names the handler and the kind meant.
 func TestUnknownKindFailsAtStart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureGizmos(t, env)
 	ns := env.Namespace(t)
 	res := []k8s.Resource{{GVR: gizmosGVR, Namespaces: []string{ns}}}

@@ -1,4 +1,4 @@
-// Package kubeenv gives tests a real Kubernetes API server.
+// Package kubetest gives tests a real Kubernetes API server.
 //
 // # Choosing a server
 //
@@ -12,7 +12,7 @@
 //     in the cluster is touched, and the namespaces are deleted afterwards.
 //     [Env.RestartAPIServer] skips the test.
 //   - OPBUS_KUBE_BIN: a directory holding the programs kube-apiserver and etcd.
-//     kubeenv starts etcd, then kube-apiserver, on free 127.0.0.1 ports, with
+//     kubetest starts etcd, then kube-apiserver, on free 127.0.0.1 ports, with
 //     their data, certificates and logs in a temporary directory, and stops
 //     both when done. A directory without both programs fails the test.
 //
@@ -47,10 +47,10 @@
 // Starting a server takes about 4 seconds. A package whose tests can share one
 // calls [Main] from TestMain and [Shared] in each test:
 //
-//	func TestMain(m *testing.M) { kubeenv.Main(m) }
+//	func TestMain(m *testing.M) { kubetest.Main(m) }
 //
 //	func TestSomething(t *testing.T) {
-//		env := kubeenv.Shared(t)
+//		env := kubetest.Shared(t)
 //		ns := env.Namespace(t)
 //		...
 //	}
@@ -58,4 +58,4 @@
 // The shared server starts when a test first asks for it and stops when the
 // package's tests end. A test that restarts the API server, or needs a server
 // nobody else uses, calls [Start] for its own.
-package kubeenv
+package kubetest
