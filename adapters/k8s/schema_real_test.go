@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -60,26 +58,12 @@ const gizmoCRD = `{
   }
 }`
 
-var gizmosOnce sync.Map // *rest.Config host → *sync.Once
-
-// ensureGizmos creates the Gizmo CRD once per server and waits until the
-// API server publishes its schema, which it does a moment after the
-// resource is served.
+// ensureGizmos installs the Gizmo CRD and waits until the API server
+// publishes its schema, which it does a moment after the resource is served.
 func ensureGizmos(t *testing.T, env *kubetest.Env) {
 	t.Helper()
+	env.InstallCRDs(t, obj(t, "%s", gizmoCRD))
 	cfg := env.AdminConfig()
-	o, _ := gizmosOnce.LoadOrStore(cfg.Host, &sync.Once{})
-	var err error
-	o.(*sync.Once).Do(func() {
-		crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-		_, err = dynClient(t, cfg).Resource(crds).Create(context.Background(), obj(t, "%s", gizmoCRD), metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			err = nil
-		}
-	})
-	if err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
