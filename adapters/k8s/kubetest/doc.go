@@ -6,8 +6,10 @@
 //
 // # Using it in your module's tests
 //
-// Start one server for the package's tests in TestMain, and in each test ask
-// for it, install the CRDs the test needs and work in a namespace of its own:
+// Call [Main] from TestMain, so that the package's tests share one server,
+// started by the first test that asks for it and stopped after the last.
+// Each test asks for it with [Shared], installs the CRDs it needs and works
+// in a namespace of its own:
 //
 //	import "github.com/opbus/opbus/adapters/k8s/kubetest"
 //
