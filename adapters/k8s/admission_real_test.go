@@ -22,7 +22,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 var (
@@ -188,7 +188,7 @@ func admissionPolicy(t *testing.T, c dynamic.Interface, ns, resource, expression
 // and the test fails.
 func TestAdmissionRefusedWritesBackOff(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	for _, tc := range []struct {
 		name   string

@@ -14,7 +14,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // writes counts the requests that change something (every method but GET)
@@ -95,7 +95,7 @@ func maxRuns(b opbus.Backoff, d time.Duration) int {
 // the first status. The period is OPBUS_TEST_FAILING_PERIOD.
 func TestFailingHandlerBacksOff(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	period := failingPeriod(t)
 	backoff := opbus.Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Jitter: 0.01}

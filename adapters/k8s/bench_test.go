@@ -25,10 +25,10 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
-// Both benchmarks run against a real API server (see kubeenv) and skip
+// Both benchmarks run against a real API server (see kubetest) and skip
 // without one, unless CI=true. Run them with
 //
 //	cd adapters/k8s && OPBUS_KUBE_BIN=... GOWORK=off go test -run '^$' -bench . -benchtime=1x -count 3
@@ -72,7 +72,7 @@ const (
 // client-go's share), and patch-p50-ms, the patch request's round trip.
 func BenchmarkStatusLatency(b *testing.B) {
 	skipOnCluster(b)
-	env := kubeenv.Shared(b)
+	env := kubetest.Shared(b)
 	b.Run("workers=4", func(b *testing.B) {
 		lb := newLatencyBench(b, env, 4)
 		b.Run("serial", func(b *testing.B) { lb.run(b, 0) })
@@ -88,7 +88,7 @@ func BenchmarkStatusLatency(b *testing.B) {
 // operator with the given number of workers and a probe on them, and
 // returns once every Pod is claimed and handled, and has a first container
 // status. Both stop when b ends.
-func newLatencyBench(b *testing.B, env *kubeenv.Env, workers int) *latencyBench {
+func newLatencyBench(b *testing.B, env *kubetest.Env, workers int) *latencyBench {
 	ns := env.Namespace(b)
 	lb := &latencyBench{load: loadClient(b, env.AdminConfig()), ns: ns,
 		started: map[int64]time.Time{}, watched: map[int64]time.Time{}}
@@ -298,7 +298,7 @@ func BenchmarkMemoryPerObject(b *testing.B) {
 		}
 	}
 	for range b.N {
-		env := kubeenv.Start(b)
+		env := kubetest.Start(b)
 		ns := env.Namespace(b)
 		load := loadClient(b, env.AdminConfig())
 		names := make([]string, n)
@@ -378,8 +378,8 @@ func BenchmarkMemoryPerObject(b *testing.B) {
 // be scheduled and their status written by kubelets, and it may create
 // thousands of them.
 func skipOnCluster(b *testing.B) {
-	if os.Getenv(kubeenv.KubeconfigVar) != "" {
-		b.Skipf("creates Pods that no kubelet may run: only on a server kubeenv starts (%s), not on the cluster of %s", kubeenv.BinVar, kubeenv.KubeconfigVar)
+	if os.Getenv(kubetest.KubeconfigVar) != "" {
+		b.Skipf("creates Pods that no kubelet may run: only on a server kubetest starts (%s), not on the cluster of %s", kubetest.BinVar, kubetest.KubeconfigVar)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // widgetHandlers registers the handlers of the custom resource tests:
@@ -56,7 +56,7 @@ func checkCondition(conds map[string]metav1.Condition, typ string, status metav1
 // by the rules of meta.SetStatusCondition as the slots change.
 func TestCustomResourceConditions(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -151,7 +151,7 @@ func TestCustomResourceConditions(t *testing.T) {
 // subscribed to it and the whole-object handlers.
 func TestStatusChangeByAnotherWriter(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -198,7 +198,7 @@ func changeOfPhase(i int, phase string) string {
 // (kubectl wait, Argo CD, Flux) sees the change handled.
 func TestObservedGenerationFollowsHandledSpec(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())

@@ -14,7 +14,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // logBuffer keeps what a logger writes, for a test to read.
@@ -44,7 +44,7 @@ func (b *logBuffer) String() string {
 // first conditions.
 func TestCopiedRecordIsNotHandled(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	for _, tc := range []struct {
 		name string

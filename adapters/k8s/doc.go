@@ -298,8 +298,9 @@
 //
 // # Testing
 //
-// The tests run against a real kube-apiserver and etcd (see
-// internal/kubeenv): set OPBUS_KUBE_BIN to a directory holding both
-// programs, or OPBUS_TEST_KUBECONFIG to the kubeconfig of an existing
-// cluster. Without either they skip, unless CI=true.
+// The tests run against a real kube-apiserver and etcd, started by the
+// package kubetest, which an operator's own tests can use too: set
+// OPBUS_KUBE_BIN to a directory holding both programs, or
+// OPBUS_TEST_KUBECONFIG to the kubeconfig of an existing cluster. Without
+// either they skip, unless CI=true.
 package k8s

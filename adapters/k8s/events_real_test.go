@@ -11,14 +11,14 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // TestStatusFlipsAggregateEvents flips a ConfigMap's status 20 times: the
 // Events are counted on the first of each kind, not created anew.
 func TestStatusFlipsAggregateEvents(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,10 +20,10 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
-func TestMain(m *testing.M) { kubeenv.Main(m) }
+func TestMain(m *testing.M) { kubetest.Main(m) }
 
 // waitFor bounds every wait for the server, an informer or a handler.
 const waitFor = 20 * time.Second
@@ -264,34 +263,10 @@ const widgetCRD = `{
   }
 }`
 
-var crdOnce sync.Map // *rest.Config host → *sync.Once
-
-// ensureWidgets creates the Widget CRD once per server and waits until its
-// resource is served.
-func ensureWidgets(t *testing.T, env *kubeenv.Env) {
+// ensureWidgets installs the Widget CRD, which the server then serves.
+func ensureWidgets(t *testing.T, env *kubetest.Env) {
 	t.Helper()
-	cfg := env.AdminConfig()
-	o, _ := crdOnce.LoadOrStore(cfg.Host, &sync.Once{})
-	var err error
-	o.(*sync.Once).Do(func() { err = createCRD(t, cfg) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := dynClient(t, cfg)
-	eventually(t, "the widgets resource is served", func() bool {
-		_, err := c.Resource(widgetsGVR).Namespace("default").List(t.Context(), metav1.ListOptions{Limit: 1})
-		return err == nil
-	})
-}
-
-func createCRD(t *testing.T, cfg *rest.Config) error {
-	c := dynClient(t, cfg)
-	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	_, err := c.Resource(crds).Create(context.Background(), obj(t, "%s", widgetCRD), metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create CRD: %w", err)
-	}
-	return nil
+	env.InstallCRDs(t, obj(t, "%s", widgetCRD))
 }
 
 // createWidget creates a Widget with the given spec (JSON).

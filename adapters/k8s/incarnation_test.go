@@ -17,7 +17,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // recordOf returns the inc and fails of an object's record annotation;
@@ -49,7 +49,7 @@ func recordOf(u *unstructured.Unstructured) (inc string, fails map[string]any, o
 // statuses nor its finalizer handling ever touch it.
 func TestRecreatedObjectIsNewIncarnation(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	for _, finalizer := range []bool{false, true} {
 		t.Run(fmt.Sprintf("finalizer=%v", finalizer), func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // TestRestart stops the operator, changes a subscribed field of one object
@@ -23,7 +23,7 @@ import (
 // in the objects' records.
 func TestRestart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -66,7 +66,7 @@ func TestRestart(t *testing.T) {
 // which its finalizer kept until the next operator handled it.
 func TestFinalizer(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -135,7 +135,7 @@ func TestFinalizer(t *testing.T) {
 // and handles the next change, and nothing is handled twice.
 func TestLeaderElection(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -190,7 +190,7 @@ func TestLeaderElection(t *testing.T) {
 // handling within the renew deadline and Run returns ErrLeadershipLost.
 func TestLeadershipLost(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())

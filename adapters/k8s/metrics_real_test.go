@@ -10,7 +10,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // TestMetricsAndProbesReal runs an operator with Metrics and its servers
@@ -22,7 +22,7 @@ import (
 // opbus_leader is 0.
 func TestMetricsAndProbesReal(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -150,7 +150,7 @@ func TestMetricsAndProbesReal(t *testing.T) {
 // opbus_leader tell them apart.
 func TestProbesStandbyReal(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 

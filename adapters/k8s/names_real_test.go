@@ -9,14 +9,14 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // TestTwoOperatorsKeepApart runs two Sources of different names on the
 // same Widget: each keeps its own record, conditions and Ready.
 func TestTwoOperatorsKeepApart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())

@@ -14,7 +14,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // TestOwnedRelated: with ConfigMaps marked Owned, a Widget's handler reads
@@ -24,7 +24,7 @@ import (
 // and a change of a field the handler does not read, do not.
 func TestOwnedRelated(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())

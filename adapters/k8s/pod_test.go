@@ -12,7 +12,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // terminated returns the first terminated container in a Pod's
@@ -37,7 +37,7 @@ func terminated(pod map[string]any) (name string, exitCode any, reason any, ok b
 // the record, the status annotation — fire nothing.
 func TestPodContainerTerminated(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
 

@@ -23,7 +23,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // TestRBACCustomResource runs an operator on Widgets, with conditions, a
@@ -37,22 +37,22 @@ import (
 // initial list through the watch.
 func TestRBACCustomResource(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	admin := dynClient(t, env.AdminConfig())
 
-	granted := applyRole(t, admin, "testdata/rbac-widgets.yaml", ns, kubeenv.OperatorUser)
+	granted := applyRole(t, admin, "testdata/rbac-widgets.yaml", ns, kubetest.OperatorUser)
 	var log requestLog
-	userCfg := env.UserConfig(kubeenv.OperatorUser)
+	userCfg := env.UserConfig(kubetest.OperatorUser)
 	userCfg.WrapTransport = log.wrap
-	probe := dynClient(t, env.UserConfig(kubeenv.OperatorUser))
+	probe := dynClient(t, env.UserConfig(kubetest.OperatorUser))
 	eventually(t, "the authorizer knows the binding", func() bool {
 		_, err := probe.Resource(widgetsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 		return err == nil
 	})
 	if _, err := probe.Resource(podsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("listing pods as %s: got %v, want Forbidden: the user must have no other permission", kubeenv.OperatorUser, err)
+		t.Fatalf("listing pods as %s: got %v, want Forbidden: the user must have no other permission", kubetest.OperatorUser, err)
 	}
 
 	var r runs

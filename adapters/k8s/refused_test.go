@@ -12,7 +12,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // TestRefusedRecordBacksOff gives a Pod annotations that leave no room
@@ -22,7 +22,7 @@ import (
 // on the Pod, once for as long as the reason stays the same.
 func TestRefusedRecordBacksOff(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
 	period := failingPeriod(t)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // seen counts handler runs per object and value, and keeps the order in
@@ -149,7 +149,7 @@ func (w *writer) final(name string) int64 {
 // converge to the final slots.
 func TestAPIServerRestart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Start(t)
+	env := kubetest.Start(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -311,7 +311,7 @@ func restartsStatus(n int64) opbus.Status {
 // while the other writer's field is kept.
 func TestStatusConflictsRetried(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())

@@ -19,7 +19,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // countWrites returns a copy of cfg whose client counts the writes that go
@@ -82,7 +82,7 @@ func wroteOnce(t *testing.T, what string, n *atomic.Int64, before int64) {
 // handler.
 func TestConditionsWrittenBack(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -164,7 +164,7 @@ func editConditions(t *testing.T, c dynamic.Interface, ns, name string, keep fun
 // the values handled before stay handled.
 func TestRecordWrittenBack(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -223,7 +223,7 @@ func TestRecordWrittenBack(t *testing.T) {
 // without running a handler.
 func TestStatusAnnotationWrittenBack(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -265,7 +265,7 @@ func TestStatusAnnotationWrittenBack(t *testing.T) {
 // being deleted), and once the delete handler succeeds the Widget goes.
 func TestFinalizerAndRecordRemovedByHand(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -314,7 +314,7 @@ func TestFinalizerAndRecordRemovedByHand(t *testing.T) {
 // late.
 func TestWriteBackRacesOwnWrites(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())

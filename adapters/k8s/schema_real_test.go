@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -16,7 +14,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 var (
@@ -60,26 +58,12 @@ const gizmoCRD = `{
   }
 }`
 
-var gizmosOnce sync.Map // *rest.Config host → *sync.Once
-
-// ensureGizmos creates the Gizmo CRD once per server and waits until the
-// API server publishes its schema, which it does a moment after the
-// resource is served.
-func ensureGizmos(t *testing.T, env *kubeenv.Env) {
+// ensureGizmos installs the Gizmo CRD and waits until the API server
+// publishes its schema, which it does a moment after the resource is served.
+func ensureGizmos(t *testing.T, env *kubetest.Env) {
 	t.Helper()
+	env.InstallCRDs(t, obj(t, "%s", gizmoCRD))
 	cfg := env.AdminConfig()
-	o, _ := gizmosOnce.LoadOrStore(cfg.Host, &sync.Once{})
-	var err error
-	o.(*sync.Once).Do(func() {
-		crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-		_, err = dynClient(t, cfg).Resource(crds).Create(context.Background(), obj(t, "%s", gizmoCRD), metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			err = nil
-		}
-	})
-	if err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
 	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +83,7 @@ func ensureGizmos(t *testing.T, env *kubeenv.Env) {
 // returns what Run returns before the bus would start: an error, or nil
 // if Run is still running after it has handled the first object (Run is
 // then stopped).
-func runErr(t *testing.T, env *kubeenv.Env, res []k8s.Resource, bopts *opbus.Options, register func(b *opbus.Bus)) error {
+func runErr(t *testing.T, env *kubetest.Env, res []k8s.Resource, bopts *opbus.Options, register func(b *opbus.Bus)) error {
 	t.Helper()
 	src, err := k8s.New(&k8s.Options{Config: env.AdminConfig(), Resources: res, Logger: testLogger(t)})
 	if err != nil {
@@ -121,7 +105,7 @@ func runErr(t *testing.T, env *kubeenv.Env, res []k8s.Resource, bopts *opbus.Opt
 // before it watches anything.
 func TestMisspeltFieldsFailAtStart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureGizmos(t, env)
 	ns := env.Namespace(t)
 	gizmos := []k8s.Resource{{GVR: gizmosGVR, Namespaces: []string{ns}}}
@@ -177,7 +161,7 @@ func TestMisspeltFieldsFailAtStart(t *testing.T) {
 // and the handlers run.
 func TestValidFieldsStart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureGizmos(t, env)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
@@ -213,7 +197,7 @@ func TestValidFieldsStart(t *testing.T) {
 // holds: Run returns an error that names the handler and the kind meant.
 func TestUnknownKindFailsAtStart(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureGizmos(t, env)
 	ns := env.Namespace(t)
 	res := []k8s.Resource{{GVR: gizmosGVR, Namespaces: []string{ns}}}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 	"github.com/opbus/opbus/opbustest"
 )
 
@@ -21,10 +21,10 @@ import (
 // the Pods the suite's keys name, then checks the 256 KiB limit and a
 // cluster-scoped object.
 func TestStore(t *testing.T) {
-	if os.Getenv(kubeenv.KubeconfigVar) != "" {
-		t.Skipf("the suite's keys name Pods in the namespaces default and other; not run on the shared cluster of %s", kubeenv.KubeconfigVar)
+	if os.Getenv(kubetest.KubeconfigVar) != "" {
+		t.Skipf("the suite's keys name Pods in the namespaces default and other; not run on the shared cluster of %s", kubetest.KubeconfigVar)
 	}
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
 	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
 // TestTimerRunsWriteNothing checks against a real API server that due runs
@@ -18,7 +18,7 @@ import (
 // own state reaches the bus once.
 func TestTimerRunsWriteNothing(t *testing.T) {
 	t.Parallel()
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
 	ns := env.Namespace(t)
 	var w writes

@@ -23,7 +23,9 @@ import (
 // tree as if its release tags had been pushed: it fails if the adapter's go.mod
 // requires a version of the root module that was never released (such as the
 // pseudo-version a bare replace leaves) or anything else the go command cannot
-// resolve outside the repository.
+// resolve outside the repository. The consumer's tests include one that uses
+// the adapter's kubetest package against a real API server when one is
+// configured (OPBUS_KUBE_BIN, as scripts/test sets it).
 func TestConsumerModule(t *testing.T) {
 	root := repoRoot(t)
 	versions := releaseVersions(t, repoModules(t, root))
@@ -76,7 +78,14 @@ func TestConsumerModule(t *testing.T) {
 	}
 	goCmd(t, work, env, "build", "./...")
 	goCmd(t, work, env, "vet", "./...")
-	goCmd(t, work, env, "test", "-count=1", "./...")
+	out = goCmd(t, work, env, "test", "-count=1", "-v", "./...")
+	// With a server configured, the consumer's kubetest test must have run,
+	// not skipped.
+	if os.Getenv("OPBUS_KUBE_BIN") != "" || os.Getenv("OPBUS_TEST_KUBECONFIG") != "" || os.Getenv("KUBEBUILDER_ASSETS") != "" {
+		if !strings.Contains(out, "--- PASS: TestWithAPIServer") {
+			t.Errorf("a Kubernetes API server is configured, but the consumer's TestWithAPIServer did not pass:\n%s", out)
+		}
+	}
 }
 
 // writeConsumer writes the consumer module into work: the program and test of

@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/opbus/opbus"
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
-func TestMain(m *testing.M) { kubeenv.Main(m) }
+func TestMain(m *testing.M) { kubetest.Main(m) }
 
 const waitFor = 20 * time.Second
 
@@ -116,21 +116,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // grants: it watches, annotates, emits Events and leads, and nothing it
 // does is forbidden.
 func TestRBAC(t *testing.T) {
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	admin, err := dynamic.NewForConfig(env.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	userCfg := env.UserConfig(kubeenv.OperatorUser)
+	userCfg := env.UserConfig(kubetest.OperatorUser)
 	user, err := dynamic.NewForConfig(userCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := user.Resource(pods).Namespace(ns).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("before rbac.yaml, listing pods as %s: got %v, want Forbidden", kubeenv.OperatorUser, err)
+		t.Fatalf("before rbac.yaml, listing pods as %s: got %v, want Forbidden", kubetest.OperatorUser, err)
 	}
-	applyRBAC(t, admin, ns, kubeenv.OperatorUser)
+	applyRBAC(t, admin, ns, kubetest.OperatorUser)
 	eventually(t, "the authorizer knows the bindings", func() bool {
 		_, err := user.Resource(pods).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 		return err == nil

@@ -1,4 +1,4 @@
-package kubeenv
+package kubetest
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// OperatorUser is a user without groups. On a server that kubeenv started it
+// OperatorUser is a user without groups. On a server that kubetest started it
 // authenticates with its own token; it may do nothing until a test binds a
 // role to it.
 const OperatorUser = "opbus-operator"
 
-// Env is a Kubernetes API server that tests use: one that kubeenv started,
+// Env is a Kubernetes API server that tests use: one that kubetest started,
 // or an existing cluster. Its methods are safe for concurrent use.
 type Env struct {
 	admin  *rest.Config
@@ -52,7 +52,7 @@ func Start(t testing.TB) *Env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("kubeenv: using the cluster at %s from %s=%s", e.admin.Host, KubeconfigVar, src.kubeconfig)
+		t.Logf("kubetest: using the cluster at %s from %s=%s", e.admin.Host, KubeconfigVar, src.kubeconfig)
 		return e
 	}
 	e, err := launch(t.Context(), src.bin, t.TempDir())
@@ -64,7 +64,8 @@ func Start(t testing.TB) *Env {
 			t.Error(err)
 		}
 	})
-	t.Logf("kubeenv: kube-apiserver ready at %s in %v", e.admin.Host, time.Since(begin).Round(time.Millisecond))
+	t.Logf("kubetest: kube-apiserver ready at %s in %v (programs from %s=%s)",
+		e.admin.Host, time.Since(begin).Round(time.Millisecond), src.binVar, src.bin)
 	return e
 }
 
@@ -73,22 +74,22 @@ func Start(t testing.TB) *Env {
 func connect(ctx context.Context, path string) (*Env, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		return nil, fmt.Errorf("kubeenv: %s=%s: %w", KubeconfigVar, path, err)
+		return nil, fmt.Errorf("kubetest: %s=%s: %w", KubeconfigVar, path, err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubeenv: %s=%s: %w", KubeconfigVar, path, err)
+		return nil, fmt.Errorf("kubetest: %s=%s: %w", KubeconfigVar, path, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-		return nil, fmt.Errorf("kubeenv: %s=%s: cluster at %s: %w", KubeconfigVar, path, cfg.Host, err)
+		return nil, fmt.Errorf("kubetest: %s=%s: cluster at %s: %w", KubeconfigVar, path, cfg.Host, err)
 	}
 	return &Env{admin: cfg}, nil
 }
 
 // AdminConfig returns a new client configuration with every permission: a
-// member of system:masters on a server that kubeenv started, the
+// member of system:masters on a server that kubetest started, the
 // kubeconfig's user on an existing cluster. The caller may modify it.
 func (e *Env) AdminConfig() *rest.Config {
 	return rest.CopyConfig(e.admin)
@@ -97,7 +98,7 @@ func (e *Env) AdminConfig() *rest.Config {
 // UserConfig returns a new client configuration that acts as the named user,
 // for example [OperatorUser]. The user has no groups besides
 // system:authenticated, so it may do only what roles bound to it allow. On a
-// server that kubeenv started, [OperatorUser] authenticates with its own
+// server that kubetest started, [OperatorUser] authenticates with its own
 // token; any other user, and every user on an existing cluster, is
 // impersonated with the admin's credentials. The caller may modify the
 // configuration.
@@ -117,19 +118,19 @@ func (e *Env) UserConfig(user string) *rest.Config {
 // back with all its data. It returns when the server is ready again. Other
 // tests using the same Env see the outage too, so a test that restarts
 // usually calls [Start] for its own server. RestartAPIServer skips the test
-// on an existing cluster, which kubeenv cannot restart.
+// on an existing cluster, which kubetest cannot restart.
 func (e *Env) RestartAPIServer(t testing.TB) {
 	t.Helper()
 	if e.local == nil {
-		t.Skipf("kubeenv: cannot restart the API server of an existing cluster (%s is set); "+
-			"set only %s to run this test", KubeconfigVar, BinVar)
+		t.Skipf("kubetest: cannot restart the API server of an existing cluster (%s is set); "+
+			"set only %s or %s to run this test", KubeconfigVar, BinVar, AssetsVar)
 	}
 	begin := time.Now()
 	stopped, err := e.local.restartAPIServer(t.Context(), e.admin.BearerToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kubeenv: kube-apiserver restarted in %v (stopped in %v)",
+	t.Logf("kubetest: kube-apiserver restarted in %v (stopped in %v)",
 		time.Since(begin).Round(time.Millisecond), stopped.Round(time.Millisecond))
 }
 

@@ -1,4 +1,4 @@
-package kubeenv
+package kubetest
 
 import (
 	"errors"
@@ -35,7 +35,11 @@ func TestLookupSource(t *testing.T) {
 		{name: "nothing set means no server, so a skip", env: nil, noSrv: true, wantErr: true},
 		{name: "a kubeconfig is used as is", env: map[string]string{KubeconfigVar: "/k/config"}, want: source{kubeconfig: "/k/config"}},
 		{name: "a kubeconfig wins over binaries", env: map[string]string{KubeconfigVar: "/k/config", BinVar: full}, want: source{kubeconfig: "/k/config"}},
-		{name: "a directory with both programs", env: map[string]string{BinVar: full}, want: source{bin: full}},
+		{name: "a directory with both programs", env: map[string]string{BinVar: full}, want: source{bin: full, binVar: BinVar}},
+		{name: "setup-envtest's directory when OPBUS_KUBE_BIN is unset", env: map[string]string{AssetsVar: full}, want: source{bin: full, binVar: AssetsVar}},
+		{name: "OPBUS_KUBE_BIN wins over setup-envtest's directory", env: map[string]string{BinVar: full, AssetsVar: noEtcd}, want: source{bin: full, binVar: BinVar}},
+		{name: "a kubeconfig wins over setup-envtest's directory", env: map[string]string{KubeconfigVar: "/k/config", AssetsVar: full}, want: source{kubeconfig: "/k/config"}},
+		{name: "setup-envtest's directory is checked as strictly", env: map[string]string{AssetsVar: noEtcd}, wantErr: true},
 		{name: "a missing program is an error, not a skip", env: map[string]string{BinVar: noEtcd}, wantErr: true},
 		{name: "programs must be executable", env: map[string]string{BinVar: notExec}, wantErr: true},
 		{name: "a missing directory is an error", env: map[string]string{BinVar: filepath.Join(full, "nope")}, wantErr: true},

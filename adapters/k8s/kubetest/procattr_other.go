@@ -1,6 +1,6 @@
 //go:build !linux
 
-package kubeenv
+package kubetest
 
 import "os/exec"
 

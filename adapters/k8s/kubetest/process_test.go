@@ -1,4 +1,4 @@
-package kubeenv
+package kubetest
 
 import (
 	"fmt"

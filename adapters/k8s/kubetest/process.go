@@ -1,4 +1,4 @@
-package kubeenv
+package kubetest
 
 import (
 	"bytes"
@@ -31,9 +31,9 @@ type process struct {
 func startProcess(name, path string, args []string, logPath string) (*process, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("kubeenv: %s log: %w", name, err)
+		return nil, fmt.Errorf("kubetest: %s log: %w", name, err)
 	}
-	fmt.Fprintf(f, "=== kubeenv: %s: %s %s\n", time.Now().Format(time.RFC3339Nano), path, strings.Join(args, " "))
+	fmt.Fprintf(f, "=== kubetest: %s: %s %s\n", time.Now().Format(time.RFC3339Nano), path, strings.Join(args, " "))
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = childEnv(os.Environ())
@@ -42,7 +42,7 @@ func startProcess(name, path string, args []string, logPath string) (*process, e
 	started := make(chan error, 1)
 	go p.run(started, f)
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("kubeenv: start %s: %w", name, err)
+		return nil, fmt.Errorf("kubetest: start %s: %w", name, err)
 	}
 	return p, nil
 }
@@ -81,7 +81,7 @@ func (p *process) stop(grace time.Duration) error {
 		}
 	}
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("kubeenv: kill %s: %w", p.name, err)
+		return fmt.Errorf("kubetest: kill %s: %w", p.name, err)
 	}
 	<-p.done
 	return nil
@@ -90,7 +90,7 @@ func (p *process) stop(grace time.Duration) error {
 // exitError describes the exit of the program, with the end of its log.
 // Call it only after done is closed.
 func (p *process) exitError(what string) error {
-	return fmt.Errorf("kubeenv: %s %s (%v)%s", p.name, what, p.err, p.logTail())
+	return fmt.Errorf("kubetest: %s %s (%v)%s", p.name, what, p.err, p.logTail())
 }
 
 // logTail returns the last lines of the log, ready to append to a message.

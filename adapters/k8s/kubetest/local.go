@@ -1,4 +1,4 @@
-package kubeenv
+package kubetest
 
 import (
 	"context"
@@ -38,7 +38,7 @@ const (
 	adminUser = "opbus-admin"
 )
 
-// localServer is an etcd and a kube-apiserver that kubeenv started.
+// localServer is an etcd and a kube-apiserver that kubetest started.
 type localServer struct {
 	bin     string // directory with the programs
 	dir     string // data, certificates and logs
@@ -79,7 +79,7 @@ func launch(ctx context.Context, bin, dir string) (*Env, error) {
 		// Another process took a port between picking and binding it. Start
 		// over with fresh ports and an empty etcd.
 		if err := os.RemoveAll(filepath.Join(dir, "etcd")); err != nil {
-			return nil, fmt.Errorf("kubeenv: %w", err)
+			return nil, fmt.Errorf("kubetest: %w", err)
 		}
 	}
 }
@@ -228,7 +228,7 @@ func waitFor(ctx context.Context, p *process, ready func(context.Context) bool) 
 		case <-p.done:
 			return p.exitError("exited before it was ready")
 		case <-ctx.Done():
-			return fmt.Errorf("kubeenv: %s not ready: %w%s", p.name, context.Cause(ctx), p.logTail())
+			return fmt.Errorf("kubetest: %s not ready: %w%s", p.name, context.Cause(ctx), p.logTail())
 		case <-tick.C:
 		}
 	}
@@ -285,7 +285,7 @@ func freePorts(n int) ([]int, error) {
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("kubeenv: pick a free port: %w", err)
+			return nil, fmt.Errorf("kubetest: pick a free port: %w", err)
 		}
 		listeners = append(listeners, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
@@ -300,19 +300,19 @@ func writeCredentials(dir string, tokens map[string]string) error {
 	csv := tokens[adminUser] + "," + adminUser + "," + adminUser + ",system:masters\n" +
 		tokens[OperatorUser] + "," + OperatorUser + "," + OperatorUser + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(csv), 0o600); err != nil {
-		return fmt.Errorf("kubeenv: %w", err)
+		return fmt.Errorf("kubetest: %w", err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return fmt.Errorf("kubeenv: service-account key: %w", err)
+		return fmt.Errorf("kubetest: service-account key: %w", err)
 	}
 	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return fmt.Errorf("kubeenv: service-account key: %w", err)
+		return fmt.Errorf("kubetest: service-account key: %w", err)
 	}
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
 	if err := os.WriteFile(filepath.Join(dir, "sa.key"), pemKey, 0o600); err != nil {
-		return fmt.Errorf("kubeenv: %w", err)
+		return fmt.Errorf("kubetest: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package kubeenv
+package kubetest
 
 import (
 	"context"
@@ -17,18 +17,18 @@ const NamespacePrefix = "opbus-test-"
 // NamespaceLabel is a label on every namespace that [Env.Namespace]
 // creates, so that leftovers on an existing cluster can be found:
 //
-//	kubectl delete namespace -l opbus-kubeenv=test
-const NamespaceLabel = "opbus-kubeenv"
+//	kubectl delete namespace -l opbus-kubetest=test
+const NamespaceLabel = "opbus-kubetest"
 
 // Namespace creates a namespace with a unique name starting with
 // [NamespacePrefix] and returns its name. The namespace is deleted when the
-// test ends, without waiting: a server that kubeenv started has no namespace
+// test ends, without waiting: a server that kubetest started has no namespace
 // controller, so the namespace stays Terminating.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	core, err := e.coreClient()
 	if err != nil {
-		t.Fatalf("kubeenv: %v", err)
+		t.Fatalf("kubetest: %v", err)
 	}
 	ns, err := core.Namespaces().Create(t.Context(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{
@@ -38,7 +38,7 @@ func (e *Env) Namespace(t testing.TB) string {
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("kubeenv: create namespace: %v", err)
+		t.Fatalf("kubetest: create namespace: %v", err)
 	}
 	t.Cleanup(func() {
 		// t.Context is already canceled here.
@@ -46,7 +46,7 @@ func (e *Env) Namespace(t testing.TB) string {
 		defer cancel()
 		err := core.Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("kubeenv: delete namespace %s: %v", ns.Name, err)
+			t.Errorf("kubetest: delete namespace %s: %v", ns.Name, err)
 		}
 	})
 	return ns.Name

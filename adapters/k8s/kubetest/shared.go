@@ -1,4 +1,4 @@
-package kubeenv
+package kubetest
 
 import (
 	"context"
@@ -17,7 +17,7 @@ var shared struct {
 	inMain  atomic.Bool // Main is running the tests
 	once    sync.Once
 	env     *Env
-	dir     string // temporary directory of a server that kubeenv started
+	dir     string // temporary directory of a server that kubetest started
 	err     error
 	started string // what to log once the server is up
 }
@@ -25,7 +25,7 @@ var shared struct {
 // Main runs the package's tests with m and then stops the server that
 // [Shared] started, if any. Call it from TestMain:
 //
-//	func TestMain(m *testing.M) { kubeenv.Main(m) }
+//	func TestMain(m *testing.M) { kubetest.Main(m) }
 //
 // The test binary then exits with the result of the tests.
 func Main(m *testing.M) {
@@ -49,7 +49,7 @@ func Main(m *testing.M) {
 func Shared(t testing.TB) *Env {
 	t.Helper()
 	if !shared.inMain.Load() {
-		t.Fatal("kubeenv: Shared needs a TestMain that calls kubeenv.Main(m)")
+		t.Fatal("kubetest: Shared needs a TestMain that calls kubetest.Main(m)")
 	}
 	first := false
 	shared.once.Do(func() {
@@ -80,24 +80,24 @@ func startShared(ctx context.Context) {
 	if src.kubeconfig != "" {
 		shared.env, shared.err = connect(ctx, src.kubeconfig)
 		if shared.err == nil {
-			shared.started = fmt.Sprintf("kubeenv: shared: using the cluster at %s from %s=%s",
+			shared.started = fmt.Sprintf("kubetest: shared: using the cluster at %s from %s=%s",
 				shared.env.admin.Host, KubeconfigVar, src.kubeconfig)
 		}
 		return
 	}
-	shared.dir, err = os.MkdirTemp("", "opbus-kubeenv-")
+	shared.dir, err = os.MkdirTemp("", "opbus-kubetest-")
 	if err != nil {
-		shared.err = fmt.Errorf("kubeenv: %w", err)
+		shared.err = fmt.Errorf("kubetest: %w", err)
 		return
 	}
 	shared.env, shared.err = launch(ctx, src.bin, shared.dir)
 	if shared.err == nil {
-		shared.started = fmt.Sprintf("kubeenv: shared: kube-apiserver ready at %s in %v (files in %s)",
-			shared.env.admin.Host, time.Since(begin).Round(time.Millisecond), shared.dir)
+		shared.started = fmt.Sprintf("kubetest: shared: kube-apiserver ready at %s in %v (programs from %s=%s, files in %s)",
+			shared.env.admin.Host, time.Since(begin).Round(time.Millisecond), src.binVar, src.bin, shared.dir)
 	}
 }
 
-// stopShared stops the shared server, if kubeenv started one, and removes
+// stopShared stops the shared server, if kubetest started one, and removes
 // its files.
 func stopShared() error {
 	var err error
@@ -106,7 +106,7 @@ func stopShared() error {
 	}
 	if shared.dir != "" {
 		if rmErr := os.RemoveAll(shared.dir); rmErr != nil && err == nil {
-			err = fmt.Errorf("kubeenv: %w", rmErr)
+			err = fmt.Errorf("kubetest: %w", rmErr)
 		}
 	}
 	return err

@@ -1,6 +1,7 @@
-package kubeenv_test
+package kubetest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -20,10 +22,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/opbus/opbus/adapters/k8s/internal/kubeenv"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
-func TestMain(m *testing.M) { kubeenv.Main(m) }
+func TestMain(m *testing.M) { kubetest.Main(m) }
 
 // waitTimeout bounds every wait for the server or an informer.
 const waitTimeout = 30 * time.Second
@@ -33,10 +35,10 @@ var podsResource = corev1.SchemeGroupVersion.WithResource("pods")
 // TestPodStatusPatchSeenByInformer checks what the adapter relies on: a patch
 // of a Pod's status subresource reaches a dynamic informer as MODIFIED.
 func TestPodStatusPatchSeenByInformer(t *testing.T) {
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
-	if !strings.HasPrefix(ns, kubeenv.NamespacePrefix) {
-		t.Errorf("namespace %q, want prefix %q", ns, kubeenv.NamespacePrefix)
+	if !strings.HasPrefix(ns, kubetest.NamespacePrefix) {
+		t.Errorf("namespace %q, want prefix %q", ns, kubetest.NamespacePrefix)
 	}
 	core := newCore(t, env.AdminConfig())
 	updates := watchPods(t, env.AdminConfig(), ns)
@@ -74,7 +76,7 @@ func TestPodStatusPatchSeenByInformer(t *testing.T) {
 // TestRestartAPIServer checks that the data survives a restart of
 // kube-apiserver and that an informer started before it recovers.
 func TestRestartAPIServer(t *testing.T) {
-	env := kubeenv.Start(t) // its own server: a restart would disturb other tests
+	env := kubetest.Start(t) // its own server: a restart would disturb other tests
 	ns := env.Namespace(t)
 	core := newCore(t, env.AdminConfig())
 	events := watchPods(t, env.AdminConfig(), ns)
@@ -104,9 +106,9 @@ func TestRestartAPIServer(t *testing.T) {
 // TestOperatorUser checks that the non-admin user has no groups and no
 // permissions until a role is bound to it.
 func TestOperatorUser(t *testing.T) {
-	env := kubeenv.Shared(t)
+	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
-	userCfg := env.UserConfig(kubeenv.OperatorUser)
+	userCfg := env.UserConfig(kubetest.OperatorUser)
 
 	authn, err := authnv1client.NewForConfig(userCfg)
 	if err != nil {
@@ -117,14 +119,14 @@ func TestOperatorUser(t *testing.T) {
 		t.Fatalf("self subject review: %v", err)
 	}
 	info := review.Status.UserInfo
-	if info.Username != kubeenv.OperatorUser || strings.Join(info.Groups, ",") != "system:authenticated" {
-		t.Errorf("user %q groups %q, want %q [system:authenticated]", info.Username, info.Groups, kubeenv.OperatorUser)
+	if info.Username != kubetest.OperatorUser || strings.Join(info.Groups, ",") != "system:authenticated" {
+		t.Errorf("user %q groups %q, want %q [system:authenticated]", info.Username, info.Groups, kubetest.OperatorUser)
 	}
 
 	user := newCore(t, userCfg)
 	_, err = user.Pods(ns).List(t.Context(), metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) {
-		t.Fatalf("list pods as %s: got %v, want Forbidden", kubeenv.OperatorUser, err)
+		t.Fatalf("list pods as %s: got %v, want Forbidden", kubetest.OperatorUser, err)
 	}
 
 	// A Role bound to the user lets it list pods.
@@ -142,7 +144,7 @@ func TestOperatorUser(t *testing.T) {
 	_, err = rbac.RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: kubeenv.OperatorUser}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: kubetest.OperatorUser}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create role binding: %v", err)
@@ -155,7 +157,124 @@ func TestOperatorUser(t *testing.T) {
 			break
 		}
 		if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
-			t.Fatalf("list pods as %s after binding a role: %v", kubeenv.OperatorUser, err)
+			t.Fatalf("list pods as %s after binding a role: %v", kubetest.OperatorUser, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var widgetsResource = schema.GroupVersionResource{Group: "kubetest.opbus.dev", Version: "v1", Resource: "widgets"}
+
+// TestStartInstallCreateStop is what a user's test does: start a server,
+// install CRDs from a directory, create an object of one of them, and
+// stop. The object is checked against the CRD's schema, which shows that the
+// server uses the installed definition; once the test's server has stopped,
+// its address refuses connections.
+func TestStartInstallCreateStop(t *testing.T) {
+	var cfg *rest.Config
+	t.Run("server", func(t *testing.T) {
+		env := kubetest.Start(t)
+		cfg = env.AdminConfig()
+		env.InstallCRDFiles(t, "testdata/crds")
+		ns := env.Namespace(t)
+		client, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		widgets := client.Resource(widgetsResource).Namespace(ns)
+		widget := func(name string, size int64) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "kubetest.opbus.dev/v1", "kind": "Widget",
+				"metadata": map[string]any{"name": name},
+				"spec":     map[string]any{"size": size},
+			}}
+		}
+		// Created at once after InstallCRDFiles: no wait in between.
+		got, err := widgets.Create(t.Context(), widget("small", 3), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create widget: %v", err)
+		}
+		if size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size"); size != 3 {
+			t.Errorf("spec.size %d, want 3", size)
+		}
+		_, err = widgets.Create(t.Context(), widget("empty", 0), metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) {
+			t.Errorf("create widget with size 0: got %v, want Invalid (the CRD's minimum is 1)", err)
+		}
+		// Every served version of every CRD in the directory is served.
+		for _, gvr := range []schema.GroupVersionResource{
+			{Group: "kubetest.opbus.dev", Version: "v1", Resource: "sprockets"},
+			{Group: "kubetest.opbus.dev", Version: "v1", Resource: "gadgets"},
+			{Group: "kubetest.opbus.dev", Version: "v1alpha1", Resource: "gadgets"},
+		} {
+			if _, err := client.Resource(gvr).List(t.Context(), metav1.ListOptions{}); err != nil {
+				t.Errorf("list %s: %v", gvr, err)
+			}
+		}
+	})
+	if cfg == nil {
+		return // the subtest skipped or failed before starting
+	}
+	core := newCore(t, cfg)
+	if _, err := core.Namespaces().List(t.Context(), metav1.ListOptions{}); err == nil {
+		t.Errorf("the server at %s still answers after its test ended", cfg.Host)
+	}
+}
+
+// TestInstallCRDsAgain checks that installing CRDs is idempotent, also from
+// parallel tests on a shared server, and that a changed definition is
+// applied.
+func TestInstallCRDsAgain(t *testing.T) {
+	env := kubetest.Shared(t)
+	crd := func(maxSize int64) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "things.again.kubetest.opbus.dev"},
+			"spec": map[string]any{
+				"group": "again.kubetest.opbus.dev", "scope": "Namespaced",
+				"names": map[string]any{"plural": "things", "kind": "Thing"},
+				"versions": []any{map[string]any{
+					"name": "v1", "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{
+						"type": "object", "properties": map[string]any{"spec": map[string]any{
+							"type": "object", "properties": map[string]any{"size": map[string]any{
+								"type": "integer", "maximum": maxSize}}}}}},
+				}},
+			},
+		}}
+	}
+	t.Run("parallel", func(t *testing.T) {
+		for i := range 3 {
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				t.Parallel()
+				env.InstallCRDs(t, crd(10))
+			})
+		}
+	})
+	ns := env.Namespace(t)
+	client, err := dynamic.NewForConfig(env.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	things := client.Resource(schema.GroupVersionResource{Group: "again.kubetest.opbus.dev", Version: "v1", Resource: "things"}).Namespace(ns)
+	thing := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "again.kubetest.opbus.dev/v1", "kind": "Thing",
+		"metadata": map[string]any{"name": "big"}, "spec": map[string]any{"size": int64(20)},
+	}}
+	if _, err := things.Create(t.Context(), thing, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("create size 20 under maximum 10: got %v, want Invalid", err)
+	}
+	env.InstallCRDs(t, crd(100))
+	// The new schema reaches the server's validation a moment after the
+	// CRD is updated.
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		_, err := things.Create(t.Context(), thing, metav1.CreateOptions{})
+		if err == nil {
+			break
+		}
+		if !apierrors.IsInvalid(err) || time.Now().After(deadline) {
+			t.Fatalf("create size 20 under maximum 100: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
