@@ -345,7 +345,9 @@ func (s Segment) String() string {
 func (s Segment) write(b *strings.Builder, first bool) {
 	switch s.Kind {
 	case SegKey:
-		if plainKey(s.Key) {
+		// A path starting with '$' or '/' reads as JSONPath or a JSON
+		// Pointer (ParsePath refuses it): such a first key is quoted.
+		if plainKey(s.Key) && !(first && (s.Key[0] == '$' || s.Key[0] == '/')) {
 			if !first {
 				b.WriteByte('.')
 			}
