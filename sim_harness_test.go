@@ -190,8 +190,9 @@ func (s *simRun) startBus() error {
 	cfg := s.cfg
 	opts := &Options{
 		Store: s.store, Workers: cfg.workers, MaxBacklog: cfg.maxBacklog, ShutdownTimeout: simShutdownTimeout,
-		Backoff: Backoff{Initial: simBackoffInitial, Max: simBackoffMax, Factor: 2},
-		Ignore:  simIgnore,
+		Backoff:  Backoff{Initial: simBackoffInitial, Max: simBackoffMax, Factor: 2},
+		Ignore:   simIgnore,
+		Observer: simObserver{s},
 	}
 	if cfg.listKeys {
 		opts.ListKeys = simListKeys
