@@ -3,6 +3,7 @@ package k8s_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -156,7 +158,8 @@ func TestClientAppliesStatus(t *testing.T) {
 	var reader []string // status.observedSize at each run of the reader
 	var undeclared error
 	var src *k8s.Source
-	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{ns}}}},
+	var a applies
+	op := start(t, k8s.Options{Config: a.wrap(env.AdminConfig()), Resources: []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{ns}}}},
 		func(b *opbus.Bus) {
 			must(t, b.Handle("sizer", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 				size := ev.New["spec"].(map[string]any)["size"]
@@ -191,6 +194,9 @@ func TestClientAppliesStatus(t *testing.T) {
 	if w, r := got(); w != "1" || (r != "<nil>,1" && r != "1") {
 		t.Errorf("runs: writer %q, reader %q; want writer 1 and reader [<nil>,]1", w, r)
 	}
+	if n := a.count("widgets", "w"); n != 1 {
+		t.Errorf("%d applies to the Widget after create, want 1 (an undeclared field sends nothing)", n)
+	}
 	mu.Lock()
 	if undeclared == nil || !strings.Contains(undeclared.Error(), "status.other is not under the handler's On.Writes") {
 		t.Errorf("ApplyStatus of status.other: %v, want an error naming status.other and On.Writes", undeclared)
@@ -221,6 +227,9 @@ func TestClientAppliesStatus(t *testing.T) {
 	steady(t, "runs after spec.size changed", time.Second, func() string { w, r := got(); return w + " | " + r })
 	if w, _ := got(); w != "1,3" {
 		t.Errorf("writer runs %q, want 1,3", w)
+	}
+	if n := a.count("widgets", "w"); n != 2 {
+		t.Errorf("%d applies to the Widget in all, want 2", n)
 	}
 	if conds := conditionsOf(get(t, c, widgetsGVR, ns, "w")); conds["Ready"].Status != metav1.ConditionTrue {
 		t.Errorf("Ready after the second apply: %+v", conds["Ready"])
@@ -292,4 +301,58 @@ func (a *applies) count(resource, name string) int {
 		}
 	}
 	return n
+}
+
+// TestApplyStatusGone: a handler that writes its status after its object
+// was deleted and created again under the same name gets an error
+// wrapping ErrGone, and nothing lands on the new object.
+func TestApplyStatusGone(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	errs := make(chan error, 1)
+	var src *k8s.Source
+	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{ns}}}},
+		func(b *opbus.Bus) {
+			must(t, b.Handle("sizer", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+				if ev.New["spec"].(map[string]any)["size"] != int64(1) {
+					return opbus.Status{}, nil // the new object's
+				}
+				select {
+				case started <- struct{}{}:
+				default:
+					return opbus.Status{}, nil
+				}
+				<-release
+				err := src.Client(ev).ApplyStatus(ctx, map[string]any{"observedSize": 1})
+				errs <- err
+				return opbus.Status{}, nil
+			}, opbus.On{Fields: []string{"spec"}, Writes: []string{"status.observedSize"}}))
+		})
+	src = op.src
+	old := createWidget(t, c, ns, "w", `{"size":1}`)
+	<-started
+	if err := c.Resource(widgetsGVR).Namespace(ns).Delete(t.Context(), "w", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Widget gone", func() bool {
+		_, err := c.Resource(widgetsGVR).Namespace(ns).Get(t.Context(), "w", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	fresh := createWidget(t, c, ns, "w", `{"size":2}`)
+	if fresh.GetUID() == old.GetUID() {
+		t.Fatal("the new Widget has the old one's uid")
+	}
+	close(release)
+	err := <-errs
+	if !errors.Is(err, k8s.ErrGone) {
+		t.Errorf("ApplyStatus for the deleted Widget: %v, want an error wrapping ErrGone", err)
+	}
+	if v, ok, _ := unstructured.NestedFieldNoCopy(get(t, c, widgetsGVR, ns, "w").Object, "status", "observedSize"); ok {
+		t.Errorf("the new Widget has status.observedSize %v, written for the old one", v)
+	}
 }
