@@ -419,7 +419,7 @@ func (s *Source) unchanged(k appliedKey, data string, body map[string]any) (*uns
 	s.applied.mu.Lock()
 	last, ok := s.applied.last[k]
 	s.applied.mu.Unlock()
-	if !ok || last != data {
+	if !ok || last != sha256.Sum256([]byte(data)) {
 		return nil, false
 	}
 	s.mu.Lock()
@@ -445,13 +445,13 @@ func (s *Source) sent(k appliedKey, data string, err error) {
 	s.applied.mu.Lock()
 	defer s.applied.mu.Unlock()
 	if s.applied.last == nil {
-		s.applied.last = map[appliedKey]string{}
+		s.applied.last = map[appliedKey][32]byte{}
 	}
 	if err != nil {
 		delete(s.applied.last, k)
 		return
 	}
-	s.applied.last[k] = data
+	s.applied.last[k] = sha256.Sum256([]byte(data))
 }
 
 // holds reports whether have holds every field of want with an equal
@@ -504,7 +504,7 @@ type applies struct {
 	sent, skipped atomic.Int64
 
 	mu   sync.Mutex
-	last map[appliedKey]string // the data last applied, by what and where
+	last map[appliedKey][32]byte // the SHA-256 of the data last applied, by what and where
 	bus  *opbus.Bus
 	subs map[string]opbus.Subscription // the bus's handlers by ID
 }
