@@ -144,9 +144,13 @@ const maxFieldManager = 128
 // Apply sends nothing when this Client's handler applied the same obj to
 // the same child last, in this process, and the informer cache of a
 // watched resource still holds every field of it with equal values: a
-// handler that runs again on an unchanged input causes no write. A field
-// the handler stops applying is removed by the API server (it owned it)
-// without touching other managers' fields.
+// handler that runs again on an unchanged input causes no write. A child
+// of a resource the Source does not watch is applied at every run (watch
+// it as an Owned [Resource]); so is a typed object with zero values that
+// the API server replaces by defaults (a Service port's targetPort 0),
+// which an apply configuration leaves out. A field the handler stops
+// applying is removed by the API server (it owned it) without touching
+// other managers' fields.
 func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured, error) {
 	if c.err != nil {
 		return nil, c.err

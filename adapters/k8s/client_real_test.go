@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/opbus/opbus"
@@ -355,4 +358,68 @@ func TestApplyStatusGone(t *testing.T) {
 	if v, ok, _ := unstructured.NestedFieldNoCopy(get(t, c, widgetsGVR, ns, "w").Object, "status", "observedSize"); ok {
 		t.Errorf("the new Widget has status.observedSize %v, written for the old one", v)
 	}
+}
+
+// TestClientAppliesDeployment: a child built as a client-go apply
+// configuration (a Deployment, which the API server fills with defaults)
+// is applied once, not again on a run whose Deployment is the same, and
+// once more when the image the handler reads changes.
+func TestClientAppliesDeployment(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	var a applies
+	var mu sync.Mutex
+	runs := 0
+	var src *k8s.Source
+	op := start(t, k8s.Options{Config: a.wrap(env.AdminConfig()), Resources: []k8s.Resource{
+		{GVR: widgetsGVR, Namespaces: []string{ns}, Status: k8s.StatusAnnotation},
+		{GVR: deployments, Namespaces: []string{ns}, Owned: true},
+	}}, func(b *opbus.Bus) {
+		must(t, b.Handle("deploy", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			name := ev.Key.Name
+			image, _ := ev.New["spec"].(map[string]any)["image"].(string)
+			labels := map[string]string{"app": name}
+			d := appsv1ac.Deployment(name, "").
+				WithLabels(labels).
+				WithSpec(appsv1ac.DeploymentSpec().
+					WithReplicas(2).
+					WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+					WithTemplate(corev1ac.PodTemplateSpec().
+						WithLabels(labels).
+						WithSpec(corev1ac.PodSpec().WithContainers(
+							corev1ac.Container().WithName("app").WithImage(image).
+								WithPorts(corev1ac.ContainerPort().WithContainerPort(8080))))))
+			_, err := src.Client(ev).Apply(ctx, d)
+			mu.Lock()
+			runs++
+			mu.Unlock()
+			return opbus.Status{}, err
+		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec", `related["Deployment.apps"][*].metadata.generation`}}))
+	})
+	src = op.src
+	count := func() int { mu.Lock(); defer mu.Unlock(); return runs }
+	createWidget(t, c, ns, "web", `{"image":"app:1","note":"a"}`)
+	eventually(t, "the Deployment applied", func() bool { return a.count("deployments", "web") == 1 })
+	eventually(t, "the handler ran on the Deployment's appearance", func() bool { return count() >= 2 })
+	patch(t, c, widgetsGVR, ns, "web", `{"spec":{"note":"b"}}`)
+	eventually(t, "the handler runs on spec.note", func() bool { return count() >= 3 })
+	steady(t, "applies to the Deployment", time.Second, func() int { return a.count("deployments", "web") })
+	if n := a.count("deployments", "web"); n != 1 {
+		t.Errorf("%d applies to the Deployment after runs with the same Deployment, want 1", n)
+	}
+	patch(t, c, widgetsGVR, ns, "web", `{"spec":{"image":"app:2"}}`)
+	eventually(t, "the Deployment's image updated", func() bool {
+		l, _, _ := unstructured.NestedSlice(get(t, c, deployments, ns, "web").Object, "spec", "template", "spec", "containers")
+		return len(l) == 1 && l[0].(map[string]any)["image"] == "app:2"
+	})
+	steady(t, "applies to the Deployment", time.Second, func() int { return a.count("deployments", "web") })
+	if n := a.count("deployments", "web"); n != 2 {
+		t.Errorf("%d applies to the Deployment in all, want 2", n)
+	}
+	sent, skipped := k8s.Applied(src)
+	t.Logf("%d runs; applies sent %d, skipped %d", count(), sent, skipped)
 }
