@@ -166,6 +166,8 @@ type handler struct {
 	every  time.Duration // On.Every (timer.go)
 	// keepOld stores its fields' handled value with the record (On.KeepOld).
 	keepOld bool
+	writes  []Path    // On.Writes (writes.go)
+	wcmp    *Comparer // the bus's comparer with writes ignored; nil without writes
 }
 
 func (h *handler) wants(t EventType) bool { return h.types&(1<<t) != 0 }
@@ -257,6 +259,13 @@ func (b *Bus) Ignore(paths ...string) error {
 	if err != nil {
 		return err
 	}
+	for _, h := range b.handlers {
+		if len(h.writes) > 0 {
+			if h.wcmp, err = writesComparer(ignore, b.listKeys, h.writes); err != nil {
+				return err
+			}
+		}
+	}
 	b.ignore = ignore
 	b.cmp = cmp
 	return nil
@@ -324,6 +333,9 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 			return fmt.Errorf("opbus: handler %q: field %s is ignored by the bus (per-write noise or the library's own writes), so it would never fire", id, f)
 		}
 		h.fields = append(h.fields, p)
+	}
+	if err := b.setWrites(h, on.Writes); err != nil {
+		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -476,6 +488,7 @@ type Subscription struct {
 	Types  []EventType
 	Kinds  []string // empty: any kind
 	Fields []Path   // empty: the whole object
+	Writes []Path   // paths of its own object it writes (On.Writes)
 }
 
 // Subscriptions returns the registered handlers, in registration order.
@@ -484,7 +497,7 @@ func (b *Bus) Subscriptions() []Subscription {
 	defer b.mu.Unlock()
 	out := make([]Subscription, 0, len(b.handlers))
 	for _, h := range b.handlers {
-		s := Subscription{ID: h.id, Kinds: slices.Clone(h.kinds), Fields: slices.Clone(h.fields)}
+		s := Subscription{ID: h.id, Kinds: slices.Clone(h.kinds), Fields: slices.Clone(h.fields), Writes: slices.Clone(h.writes)}
 		for t := Create; t <= Resume; t++ {
 			if h.wants(t) {
 				s.Types = append(s.Types, t)

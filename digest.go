@@ -45,6 +45,13 @@ var encoders = sync.Pool{New: func() any { return &encoder{} }}
 // revision rev ("" for none), so that a handler whose subscription or
 // revision changes sees every value as new.
 func digestOf(cmp *Comparer, obj any, fields []Path, rev string) (digest, error) {
+	return digestWrites(cmp, obj, fields, rev, nil)
+}
+
+// digestWrites is digestOf for a handler that writes the paths writes of
+// its own object (On.Writes): they are part of the digest as its revision
+// is, so that changing them runs the handler once more. cmp ignores them.
+func digestWrites(cmp *Comparer, obj any, fields []Path, rev string, writes []Path) (digest, error) {
 	e := encoders.Get().(*encoder)
 	defer func() {
 		e.cmp = nil
@@ -54,6 +61,12 @@ func digestOf(cmp *Comparer, obj any, fields []Path, rev string) (digest, error)
 	e.cmp, e.buf, e.keys, e.idx, e.path = cmp, e.buf[:0], e.keys[:0], e.idx[:0], e.path[:0]
 	e.buf = append(e.buf, 'R')
 	e.str(rev)
+	if len(writes) > 0 {
+		e.buf = binary.AppendUvarint(append(e.buf, 'X'), uint64(len(writes)))
+		for _, w := range writes {
+			e.buf = appendPath(e.buf, w)
+		}
+	}
 	if len(fields) == 0 {
 		e.buf = append(e.buf, 'W') // the whole object
 		if err := e.value(obj, cmp.all, ""); err != nil {

@@ -411,7 +411,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 		}
 		// A clean handler's value cannot have changed unless the diff
 		// touches its fields: skip the digest.
-		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmp, d.changes(), h.fields) {
+		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmpOf(h), d.changes(), h.fields) {
 			continue
 		}
 		cur, err := b.digestFor(d, h)
@@ -473,9 +473,13 @@ func (d *dispatch) unusable(h *handler, err error) {
 // event builds the event for h.
 func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) *Event {
 	old := d.old
+	cmp := d.b.cmpOf(h)
 	var changes Diff
 	if typ != Delete {
 		changes = d.changes()
+		if h.wcmp != nil && d.old != nil {
+			changes = cmp.Compare(d.old, d.new) // less what h writes
+		}
 	}
 	var base map[string]any
 	var behind bool
@@ -486,19 +490,23 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 		old = base // the handler failed since: diff from what it last handled
 		changes = nil
 		if base != nil && typ != Delete {
-			changes = d.b.cmp.Compare(base, d.new)
+			changes = cmp.Compare(base, d.new)
 		}
 	}
 	if old == nil && typ == Update && h.keepOld {
 		if kept := d.keptOld(h); kept != nil {
-			old, changes = kept, d.b.cmp.Compare(kept, d.new)
+			old, changes = kept, cmp.Compare(kept, d.new)
 		}
 	}
 	if old == nil && d.new != nil && typ != Delete {
-		if d.all == nil {
-			d.all = d.b.cmp.Compare(nil, d.new)
+		if h.wcmp != nil {
+			changes = cmp.Compare(nil, d.new)
+		} else {
+			if d.all == nil {
+				d.all = d.b.cmp.Compare(nil, d.new)
+			}
+			changes = d.all
 		}
-		changes = d.all
 	}
 	attempt := 1
 	if f := d.rec.fails[h.id]; f != nil && f.on == cur {
@@ -512,7 +520,7 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 	if typ == Delete {
 		ev.Old, ev.New = d.new, nil
 	}
-	ev.Changes = d.b.relevant(changes, h.fields, old, ev.New)
+	ev.Changes = relevant(cmp, changes, h.fields, old, ev.New)
 	return ev
 }
 

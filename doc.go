@@ -73,6 +73,11 @@
 // the program was down is handled on resume, and a failed handler runs
 // again.
 //
+// A handler that writes part of its own object (a status field it
+// reports) declares those paths in [On].Writes: they are left out of its
+// own digests and Changes, so its writes never run it again, while every
+// other handler sees them as any change.
+//
 // # Related objects
 //
 // [Bus.Relate] declares that objects of a kind relate to others (a

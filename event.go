@@ -123,6 +123,16 @@ type On struct {
 	// grows by it; a value of more than 4 KiB in its stored form is not kept
 	// (with a warning). It needs Fields.
 	KeepOld bool
+	// Writes lists path patterns (as in Fields) of the handler's own
+	// object that the handler writes itself, such as the status fields it
+	// reports. They are left out of its digests and its Changes, also
+	// inside a subscribed subtree (Fields [status] with Writes
+	// [status.readyReplicas]), so that its own writes never run it again;
+	// every other handler sees them as any change. A Writes path that
+	// covers one of Fields whole is an error: the handler could never run
+	// on it. Writes is part of the handler's digests, as Revision is:
+	// changing it runs the handler once more for every object.
+	Writes []string
 }
 
 // maxKeptOld bounds the value [On].KeepOld keeps per handler and object,

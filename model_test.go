@@ -39,6 +39,7 @@ type simHandler struct {
 	types    []EventType
 	fields   []string
 	revision string
+	writes   []string      // On.Writes: paths of simple keys under fields
 	gated    bool          // has an On.When filter
 	every    time.Duration // On.Every (sim_timer_test.go)
 	again    bool          // asks to run again (sim_timer_test.go)
@@ -62,6 +63,7 @@ func simHandlers(cfg simConfig, gen int) []simHandler {
 		{id: "verdict", fields: []string{"spec.replicas"}},
 		{id: "tick", fields: []string{"spec.replicas"}, every: simTick},
 		{id: "poll", fields: []string{"spec.image"}, again: true},
+		{id: "wspec", fields: []string{"spec"}, writes: []string{"spec.big"}}, // rule 5a
 	}
 	if simMapWildcard {
 		hs = append(hs, simHandler{id: "sel", fields: []string{"spec.selector[*]"}})
@@ -94,6 +96,31 @@ func simVariants(cfg simConfig) []simHandler {
 		}
 	}
 	return out
+}
+
+// without returns doc less the paths of map keys paths, copying the maps
+// on their way.
+func without(doc map[string]any, paths []string) map[string]any {
+	for _, p := range paths {
+		keys := strings.Split(p, ".")
+		out := maps.Clone(doc)
+		m := out
+		for i, k := range keys {
+			if i == len(keys)-1 {
+				delete(m, k)
+				break
+			}
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				break
+			}
+			next = maps.Clone(next)
+			m[k] = next
+			m = next
+		}
+		doc = out
+	}
+	return doc
 }
 
 func (h simHandler) wants(t EventType) bool {
@@ -206,6 +233,11 @@ func elementKeys(l []any, field string) ([]string, bool) {
 func view(h simHandler, doc map[string]any, listKeys bool) string {
 	var b strings.Builder
 	b.WriteString("rev=" + h.revision + ";")
+	if len(h.writes) > 0 {
+		// Rule 5a: what the handler writes is not part of its value.
+		b.WriteString("writes=" + strings.Join(h.writes, ",") + ";")
+		doc = without(doc, h.writes)
+	}
 	if len(h.fields) == 0 {
 		canon(&b, doc, "", listKeys)
 		return b.String()

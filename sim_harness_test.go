@@ -209,7 +209,7 @@ func (s *simRun) startBus() error {
 	}
 	gen := s.gen
 	for _, h := range simHandlers(cfg, gen) {
-		on := On{Types: h.types, Fields: h.fields, Revision: h.revision, Every: h.every}
+		on := On{Types: h.types, Fields: h.fields, Revision: h.revision, Every: h.every, Writes: h.writes}
 		if h.gated {
 			on.When = s.when
 		}

@@ -309,11 +309,11 @@ func (b *Bus) readsRelated(kind string) bool {
 // related objects, of those too, from the view's sums.
 func (b *Bus) digestFor(d *dispatch, h *handler) (digest, error) {
 	if len(h.rel) == 0 {
-		return digestOf(b.cmp, d.new, h.fields, h.rev)
+		return digestWrites(b.cmpOf(h), d.new, h.fields, h.rev, h.writes)
 	}
 	buf := appendString([]byte{'Q'}, h.rev)
-	if len(h.plain) > 0 {
-		pd, err := digestOf(b.cmp, d.new, h.plain, "")
+	if len(h.plain) > 0 || len(h.writes) > 0 {
+		pd, err := digestWrites(b.cmpOf(h), d.new, h.plain, "", h.writes)
 		if err != nil {
 			return digest{}, err
 		}

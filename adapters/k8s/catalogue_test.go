@@ -257,7 +257,37 @@ func badInputs() []badInput {
 			return s.sink.PutStatus(context.Background(), web, u.Object, opbus.Blocked(strings.Repeat("m", MaxAnnotationBytes)), nil)
 		}, "k8s: Pod default/web: writing annotation opbus.dev/status of 262176 bytes would take the object's annotations to 262209 bytes (17 in others), " +
 			"past the API server's limit of 256 KiB (262144 bytes): annotations too large"},
+		{"k8s client", "Client(ev) before Run", func(t *testing.T) error {
+			src, err := New(&Options{Config: cfg, Resources: []Resource{{GVR: pods}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return src.Client(&opbus.Event{Type: opbus.Create, Key: web, New: map[string]any{}, Handler: "h"}).ApplyStatus(context.Background(), map[string]any{"ready": true})
+		}, `k8s: Client for handler "h" on Pod default/web: the Source is not running: use the client inside a handler while Run runs`},
+		{"k8s client", `ApplyStatus({"phase": …}) with On{Writes: ["status.ready"]}`, func(t *testing.T) error {
+			return clientOf(t, []string{"status.ready"}).ApplyStatus(context.Background(), map[string]any{"ready": true, "phase": "Up"})
+		}, `k8s: ApplyStatus for handler "h" on Pod default/web: status.phase is not under the handler's On.Writes [status.ready]: add it to On.Writes, so that the handler's own write does not run it again`},
+		{"k8s client", "Apply of an object without a kind", func(t *testing.T) error {
+			_, err := clientOf(t, nil).Apply(context.Background(), map[string]any{"apiVersion": "v1", "metadata": map[string]any{"name": "c"}})
+			return err
+		}, `k8s: Apply for handler "h" on Pod default/web: the object has apiVersion "v1", kind "" and name "c": expected all three`},
 	}
+}
+
+// clientOf returns the Client of handler h, which writes writes, for an
+// event of the Pod default/web of a Source that runs.
+func clientOf(t *testing.T, writes []string) *Client {
+	s := runningPod(t, 0)
+	b, err := opbus.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Handle("h", noop, opbus.On{Writes: writes}); err != nil {
+		t.Fatal(err)
+	}
+	s.watch = &watch{s: s, bus: b}
+	u, _ := s.kinds["Pod"].cached(web)
+	return s.Client(&opbus.Event{Type: opbus.Update, Key: web, New: u.Object, Handler: "h"})
 }
 
 const (

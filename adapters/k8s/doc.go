@@ -55,6 +55,53 @@
 // writes its records on owned objects too, like on every object it
 // watches, and one status mode for all its kinds.
 //
+// # Handlers that write
+//
+// A handler writes with the [Client] that [Source.Client] returns for its
+// event (a handler closure holds the Source):
+//
+//	must(bus.Handle("deploy", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+//		c := src.Client(ev)
+//		if _, err := c.Apply(ctx, deployment(ev.New)); err != nil { // an appsv1 apply configuration, say
+//			return opbus.Status{}, err
+//		}
+//		return opbus.Status{}, c.ApplyStatus(ctx, map[string]any{"readyReplicas": ready(ev.New)})
+//	}, opbus.On{Kinds: []string{"WebApp.example.com"},
+//		Fields: []string{"spec", `related["Deployment.apps"][*].status.readyReplicas`},
+//		Writes: []string{"status.readyReplicas"}}))
+//
+// [Client.Apply] creates or updates a child with server-side apply, under
+// a field manager of the handler's own ([FieldManager]: the operator's
+// name, a slash, the handler's ID), with Force; the child's namespace
+// defaults to the owner's, and it gets a controller owner reference to the
+// event's object unless it names a controller already. Each handler owns
+// the fields it applies: one it stops applying is removed, and another
+// handler's fields stay. [Client.ApplyStatus] applies fields of the
+// object's own status (through the status subresource where there is one)
+// under the same field manager: the adapter's conditions, written under
+// the adapter's own, stay as they are. Every status field a handler writes
+// must be under its [opbus.On].Writes: those paths are left out of its own
+// digests and Changes, so its writes never run it again, while any other
+// handler subscribed to them runs as for any change — and so does the
+// writer when another writer changes a field it reads.
+//
+// Neither sends a request when the same handler applied the same object
+// last, in this process, and the informer cache still holds every field of
+// it with equal values: a handler that runs again on an unchanged input
+// writes nothing. The cache is that of a watched [Resource]; mark the
+// children's resource Owned to relate them to their owner too. A status
+// write carries the resource version of a state of the event's uid, so it
+// never lands on an object that took the name since (an API server takes
+// a metadata.uid on the status subresource as no precondition); its error
+// then wraps [ErrGone]. A delete handler gets a Client whose methods
+// return an error: the owner references let garbage collection remove the
+// children.
+//
+// Permissions: get, list, watch and patch on the children's resources
+// (server-side apply is a patch; watching them lets the cache skip
+// repeats), and patch on <resource>/status, or on the resource itself for
+// one without a status subresource.
+//
 // # Checked at startup
 //
 // Before it watches anything, [Source.Run] checks what the handlers
@@ -289,7 +336,10 @@
 //     object);
 //   - the finalizer: patch, and get, as for conditions;
 //   - leader election: get, create and update on coordination.k8s.io
-//     leases in the Lease's namespace.
+//     leases in the Lease's namespace;
+//   - a handler's [Client]: patch on the children's resources (and list
+//     and watch where they are watched), and patch on the status
+//     subresource (and get on the resource, read after a conflict).
 //
 // examples/podwatch ships an rbac.yaml with exactly what it needs for
 // Pods; testdata/rbac-widgets.yaml is the Role for a custom resource with

@@ -8,6 +8,9 @@ import (
 	"os/signal"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -114,4 +117,58 @@ func ExampleConditionType() {
 	// example.com/crash-watch
 	// my-slot-14b6f228
 	// Ready-5fa7aac5
+}
+
+// A handler that writes: it applies a Deployment named after its WebApp,
+// owned by it, and copies the Deployment's readiness to the WebApp's
+// status.readyReplicas, which it declares in On.Writes so that the write
+// does not run it again. A run on an unchanged input sends nothing.
+func ExampleSource_Client() {
+	var cfg *rest.Config // a cluster's configuration
+	src, err := k8s.New(&k8s.Options{Config: cfg, Resources: []k8s.Resource{
+		{GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "webapps"}},
+		{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Owned: true},
+	}})
+	if err != nil {
+		return
+	}
+	bus, err := opbus.New(src.BusOptions(nil))
+	if err != nil {
+		return
+	}
+	_ = bus.Handle("deploy", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		var app struct {
+			Spec struct {
+				Image    string `json:"image"`
+				Replicas int32  `json:"replicas"`
+			} `json:"spec"`
+		}
+		if err := opbus.Decode(ev.New, &app); err != nil {
+			return opbus.Status{}, opbus.Permanent(err)
+		}
+		labels := map[string]string{"app": ev.Key.Name}
+		c := src.Client(ev)
+		_, err := c.Apply(ctx, appsv1ac.Deployment(ev.Key.Name, ev.Key.Namespace).
+			WithLabels(labels).
+			WithSpec(appsv1ac.DeploymentSpec().
+				WithReplicas(app.Spec.Replicas).
+				WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+				WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).
+					WithSpec(corev1ac.PodSpec().WithContainers(
+						corev1ac.Container().WithName("app").WithImage(app.Spec.Image))))))
+		if err != nil {
+			return opbus.Status{}, err
+		}
+		ready := int64(0)
+		deps, _ := ev.New[opbus.RelatedField].(map[string]any)["Deployment.apps"].(map[string]any)
+		if d, ok := deps[ev.Key.Name].(map[string]any); ok {
+			ready, _ = d["status"].(map[string]any)["readyReplicas"].(int64)
+		}
+		return opbus.Active(""), c.ApplyStatus(ctx, map[string]any{"readyReplicas": ready})
+	}, opbus.On{
+		Kinds:  []string{"WebApp.example.com"},
+		Fields: []string{"spec.image", "spec.replicas", `related["Deployment.apps"][*].status.readyReplicas`},
+		Writes: []string{"status.readyReplicas"},
+	})
+	_ = src.Run(context.Background(), bus)
 }

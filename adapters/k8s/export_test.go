@@ -11,3 +11,9 @@ func SetEventBurst(s *Source, n int) {
 		b.tokens = max(b.tokens, float64(n))
 	}
 }
+
+// Applied returns how many applies the Clients of s sent and how many they
+// skipped because the object already held what they would apply.
+func Applied(s *Source) (sent, skipped int64) {
+	return s.applied.sent.Load(), s.applied.skipped.Load()
+}

@@ -14,11 +14,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 
 	"github.com/opbus/opbus"
@@ -56,6 +58,9 @@ type Source struct {
 
 	names *names          // what it writes, after its name
 	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
+
+	mapper  *restmapper.DeferredDiscoveryRESTMapper // kinds to resources, for Clients (client.go)
+	applied applies                                 // what Clients applied (client.go)
 }
 
 // DefaultQPS and DefaultBurst are the client-side rate limits of a Source
@@ -98,6 +103,7 @@ func New(opts *Options) (*Source, error) {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
 	s.disc, s.openapi = disc, openapi.NewClientWithContext(disc.RESTClient())
+	s.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)

@@ -111,6 +111,12 @@ func entries(t *testing.T) []entry {
 		}, `opbus: handler "h": fields [spec] can never change on Delete: a delete handler sees the last state whole`},
 		{"handler", `On{Kinds: [""]}`, func() error { return busWith(t).Handle("h", handler, opbus.On{Kinds: []string{""}}) },
 			`opbus: handler "h": empty kind in Kinds: it would match nothing`},
+		{"handler", `On{Fields: ["status.readyReplicas"], Writes: ["status"]}`, func() error {
+			return busWith(t).Handle("h", handler, opbus.On{Fields: []string{"status.readyReplicas"}, Writes: []string{"status"}})
+		}, `opbus: handler "h": Writes [status] covers field status.readyReplicas whole, so its own writes are all it could see there and it would never run on it: narrow Writes or drop the field`},
+		{"handler", `On{Writes: ["status..ready"]}`, func() error {
+			return busWith(t).Handle("h", handler, opbus.On{Writes: []string{"status..ready"}})
+		}, `opbus: handler "h": Writes: field path status..ready: at offset 7: empty key between dots: expected a key`},
 		{"relation", `On{Fields: ["related.Deployment[*].status"]}` + " without Relate", func() error {
 			return busWith(t).Handle("h", handler, opbus.On{Fields: []string{"related.Deployment[*].status"}})
 		}, `opbus: handler "h": field related.Deployment[*].status reads related objects, but no relation is declared: call Bus.Relate first`},

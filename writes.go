@@ -1,0 +1,61 @@
+package opbus
+
+import (
+	"fmt"
+	"slices"
+)
+
+// setWrites validates the paths a handler writes in its own object
+// (On.Writes) and gives h a comparer that ignores them besides what the
+// bus ignores, for its digests and Changes.
+func (b *Bus) setWrites(h *handler, writes []string) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	for _, w := range writes {
+		p, err := ParsePath(w)
+		if err != nil {
+			return within(err, "opbus: handler %q: Writes", h.id)
+		}
+		if j, err := b.relatedField(h.id, p); err != nil || j >= 0 {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("opbus: handler %q: Writes path %s names a related object's field: a handler declares only what it writes in its own object", h.id, w)
+		}
+		h.writes = append(h.writes, p)
+	}
+	b.mu.Lock()
+	ignore, listKeys := b.ignore, b.listKeys
+	b.mu.Unlock()
+	cmp, err := writesComparer(ignore, listKeys, h.writes)
+	if err != nil {
+		return within(err, "opbus: handler %q: Writes", h.id)
+	}
+	for _, f := range h.plain {
+		if cmp.ignoresAll(f) {
+			return fmt.Errorf("opbus: handler %q: Writes %v covers field %s whole, so its own writes are all it could see there and it would never run on it: narrow Writes or drop the field", h.id, writes, f)
+		}
+	}
+	h.wcmp = cmp
+	return nil
+}
+
+// writesComparer returns a comparer that ignores ignore and writes, with
+// listKeys.
+func writesComparer(ignore []string, listKeys map[string]string, writes []Path) (*Comparer, error) {
+	all := slices.Clone(ignore)
+	for _, w := range writes {
+		all = addNew(all, w.String())
+	}
+	return NewComparer(&CompareOptions{Ignore: all, ListKeys: listKeys})
+}
+
+// cmpOf returns the comparer of h's digests and Changes: the bus's, less
+// the paths h writes itself.
+func (b *Bus) cmpOf(h *handler) *Comparer {
+	if h.wcmp != nil {
+		return h.wcmp
+	}
+	return b.cmp
+}
