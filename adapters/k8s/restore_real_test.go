@@ -100,7 +100,7 @@ func TestConditionsWrittenBack(t *testing.T) {
 		}
 		return errors.Join(
 			checkCondition(conds, "Ready", metav1.ConditionFalse, "Blocked", "size 6 is over 3", 2),
-			checkCondition(conds, "size", metav1.ConditionFalse, "Blocked", "size 6 is over 3", 2))
+			checkCondition(conds, "Size", metav1.ConditionFalse, "Blocked", "size 6 is over 3", 2))
 	}
 	var err error
 	eventually(t, "Ready and size False, Blocked, generation 2", func() bool { err = blocked(); return err == nil })
@@ -368,7 +368,7 @@ func TestWriteBackRacesOwnWrites(t *testing.T) {
 			msg := fmt.Sprintf("size %d is odd", last)
 			err = errors.Join(
 				checkCondition(conds, "Ready", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()),
-				checkCondition(conds, "size", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()))
+				checkCondition(conds, "Size", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()))
 			_, rec := annotationOf(u, k8s.AnnotationRecord)
 			return err == nil && rec
 		})
