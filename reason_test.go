@@ -17,13 +17,13 @@ func TestStatusReasonSyntax(t *testing.T) {
 		{"InvalidSchedule", true},
 		{"a", true},
 		{"Pod_Crash:Looping,Again2", true},
-		{"", false},              // checked only when set
-		{"9Lives", false},        // must start with a letter
-		{"Ends:", false},         // ',' and ':' only inside
-		{"Ends,", false},         //
-		{"Has Space", false},     // no spaces
-		{"crash-loop", false},    // no '-'
-		{"Été", false},           // ASCII only
+		{"", false},           // checked only when set
+		{"9Lives", false},     // must start with a letter
+		{"Ends:", false},      // ',' and ':' only inside
+		{"Ends,", false},      //
+		{"Has Space", false},  // no spaces
+		{"crash-loop", false}, // no '-'
+		{"Été", false},        // ASCII only
 		{strings.Repeat("A", 1024), true},
 		{strings.Repeat("A", 1025), false}, // at most 1024 bytes
 	} {
