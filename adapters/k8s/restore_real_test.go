@@ -122,7 +122,7 @@ func TestConditionsWrittenBack(t *testing.T) {
 			})
 		}},
 		{"size removed", func() {
-			editConditions(t, c, ns, "w", func(m map[string]any) bool { return m["type"] != "size" })
+			editConditions(t, c, ns, "w", func(m map[string]any) bool { return m["type"] != "Size" })
 		}},
 	}
 	for _, e := range edits {
@@ -343,7 +343,7 @@ func TestWriteBackRacesOwnWrites(t *testing.T) {
 		for _, name := range names {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				eventually(t, "the first size handled", func() bool { return conditionsOf(get(t, c, widgetsGVR, ns, name))["size"].Message == "size 0" })
+				eventually(t, "the first size handled", func() bool { return conditionsOf(get(t, c, widgetsGVR, ns, name))["Size"].Message == "size 0" })
 				for i := 1; i <= last; i++ {
 					patch(t, c, widgetsGVR, ns, name, fmt.Sprintf(`{"spec":{"size":%d}}`, i))
 					time.Sleep(time.Duration(i%3) * 5 * time.Millisecond)
