@@ -306,9 +306,10 @@
 //     object again; create and patch on events in the object's namespace,
 //     for the Events of level changes and handler failures (patch counts a
 //     repeated Event);
-//   - the status annotation ([StatusAnnotation]): patch, and create on
-//     events in the object's namespace (default for a cluster-scoped
-//     object);
+//   - the status annotation ([StatusAnnotation]): patch, and create and
+//     patch on events in the object's namespace (default for a
+//     cluster-scoped object), for the Events of status changes and handler
+//     failures;
 //   - the finalizer: patch, and get, as for conditions;
 //   - leader election: get, create and update on coordination.k8s.io
 //     leases in the Lease's namespace.
