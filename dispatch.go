@@ -59,7 +59,7 @@ func (d *dispatch) setSlot(id string, s Status) error {
 	default:
 		return fmt.Errorf("opbus: SetSlot(%q): the slot is a %s's own, set by what it returns", id, owner)
 	}
-	if err := s.Level.check(); err != nil {
+	if err := s.check(); err != nil {
 		return fmt.Errorf("opbus: SetSlot(%q): %w", id, err)
 	}
 	d.putSlot(id, s)
@@ -553,9 +553,11 @@ func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, c
 	st, err := b.call(ctx, h, ev)
 	took := time.Since(start)
 	b.stats.ran.Add(1)
-	if err == nil {
-		if lerr := st.Level.check(); lerr != nil {
+	if lerr := st.check(); lerr != nil {
+		if err == nil {
 			st, err = Status{}, within(lerr, "returned a bad status")
+		} else if st.Level.check() == nil {
+			st.Reason = "" // failed anyway: the status shows, without the reason
 		}
 	}
 	if b.observer != nil {
@@ -721,7 +723,7 @@ func (b *Bus) collect(ctx context.Context, d *dispatch, c *collector) (st Status
 		}()
 	}
 	st = c.fn(ctx, d.ks.key, d.new)
-	if err := st.Level.check(); err != nil {
+	if err := st.check(); err != nil {
 		b.log.Error("opbus: collector returned a bad status", "key", d.ks.key.String(), "collector", c.id, "err", err)
 		st = ErrorStatus(fmt.Sprintf("collector %s returned a bad status: %v", c.id, err))
 	}

@@ -118,7 +118,10 @@
 // handler owns one slot in [Slots]; [Slots.Summary] folds them into the overall
 // status: the highest level wins and its message joins the messages of every
 // slot at that level in slot-name order, so one handler going active never
-// hides another handler's blocked. Slots persist in the Store; a
+// hides another handler's blocked. A status may also say why in a CamelCase
+// word for programs ([Status.WithReason]): the overall status takes the
+// reason of the first slot at its level that has one, and a reason of
+// another syntax fails the handler. Slots persist in the Store; a
 // [StatusSink] publishes them when they change.
 //
 // # Concurrency

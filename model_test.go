@@ -370,7 +370,11 @@ func successStatus(id, key, v string) Status {
 		return Blocked(fmt.Sprintf("%s %x", id, h>>40))
 	}
 	levels := []Level{LevelActive, LevelWaiting, LevelMaintenance, LevelBlocked}
-	return Status{Level: levels[h%4], Message: fmt.Sprintf("%s %x", id, h>>40)}
+	st := Status{Level: levels[h%4], Message: fmt.Sprintf("%s %x", id, h>>40)}
+	if h>>8%3 == 0 {
+		st = st.WithReason(fmt.Sprintf("Sim%X", h>>56)) // reasons are kept, compared and summarised too
+	}
+	return st
 }
 
 // errSim is the error simulated handlers fail with.

@@ -165,6 +165,10 @@ func appendSlotsJSON(buf []byte, s Slots) ([]byte, error) {
 			buf = append(buf, `,"message":`...)
 			buf = appendJSONString(buf, st.Message)
 		}
+		if st.Reason != "" {
+			buf = append(buf, `,"reason":`...)
+			buf = appendJSONString(buf, st.Reason)
+		}
 		buf = append(buf, '}')
 	}
 	return append(buf, '}'), nil

@@ -85,10 +85,10 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			r.fails = map[string]*failure{ids[0]: {on: digest{1}, n: rng.IntN(5)}, str(): {on: digest{2}, n: 1, permanent: true, at: time.UnixMilli(rng.Int64N(1 << 40))}}
 		}
 		if rng.IntN(2) == 0 {
-			r.slots = Slots{ids[1]: {Level(rng.IntN(6)), str()}, str() + "s": {LevelBlocked, ""}}
+			r.slots = Slots{ids[1]: {Level(rng.IntN(6)), str(), ""}, str() + "s": {LevelBlocked, "", "NeedsHuman"}}
 		}
 		if rng.IntN(3) == 0 {
-			r.good = Slots{ids[2]: {LevelActive, str()}}
+			r.good = Slots{ids[2]: {LevelActive, str(), ""}}
 		}
 		if rng.IntN(2) == 0 {
 			r.values = map[string]string{str(): str(), "k" + str(): str()}

@@ -37,8 +37,9 @@ func (m Slots) Names() []string {
 // Summary folds the slots into one overall Status: the highest level
 // present (error > blocked > maintenance > waiting > active > unknown)
 // wins, and its message joins the non-empty messages of every slot at that
-// level, in slot-name order, with "; ". No slots, or only zero statuses,
-// give the zero Status.
+// level, in slot-name order, with "; "; its reason is the first reason
+// among those slots, in slot-name order ("" if none has one). No slots, or
+// only zero statuses, give the zero Status.
 func (m Slots) Summary() Status { return summarize(m) }
 
 // clone returns a copy of m.

@@ -452,7 +452,7 @@ func TestAdmissionRefusedWritesBackOff(t *testing.T) {
 func handledAt(t *testing.T, c dynamic.Interface, ns, name string, gen int64) bool {
 	t.Helper()
 	conds := conditionsOf(get(t, c, widgetsGVR, ns, name))
-	for _, typ := range []string{k8s.ConditionReady, "h"} {
+	for _, typ := range []string{k8s.ConditionReady, "H"} {
 		if cond, ok := conds[typ]; !ok || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != gen {
 			return false
 		}

@@ -214,6 +214,19 @@ func badInputs() []badInput {
 			})
 		}, `k8s: handler "widgets" lists kind "Widget", which no watched resource holds, so it would never run: did you mean "Widget.example.com"? ` +
 			`(kinds watched: Widget.example.com; a kind outside the core group is qualified with its group, as KindOf writes it)`},
+		{"k8s run", `handlers "crash-watch" and "crash_watch" on Widgets`, func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
+				if err := b.Handle("crash-watch", noop, opbus.On{}); err != nil {
+					return err
+				}
+				return b.Handle("crash_watch", noop, opbus.On{})
+			})
+		}, `k8s: slots "crash-watch" and "crash_watch" both give condition type CrashWatch: each slot writes a condition named by k8s.ConditionType (its id in CamelCase); rename one of the slots`},
+		{"k8s run", `handler "ready" on Widgets`, func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
+				return b.Handle("ready", noop, opbus.On{})
+			})
+		}, `k8s: slot "ready" gives condition type Ready, the summary's own: each slot writes a condition named by k8s.ConditionType (its id in CamelCase); rename one of the slots`},
 		{"k8s run", "Run(ctx, nil)", func(t *testing.T) error {
 			src, err := New(&Options{Config: cfg, Resources: []Resource{{GVR: pods}}})
 			if err != nil {

@@ -1,15 +1,12 @@
 package k8s
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/opbus/opbus"
 )
@@ -18,45 +15,21 @@ import (
 // does.
 const maxMessage = 32768
 
-// ConditionType returns the type of the condition written for the status
-// slot named id: id itself when it is a valid condition type (a qualified
-// name such as "crash-watch" or "example.com/crash-watch", at most 316
-// bytes) other than [ConditionReady]; otherwise id with every character a
-// condition type cannot hold replaced by '-', trimmed, shortened and
-// followed by '-' and 8 hexadecimal digits of its SHA-256, so that two
-// slots never share a condition ("my slot" → "my-slot-14b6f228").
-func ConditionType(id string) string {
-	if id != ConditionReady && len(id) <= 316 && len(validation.IsQualifiedName(id)) == 0 {
-		return id
-	}
-	sum := sha256.Sum256([]byte(id))
-	suffix := hex.EncodeToString(sum[:4])
-	var b strings.Builder
-	for _, c := range []byte(id) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	name := strings.TrimFunc(b.String(), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	})
-	if len(name) > 50 {
-		name = strings.TrimRight(name[:50], "-_.")
-	}
-	if name == "" {
-		return "slot-" + suffix
-	}
-	return name + "-" + suffix
-}
-
 // reason returns the condition reason for a level: its word in CamelCase,
 // such as "Blocked".
 func reason(l opbus.Level) string {
 	w := l.String()
 	return strings.ToUpper(w[:1]) + w[1:]
+}
+
+// statusReason returns the condition reason of s: its own, or its level's
+// word. The bus lets no status through with a reason of another syntax
+// than a condition's.
+func statusReason(s opbus.Status) string {
+	if s.Reason != "" {
+		return s.Reason
+	}
+	return reason(s.Level)
 }
 
 // conditionStatus is True for active, Unknown for unknown and False for
@@ -77,7 +50,7 @@ func condition(typ string, s opbus.Status, gen int64) metav1.Condition {
 	return metav1.Condition{
 		Type:               typ,
 		Status:             conditionStatus(s.Level),
-		Reason:             reason(s.Level),
+		Reason:             statusReason(s),
 		Message:            msg,
 		ObservedGeneration: gen,
 	}

@@ -86,7 +86,7 @@ func TestCustomResourceConditions(t *testing.T) {
 	settled(func(conds map[string]metav1.Condition, gen int64) error {
 		for _, err := range []error{
 			checkCondition(conds, "Ready", metav1.ConditionFalse, "Blocked", "size 5 is over 3", gen),
-			checkCondition(conds, "size", metav1.ConditionFalse, "Blocked", "size 5 is over 3", gen),
+			checkCondition(conds, "Size", metav1.ConditionFalse, "Blocked", "size 5 is over 3", gen),
 			checkCondition(conds, phaseType, metav1.ConditionFalse, "Waiting", "phase is ", gen),
 		} {
 			if err != nil {
@@ -216,7 +216,7 @@ func TestObservedGenerationFollowsHandledSpec(t *testing.T) {
 			u := get(t, c, widgetsGVR, ns, "w")
 			conds := conditionsOf(u)
 			return checkCondition(conds, "Ready", metav1.ConditionTrue, "Active", "fine", gen) == nil &&
-				checkCondition(conds, "size", metav1.ConditionTrue, "Active", "fine", gen) == nil
+				checkCondition(conds, "Size", metav1.ConditionTrue, "Active", "fine", gen) == nil
 		}
 	}
 	createWidget(t, c, ns, "w", `{"size":1}`)

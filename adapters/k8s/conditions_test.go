@@ -3,46 +3,114 @@ package k8s
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/opbus/opbus"
 )
 
+// TestConditionType: slot ids become CamelCase condition types however
+// they are spelled; long or wordless ids get a hash.
 func TestConditionType(t *testing.T) {
 	cases := []struct {
 		id, want, why string
 	}{
-		{"crash-watch", "crash-watch", "a valid name is kept"},
-		{"example.com/crash-watch", "example.com/crash-watch", "a qualified name is kept"},
-		{"Size_2", "Size_2", "upper case, digits and underscores are valid"},
-		{"my slot", "my-slot-", "a space is replaced, and a hash suffix added"},
-		{"Ready", "Ready-", "the summary's type is never a slot's"},
-		{"-x-", "x-", "a name must start and end with a letter or digit"},
-		{"!!!", "slot-", "nothing usable is left"},
-		{"a/b/c", "a-b-c-", "one slash at most, after a DNS prefix"},
+		{"crash-watch", "CrashWatch", "dashes separate words"},
+		{"crash_watch", "CrashWatch", "so do underscores"},
+		{"crash.watch", "CrashWatch", "and dots"},
+		{"probe health", "ProbeHealth", "and spaces"},
+		{"CrashWatch", "CrashWatch", "CamelCase is kept"},
+		{"crashWatch", "CrashWatch", "lower camelCase gets its first letter up"},
+		{"size2", "Size2", "digits are kept"},
+		{"example.com/crash-watch", "ExampleComCrashWatch", "a prefix is words too"},
+		{"ready", "Ready", "the summary's type: Run refuses it"},
+		{"-x-", "X", "separators at the ends vanish"},
+		{"!!!", "Slot", "nothing usable is left: a hash"},
+		{"été", "T", "non-ASCII letters separate words"},
+		{strings.Repeat("ab-", 40), strings.Repeat("Ab", 27) + "A", "too long: cut, and a hash"},
 	}
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
 			got := ConditionType(c.id)
-			if c.want[len(c.want)-1] == '-' {
+			hashed := c.want == "Slot" || len(c.want) > 50
+			if hashed {
 				if len(got) != len(c.want)+8 || got[:len(c.want)] != c.want {
 					t.Errorf("ConditionType(%q) = %q, want %q and 8 hex digits (%s)", c.id, got, c.want, c.why)
 				}
 			} else if got != c.want {
 				t.Errorf("ConditionType(%q) = %q, want %q (%s)", c.id, got, c.want, c.why)
 			}
+			if errs := validation.IsQualifiedName(got); len(errs) > 0 {
+				t.Errorf("ConditionType(%q) = %q is not a qualified name: %v", c.id, got, errs)
+			}
 		})
 	}
-	if ConditionType("a b") == ConditionType("a-b") {
-		t.Errorf("two slots share condition type %q", ConditionType("a b"))
+	if a, b := ConditionType(strings.Repeat("x", 70)), ConditionType(strings.Repeat("x", 71)); a == b || len(a) != 63 {
+		t.Errorf("long ids give %q and %q, want two types of 63 bytes", a, b)
 	}
-	long := ConditionType(string(make([]byte, 400)) + "x")
-	if len(long) > 63 {
-		t.Errorf("ConditionType of a long ID is %d bytes, want at most 63", len(long))
+}
+
+// TestConditionTypesClash: two slots giving one condition type, or a slot
+// giving Ready, are refused with an error naming both; distinct ones are
+// not.
+func TestConditionTypesClash(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ids    []string
+		errHas []string
+	}{
+		{"distinct", []string{"opbus", "crash-watch", "size"}, nil},
+		{"same id twice", []string{"a", "a"}, nil},
+		{"spellings", []string{"opbus", "crash-watch", "crash_watch"}, []string{`"crash-watch"`, `"crash_watch"`, "CrashWatch", "rename"}},
+		{"ready", []string{"opbus", "ready"}, []string{`"ready"`, "Ready", "summary"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, n := range []*names{namesFor(""), namesFor("audit")} {
+				_, err := conditionTypes(n, tc.ids)
+				if tc.errHas == nil {
+					if err != nil {
+						t.Errorf("conditionTypes(%q): %v, want no error", tc.ids, err)
+					}
+					continue
+				}
+				if err == nil {
+					t.Fatalf("conditionTypes(%q): no error, want one naming %q", tc.ids, tc.errHas)
+				}
+				for _, w := range tc.errHas {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not name %q", err, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLegacyConditionTypes: the former spellings of a slot's condition
+// type are recognised (once it differs from today's), and only conditions
+// of those types with a level's word as reason count as the adapter's.
+func TestLegacyConditionTypes(t *testing.T) {
+	n := namesFor("")
+	ours := map[string]bool{ConditionReady: true, "CrashWatch": true, "Size": true, "MySlot": true}
+	legacy := legacyConditionTypes(n, []string{"crash-watch", "Size", "my slot"}, ours)
+	if want := map[string]bool{"crash-watch": true, "my-slot-14b6f228": true}; !maps.Equal(legacy, want) {
+		t.Errorf("legacy types %v, want %v", legacy, want)
+	}
+	if got := namesFor("audit").legacyCondition("crash-watch"); got != "audit.opbus.dev/crash-watch" {
+		t.Errorf("legacy type of a named operator %q, want audit.opbus.dev/crash-watch", got)
+	}
+	obj := map[string]any{"status": map[string]any{"conditions": toList(t,
+		metav1.Condition{Type: "crash-watch", Status: metav1.ConditionFalse, Reason: "Blocked"},
+		metav1.Condition{Type: "my-slot-14b6f228", Status: metav1.ConditionTrue, Reason: "SomeoneElses"},
+		metav1.Condition{Type: "Available", Status: metav1.ConditionTrue, Reason: "Active"},
+	)}}
+	if got, want := legacyFound(obj, legacy), map[string]bool{"crash-watch": true}; !maps.Equal(got, want) {
+		t.Errorf("legacyFound = %v, want %v", got, want)
 	}
 }
 
@@ -77,16 +145,16 @@ func fromList(t *testing.T, l []any) map[string]metav1.Condition {
 }
 
 func TestMergeConditions(t *testing.T) {
-	ours := map[string]bool{"Ready": true, "size": true, "phase": true}
+	ours := map[string]bool{"Ready": true, "Size": true, "Phase": true}
 	then := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	at := func(c metav1.Condition) metav1.Condition { c.LastTransitionTime = then; return c }
 	foreign := map[string]any{"type": "Progressing", "status": "True", "lastProbeTime": nil, "extra": "kept"}
 
 	existing := append(toList(t,
 		at(condition("Ready", opbus.Blocked("size 5"), 1)),
-		at(condition("size", opbus.Blocked("size 5"), 1)),
+		at(condition("Size", opbus.Blocked("size 5"), 1)),
 	), foreign)
-	existing = append(existing, toList(t, at(condition("phase", opbus.Waiting("no phase"), 1)))...)
+	existing = append(existing, toList(t, at(condition("Phase", opbus.Waiting("no phase"), 1)))...)
 
 	t.Run("unchanged", func(t *testing.T) {
 		want := wantConditions(opbus.Blocked("size 5"), opbus.Slots{"size": opbus.Blocked("size 5"), "phase": opbus.Waiting("no phase")}, 1, namesFor(""), ours)
@@ -115,13 +183,13 @@ func TestMergeConditions(t *testing.T) {
 		if r := got["Ready"]; r.Status != metav1.ConditionTrue || r.Reason != "Active" || r.LastTransitionTime.Equal(&then) {
 			t.Errorf("Ready = %+v: want True, Active and a new lastTransitionTime", r)
 		}
-		if _, ok := got["phase"]; ok {
+		if _, ok := got["Phase"]; ok {
 			t.Error("the condition of a cleared slot is still there")
 		}
 		if len(out) != 3 {
 			t.Fatalf("%d conditions, want Ready, size and the foreign one", len(out))
 		}
-		if f := out[1].(map[string]any); f["type"] != "size" {
+		if f := out[1].(map[string]any); f["type"] != "Size" {
 			t.Errorf("conditions out of place: %v", out)
 		}
 		if f := out[2].(map[string]any); f["extra"] != "kept" {
@@ -156,7 +224,7 @@ func TestReason(t *testing.T) {
 }
 
 func TestGoneConditions(t *testing.T) {
-	ours := map[string]bool{ConditionReady: true, "a": true, "opbus": true}
+	ours := map[string]bool{ConditionReady: true, "A": true, "Opbus": true}
 	tests := []struct {
 		name   string
 		record string // the annotation; "-" for none
@@ -167,9 +235,9 @@ func TestGoneConditions(t *testing.T) {
 		{"empty record", "", opbus.Slots{"a": opbus.Active("")}, nil},
 		{"unreadable record", "{", opbus.Slots{"a": opbus.Active("")}, nil},
 		{"nothing removed", `{"v":3,"slots":{"a":{"level":"active"}}}`, opbus.Slots{"a": opbus.Active("")}, nil},
-		{"b removed", `{"v":3,"slots":{"a":{"level":"active"},"b":{"level":"blocked"}}}`, opbus.Slots{"a": opbus.Active("")}, []string{"b"}},
-		{"renamed, type mapped", `{"v":3,"slots":{"my slot":{"level":"blocked"}}}`, nil, []string{ConditionType("my slot")}},
-		{"a slot still registered but empty now", `{"v":3,"slots":{"a":{"level":"active"}}}`, nil, nil},
+		{"b removed", `{"v":3,"slots":{"a":{"level":"active"},"b":{"level":"blocked"}}}`, opbus.Slots{"a": opbus.Active("")}, []string{"B", "b"}}, // both spellings
+		{"renamed, type mapped", `{"v":3,"slots":{"my slot":{"level":"blocked"}}}`, nil, []string{"MySlot", "my-slot-14b6f228"}},
+		{"a slot still registered but empty now", `{"v":3,"slots":{"a":{"level":"active"}}}`, nil, []string{"a"}}, // its former spelling only
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

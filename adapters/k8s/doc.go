@@ -173,11 +173,18 @@
 // Where statuses go is a [StatusMode] per resource. For a custom resource
 // with a status subresource ([StatusConditions], the default there), the
 // adapter writes standard metav1.Conditions in status.conditions: one per
-// slot, of type [ConditionType](slot), with status True when the slot is
-// active and False otherwise, reason the level in CamelCase ("Blocked")
-// and the slot's message; and a summary of type [ConditionReady], True
-// when the overall level is active, with reason the overall level and
-// message the overall message. Every condition carries the
+// slot, of type [ConditionType](slot) — the slot's id in CamelCase, so that
+// "crash-watch" writes "CrashWatch" — with status True when the slot is
+// active and False otherwise, reason the slot's own ([opbus.Status].Reason,
+// set with [opbus.Status.WithReason]) or else the level in CamelCase
+// ("Blocked"), and the slot's message; and a summary of type
+// [ConditionReady], True when the overall level is active, with reason the
+// overall reason (that of the first slot deciding the level that has one)
+// or the overall level, and message the overall message. Two slots whose
+// ids give one type, or a slot named "ready", make [Source.Run] fail with
+// an error naming both. Conditions that an earlier version wrote under the
+// former spelling of a slot's type (the id itself, "crash-watch", with a
+// level's word as reason) are removed at the object's next status write. Every condition carries the
 // metadata.generation of the state the handlers saw as observedGeneration,
 // rewritten after a pass that handled a new state even when no status
 // changed (the adapter learns the pass's state through a collector named
@@ -202,6 +209,19 @@
 // lastTimestamp go up — instead of created again, and each object may
 // emit a burst of 25 Events, then one every 5 minutes; the others are
 // dropped. Messages are cut at 1024 bytes, on a character boundary.
+//
+// Custom resources written with conditions get Events too: one at each
+// change of the overall level (a change of message alone emits none),
+// typed and named as above, with the overall reason where there is one.
+// After a restart, the level is compared with the record the object held,
+// so a level that did not change emits nothing. In either mode, each
+// handler failure emits a Warning Event of reason [ReasonHandlerFailed],
+// "handler H failed: <error>", counted and limited like the others: a
+// handler failing at each retry makes one Event whose count grows. The
+// adapter hears of failures through the bus's Observer:
+// [Source.BusOptions] makes it a fan-out to the Observer given, to
+// [Options].Metrics and to the adapter, and the Events are emitted from a
+// goroutine of the running Source, never from the bus's.
 //
 // The bus ignores everything the adapter writes: the two annotations
 // (declared by the Store and the Sink, see [opbus.PathWriter]), and,
@@ -286,7 +306,7 @@
 // coalesced, retries scheduled, the queue depth; the latency of the
 // adapter's record and status writes; runs due to timers and how late
 // they started ([opbus.TimerObserver]); opbus_leader. Set them as
-// [Options].Metrics: [Source.BusOptions] makes them the bus's Observer.
+// [Options].Metrics: [Source.BusOptions] makes the bus's Observer reach them.
 // [Metrics] documents every name.
 //
 // [Source.Probes] serves /healthz (the process answers) and /readyz
@@ -330,10 +350,13 @@
 //   - the record: patch;
 //   - conditions ([StatusConditions]): patch on the status subresource
 //     (such as widgets/status), and get: after a conflict the adapter reads the
-//     object again;
-//   - the status annotation ([StatusAnnotation]): patch, and create on
-//     events in the object's namespace (default for a cluster-scoped
-//     object);
+//     object again; create and patch on events in the object's namespace,
+//     for the Events of level changes and handler failures (patch counts a
+//     repeated Event);
+//   - the status annotation ([StatusAnnotation]): patch, and create and
+//     patch on events in the object's namespace (default for a
+//     cluster-scoped object), for the Events of status changes and handler
+//     failures;
 //   - the finalizer: patch, and get, as for conditions;
 //   - leader election: get, create and update on coordination.k8s.io
 //     leases in the Lease's namespace;

@@ -20,8 +20,9 @@ import (
 const maxEventMessage = 1024
 
 // event returns the core/v1 Event that reports a change of an object's
-// overall status: reason the level in CamelCase ("Blocked"), type Warning
-// for blocked and error, Normal otherwise.
+// overall status: reason the status's own ([opbus.Status].Reason) or else
+// the level in CamelCase ("Blocked"), type Warning for blocked and error,
+// Normal otherwise.
 func (s *Source) event(u *unstructured.Unstructured, now, was opbus.Status) *corev1.Event {
 	typ := corev1.EventTypeNormal
 	if now.Level >= opbus.LevelBlocked {
@@ -32,7 +33,7 @@ func (s *Source) event(u *unstructured.Unstructured, now, was opbus.Status) *cor
 		msg = now.Level.String()
 	}
 	msg += " (was " + was.String() + ")"
-	return s.newEvent(u, typ, reason(now.Level), msg)
+	return s.newEvent(u, typ, statusReason(now), msg)
 }
 
 // newEvent returns a core/v1 Event about u.

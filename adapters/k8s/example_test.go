@@ -109,14 +109,14 @@ func ExampleKindOf() {
 
 func ExampleConditionType() {
 	fmt.Println(k8s.ConditionType("crash-watch"))
+	fmt.Println(k8s.ConditionType("probe health"))
+	fmt.Println(k8s.ConditionType("CrashWatch"))
 	fmt.Println(k8s.ConditionType("example.com/crash-watch"))
-	fmt.Println(k8s.ConditionType("my slot"))
-	fmt.Println(k8s.ConditionType("Ready"))
 	// Output:
-	// crash-watch
-	// example.com/crash-watch
-	// my-slot-14b6f228
-	// Ready-5fa7aac5
+	// CrashWatch
+	// ProbeHealth
+	// CrashWatch
+	// ExampleComCrashWatch
 }
 
 // A handler that writes: it applies a Deployment named after its WebApp,

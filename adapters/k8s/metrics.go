@@ -15,8 +15,8 @@ import (
 
 // Metrics is an [opbus.Observer] that keeps Prometheus metrics of a bus and
 // of the adapter's writes. Create it with [NewMetrics], set it as
-// [Options].Metrics; [Source.BusOptions] then makes it the bus's Observer
-// (unless the bus has one of its own) and the Source times its writes
+// [Options].Metrics; [Source.BusOptions] then makes it hear what the bus
+// observes (besides the bus's own Observer) and the Source times its writes
 // into it. Every metric is named opbus_…; labels are handler and kind (the
 // key's kind, such as Widget.test.opbus.dev):
 //

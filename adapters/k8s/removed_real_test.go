@@ -40,7 +40,7 @@ func TestRemovedHandlerConditionRemoved(t *testing.T) {
 	createWidget(t, c, ns, "w", `{"size":1}`)
 	eventually(t, "conditions a and b, Ready False", func() bool {
 		conds := conditionsOf(get(t, c, widgetsGVR, ns, "w"))
-		return conds["a"].Status == metav1.ConditionTrue && conds["b"].Status == metav1.ConditionFalse &&
+		return conds["A"].Status == metav1.ConditionTrue && conds["B"].Status == metav1.ConditionFalse &&
 			conds["Ready"].Status == metav1.ConditionFalse
 	})
 	op.stop(t)
@@ -52,8 +52,8 @@ func TestRemovedHandlerConditionRemoved(t *testing.T) {
 	var got map[string]metav1.Condition
 	eventually(t, "b's condition is gone and Ready is True", func() bool {
 		got = conditionsOf(get(t, c, widgetsGVR, ns, "w"))
-		_, b := got["b"]
-		return !b && got["Ready"].Status == metav1.ConditionTrue && got["a"].Message == "size 2"
+		_, b := got["B"]
+		return !b && got["Ready"].Status == metav1.ConditionTrue && got["A"].Message == "size 2"
 	})
 	if len(got) != 2 {
 		t.Errorf("conditions %v, want Ready and a", got)

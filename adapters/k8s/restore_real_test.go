@@ -100,7 +100,7 @@ func TestConditionsWrittenBack(t *testing.T) {
 		}
 		return errors.Join(
 			checkCondition(conds, "Ready", metav1.ConditionFalse, "Blocked", "size 6 is over 3", 2),
-			checkCondition(conds, "size", metav1.ConditionFalse, "Blocked", "size 6 is over 3", 2))
+			checkCondition(conds, "Size", metav1.ConditionFalse, "Blocked", "size 6 is over 3", 2))
 	}
 	var err error
 	eventually(t, "Ready and size False, Blocked, generation 2", func() bool { err = blocked(); return err == nil })
@@ -122,7 +122,7 @@ func TestConditionsWrittenBack(t *testing.T) {
 			})
 		}},
 		{"size removed", func() {
-			editConditions(t, c, ns, "w", func(m map[string]any) bool { return m["type"] != "size" })
+			editConditions(t, c, ns, "w", func(m map[string]any) bool { return m["type"] != "Size" })
 		}},
 	}
 	for _, e := range edits {
@@ -343,7 +343,7 @@ func TestWriteBackRacesOwnWrites(t *testing.T) {
 		for _, name := range names {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				eventually(t, "the first size handled", func() bool { return conditionsOf(get(t, c, widgetsGVR, ns, name))["size"].Message == "size 0" })
+				eventually(t, "the first size handled", func() bool { return conditionsOf(get(t, c, widgetsGVR, ns, name))["Size"].Message == "size 0" })
 				for i := 1; i <= last; i++ {
 					patch(t, c, widgetsGVR, ns, name, fmt.Sprintf(`{"spec":{"size":%d}}`, i))
 					time.Sleep(time.Duration(i%3) * 5 * time.Millisecond)
@@ -368,7 +368,7 @@ func TestWriteBackRacesOwnWrites(t *testing.T) {
 			msg := fmt.Sprintf("size %d is odd", last)
 			err = errors.Join(
 				checkCondition(conds, "Ready", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()),
-				checkCondition(conds, "size", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()))
+				checkCondition(conds, "Size", metav1.ConditionFalse, "Blocked", msg, u.GetGeneration()))
 			_, rec := annotationOf(u, k8s.AnnotationRecord)
 			return err == nil && rec
 		})

@@ -108,7 +108,7 @@ func cond(typ, status, reason, msg string, gen int64) map[string]any {
 func TestConditionsLost(t *testing.T) {
 	key := opbus.Key{Kind: "Widget.example.com", Namespace: "ns", Name: "w"}
 	slots := opbus.Slots{"size": opbus.Blocked("too big")}
-	shown := []any{cond("Ready", "False", "Blocked", "too big", 3), cond("size", "False", "Blocked", "too big", 3)}
+	shown := []any{cond("Ready", "False", "Blocked", "too big", 3), cond("Size", "False", "Blocked", "too big", 3)}
 	theirs := cond("Theirs", "True", "Fine", "", 1)
 	asked := func(sk *sink) { sk.keep(key, "u1", 3, slots); sk.wrote(key, "5", nil) }
 	tests := []struct {
@@ -119,11 +119,11 @@ func TestConditionsLost(t *testing.T) {
 	}{
 		{"nothing asked", func(*sink) {}, state("u1", "6", nil, nil, nil), nil},
 		{"the conditions shown", asked, state("u1", "6", nil, nil, shown), nil},
-		{"the list removed", asked, state("u1", "6", nil, nil, nil), []string{"Ready", "size"}},
-		{"the list emptied", asked, state("u1", "6", nil, nil, []any{}), []string{"Ready", "size"}},
-		{"Ready changed", asked, state("u1", "6", nil, nil, []any{cond("Ready", "True", "Active", "", 3), shown[1]}), []string{"Ready", "size"}},
-		{"an older generation", asked, state("u1", "6", nil, nil, []any{shown[0], cond("size", "False", "Blocked", "too big", 2)}), []string{"Ready", "size"}},
-		{"another writer's kept", asked, state("u1", "6", nil, nil, []any{theirs}), []string{"Theirs", "Ready", "size"}},
+		{"the list removed", asked, state("u1", "6", nil, nil, nil), []string{"Ready", "Size"}},
+		{"the list emptied", asked, state("u1", "6", nil, nil, []any{}), []string{"Ready", "Size"}},
+		{"Ready changed", asked, state("u1", "6", nil, nil, []any{cond("Ready", "True", "Active", "", 3), shown[1]}), []string{"Ready", "Size"}},
+		{"an older generation", asked, state("u1", "6", nil, nil, []any{shown[0], cond("Size", "False", "Blocked", "too big", 2)}), []string{"Ready", "Size"}},
+		{"another writer's kept", asked, state("u1", "6", nil, nil, []any{theirs}), []string{"Theirs", "Ready", "Size"}},
 		{"another incarnation", asked, state("u2", "6", nil, nil, nil), nil},
 		{"a state older than the last write", asked, state("u1", "4", nil, nil, nil), nil},
 		{"a write under way", func(sk *sink) { asked(sk); sk.keep(key, "u1", 3, slots) }, state("u1", "6", nil, nil, nil), nil},

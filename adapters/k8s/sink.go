@@ -27,6 +27,7 @@ type sink struct {
 	mu     sync.Mutex
 	kept   map[opbus.Key]kept // statuses last asked for and shown (see restore.go)
 	passes passes
+	levels levels // overall levels shown with conditions (see levelevents.go)
 }
 
 var (
@@ -94,6 +95,7 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 	sk.wrote(key, rv, err)
 	if err == nil {
 		sk.s.recheck(r, key)
+		sk.emitLevel(ctx, r, key, obj, overall)
 	}
 	return err
 }
@@ -124,7 +126,7 @@ func (sk *sink) writeConditions(ctx context.Context, r *resource, key opbus.Key,
 			return errGone
 		}
 		existing, _ := conditions(cur)
-		merged, changed := mergeConditions(existing, want, owned)
+		merged, changed := mergeConditions(existing, want, ownConditions(owned, legacyFound(cur, sk.s.legacy)))
 		if !changed {
 			return nil
 		}
@@ -246,6 +248,7 @@ func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any)
 	delete(sk.kept, key)
 	sk.mu.Unlock()
 	sk.forgetPass(key)
+	sk.levels.forget(key)
 	r, err := sk.s.resourceFor(key)
 	if err != nil {
 		return err
@@ -307,7 +310,8 @@ func (s *Source) removeFinalizer(ctx context.Context, r *resource, key opbus.Key
 // in obj (the record before this pass) holds, slots (after it) does not,
 // and that no registered slot writes: the slots of handlers that are no
 // longer registered, which the bus drops at this commit. Their conditions
-// were written by the adapter, and go with them.
+// were written by the adapter, and go with them, under the spelling of
+// either this version or an earlier one ([ConditionType]).
 func goneConditions(obj map[string]any, slots opbus.Slots, n *names, ours map[string]bool) map[string]bool {
 	v, ok := annotation(obj, n.record)
 	if !ok || v == "" {
@@ -324,11 +328,13 @@ func goneConditions(obj map[string]any, slots opbus.Slots, n *names, ours map[st
 		if _, kept := slots[id]; kept {
 			continue
 		}
-		if t := n.condition(id); !ours[t] {
-			if gone == nil {
-				gone = map[string]bool{}
+		for _, t := range []string{n.condition(id), n.legacyCondition(id)} {
+			if !ours[t] {
+				if gone == nil {
+					gone = map[string]bool{}
+				}
+				gone[t] = true
 			}
-			gone[t] = true
 		}
 	}
 	return gone

@@ -34,7 +34,7 @@ func fakeSource(t *testing.T, gvr schema.GroupVersionResource, kind string, mode
 	r := &resource{gvr: gvr, kind: kind, keyKind: KindOf(schema.GroupKind{Group: gvr.Group, Kind: kind}), namespaced: true,
 		mode: mode, client: dyn.Resource(gvr), informers: map[string]cache.SharedIndexInformer{}}
 	s.kinds = map[string]*resource{r.keyKind: r}
-	s.ours = map[string]bool{ConditionReady: true, "size": true}
+	s.ours = map[string]bool{ConditionReady: true, "Size": true}
 	return s, dyn, cs
 }
 

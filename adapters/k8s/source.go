@@ -46,6 +46,7 @@ type Source struct {
 
 	refusals refusals
 	eventLog eventLog
+	failures *failureEvents // the Events of handler failures (failureevents.go)
 
 	mu    sync.Mutex
 	ran   bool
@@ -61,6 +62,9 @@ type Source struct {
 
 	mapper  *restmapper.DeferredDiscoveryRESTMapper // kinds to resources, for Clients (client.go)
 	applied applies                                 // what Clients applied (client.go)
+	// legacy holds the former spellings of the types in ours, which the
+	// sink removes; set by Run with ours.
+	legacy map[string]bool
 }
 
 // DefaultQPS and DefaultBurst are the client-side rate limits of a Source
@@ -82,6 +86,7 @@ func New(opts *Options) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{opts: *opts, name: opts.Name, log: opts.Logger}
+	s.failures = newFailureEvents(s)
 	s.opts.Resources = slices.Clone(opts.Resources)
 	if s.name == "" {
 		s.name = defaultName
@@ -129,8 +134,10 @@ func (s *Source) Sink() opbus.StatusSink { return s.sink }
 
 // BusOptions returns a copy of o (nil means the zero Options) completed for
 // this Source: its Store and Sink, [ListKeys] added to o.ListKeys (o's own
-// win), [Ignore] added to o.Ignore, the Source's Logger if o has none, its
-// [Options].Metrics as the Observer if o has none, and
+// win), [Ignore] added to o.Ignore, the Source's Logger if o has none, as
+// the Observer one that passes every measurement on to o's Observer, to
+// [Options].Metrics and to the adapter (which emits an Event of reason
+// [ReasonHandlerFailed] for each handler failure), and
 // [Incarnation] as the Incarnation, replacing o's, and, when a resource is
 // [Resource].Owned, Related to relate its objects to their controllers
 // (besides o's own Related): the adapter writes a
@@ -158,9 +165,11 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	if out.Logger == nil {
 		out.Logger = s.opts.Logger
 	}
-	if out.Observer == nil && s.opts.Metrics != nil {
-		out.Observer = s.opts.Metrics
+	var metrics opbus.Observer
+	if s.opts.Metrics != nil && out.Observer != opbus.Observer(s.opts.Metrics) {
+		metrics = s.opts.Metrics
 	}
+	out.Observer = observerOf(out.Observer, metrics, s.failures)
 	out.Incarnation = Incarnation
 	if slices.ContainsFunc(s.opts.Resources, func(r Resource) bool { return r.Owned }) {
 		if user := out.Related; user != nil {
@@ -300,15 +309,19 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 			slots = append(slots, sub.ID)
 		}
 		slots = append(slots, s.opts.Slots...)
+		types, err := conditionTypes(s.names, slots)
+		if err != nil {
+			return err
+		}
 		s.ours[s.names.ready] = true
 		ignore = append(ignore, conditionPath(s.names.ready))
 		for _, id := range slots {
-			t := s.names.condition(id)
-			if !s.ours[t] {
+			if t := types[id]; !s.ours[t] {
 				s.ours[t] = true
 				ignore = append(ignore, conditionPath(t))
 			}
 		}
+		s.legacy = legacyConditionTypes(s.names, slots, s.ours)
 	}
 	if err := checkSubscriptions(subs, ignore); err != nil {
 		return err
@@ -337,7 +350,7 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 		}
 	}
 	for _, r := range rs {
-		own, err := newOwnWrites(s.names, r.finalizer, s.ours)
+		own, err := newOwnWrites(s.names, r.finalizer, ownConditions(s.ours, s.legacy))
 		if err != nil {
 			return fmt.Errorf("k8s: %w", err)
 		}

@@ -98,6 +98,7 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 	for range claimWorkers {
 		wg.Go(func() { w.claimLoop(ictx) })
 	}
+	wg.Go(func() { s.failures.run(ictx) })
 	if cache.WaitForCacheSync(ctx.Done(), synced...) {
 		s.probe.set(func(p *probeState) { p.synced = true })
 		s.log.Info("k8s: watching", "resources", len(kinds), "informers", len(infs), "took", time.Since(begin))

@@ -209,6 +209,13 @@ func entries(t *testing.T) []entry {
 			_ = b.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{Level: 17}, nil }, opbus.On{})
 			return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{})
 		}, `opbus: handler "h" on Pod default/web: returned a bad status: level 17 is not a level: expected LevelUnknown to LevelError (0 to 5)`},
+		{"handler result", `a status with reason "invalid-schedule"`, func() error {
+			b, _ := opbus.New(nil)
+			_ = b.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) {
+				return opbus.Blocked("bad schedule").WithReason("invalid-schedule"), nil
+			}, opbus.On{})
+			return b.Dispatch(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, map[string]any{})
+		}, `opbus: handler "h" on Pod default/web: returned a bad status: status reason "invalid-schedule" is not a reason: expected a CamelCase word such as "InvalidSchedule" (a letter, then letters, digits, '_', ',' or ':', not ending in ',' or ':'; at most 1024 bytes)`},
 		{"stored record", `a digest that is not one`, func() error { return dispatchOn(storeWith(`{"v":1,"digests":{"h":"xyz"}}`)) },
 			`opbus: stored record of Pod default/web: digests: "h": "xyz" is not a digest (16 bytes in unpadded URL-safe base64)`},
 		{"state machine", "a trigger to an undeclared state", func() error {
