@@ -27,8 +27,9 @@ const maxConditionType = 63
 // under its domain: "N.opbus.dev/CrashWatch" (see [Options].Name).
 //
 // Two slots of a bus whose ids give the same type, or a slot whose type is
-// [ConditionReady] (a slot named "ready"), make [Source.Run] fail with an
-// error naming both: one of them must be renamed. Conditions that an
+// the summary's, [ConditionReady] unless [Options].SummaryCondition names
+// another (a slot named "ready"), make [Source.Run] fail with an error
+// naming both: one of them must be renamed, or the summary. Conditions that an
 // earlier version of the adapter wrote under the ids' former spelling
 // ("crash-watch") are removed at the next status write.
 func ConditionType(id string) string {
@@ -74,7 +75,7 @@ func conditionTypes(n *names, ids []string) (map[string]string, error) {
 		types[id] = t
 		switch other, taken := by[t]; {
 		case t == n.ready:
-			clashes = append(clashes, fmt.Sprintf("slot %q gives condition type %s, the summary's own", id, t))
+			clashes = append(clashes, fmt.Sprintf("slot %q gives condition type %s, the summary's own (set Options.SummaryCondition to name the summary otherwise)", id, t))
 		case taken:
 			clashes = append(clashes, fmt.Sprintf("slots %q and %q both give condition type %s", other, id, t))
 		default:

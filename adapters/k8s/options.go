@@ -45,6 +45,14 @@ type Options struct {
 	// N.opbus.dev/Ready and N.opbus.dev/[ConditionType](slot) (N made a DNS label, with a
 	// hash, when the name is not one). "" means "opbus".
 	Name string
+	// SummaryCondition names the condition that sums up an object's slots
+	// (its status is True when the overall level is active), written
+	// with the slots' conditions: "" means [ConditionReady]. Spelt as a
+	// slot's ([ConditionType]: "available" writes Available, or
+	// N.opbus.dev/Available for an operator named N). Set it when a
+	// handler's own slot is to be the Ready condition, such as one named
+	// "ready" that is active exactly when the object's replicas are.
+	SummaryCondition string
 	// Metrics, if set, receives the bus's measurements (see
 	// [Source.BusOptions]) and the latency of the adapter's record and
 	// status writes; nil means none. See [NewMetrics].

@@ -92,6 +92,9 @@ func New(opts *Options) (*Source, error) {
 		s.name = defaultName
 	}
 	s.names = namesFor(s.name)
+	if opts.SummaryCondition != "" {
+		s.names.ready = s.names.condition(opts.SummaryCondition)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
