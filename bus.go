@@ -174,6 +174,14 @@ func (h *handler) forKind(kind string) bool {
 	return len(h.kinds) == 0 || slices.Contains(h.kinds, kind)
 }
 
+// runsOn reports whether a handler runs on objects of kind, or the bus
+// has no handler (only collectors). The bus writes nothing for an object
+// of a kind it does not run on (rule 34a): it is observed only for the
+// objects it relates to.
+func (b *Bus) runsOn(kind string) bool {
+	return len(b.handlers) == 0 || slices.ContainsFunc(b.handlers, func(h *handler) bool { return h.forKind(kind) })
+}
+
 type collector struct {
 	id string
 	fn CollectFunc
@@ -339,7 +347,8 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 }
 
 // Collect registers a collector under id, which names its status slot: fn
-// is evaluated at every commit of every object, like ops' collect-status.
+// is evaluated at every commit of every object, like ops' collect-status
+// (on a bus with handlers, of every object of a kind one runs on: rule 34a).
 func (b *Bus) Collect(id string, fn CollectFunc) error {
 	if fn == nil {
 		return fmt.Errorf("opbus: collector %q: nil function", id)

@@ -140,6 +140,9 @@ func (b *Bus) pass(ctx context.Context, ks *keyState, op *observation, force boo
 	if b.relatedAside(ks, o) {
 		return nil
 	}
+	if ks.rec == nil && !b.runsOn(ks.key.Kind) {
+		ks.rec, ks.saved = newRecord(len(b.handlers)), true // nothing to read: rule 34a
+	}
 	if ks.rec == nil {
 		if err := b.load(ctx, ks); err != nil {
 			b.mu.Lock()
@@ -223,7 +226,9 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		b.withRelated(d, o)
 		b.runHandlers(ctx, d, o.coalesced)
 		b.startSchedules(d)
-		b.runCollectors(ctx, d)
+		if b.runsOn(ks.key.Kind) {
+			b.runCollectors(ctx, d)
+		}
 	}
 	b.commit(ctx, d, finished)
 	if b.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {

@@ -419,6 +419,9 @@ func (ks *keyState) replacedBy(b *Bus, q []observation) bool {
 // pass moved them to the queue), so they replace, not extend, the stored
 // ones.
 func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observation, abandoned, taken bool) error {
+	if !b.runsOn(ks.key.Kind) {
+		return nil // no handler would take them: rule 34a
+	}
 	mu := b.stripe(ks.key)
 	mu.Lock()
 	defer mu.Unlock()
