@@ -51,9 +51,16 @@
 // does, through [opbus.Options].Related, which [Source.BusOptions] sets: a
 // handler of the owner's kind subscribes to
 // related["Deployment.apps"][*].status.readyReplicas and runs when a
-// Deployment it controls appears, changes readiness or goes. A Source
-// writes its records on owned objects too, like on every object it
-// watches, and one status mode for all its kinds.
+// Deployment it controls appears, changes readiness or goes.
+//
+// A resource no handler of the bus runs on (no handler lists its kind in
+// [opbus.On].Kinds, and none lists no Kinds) is read-only: it is watched
+// only for the objects it relates to, and the adapter never claims its
+// objects nor writes a record, status, condition, Event or finalizer to
+// them, so get, list and watch are all the RBAC it needs on it. Run logs
+// at Info which resources are read-only. [Resource].ReadOnly asks for it
+// and makes Run fail if a handler would run on the kind. A read-only
+// resource may have another status mode than the others.
 //
 // # Checked at startup
 //

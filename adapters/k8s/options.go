@@ -88,6 +88,13 @@ type Resource struct {
 	// again under its name relates to the new one. The owner's kind must
 	// be watched too for its handlers to run.
 	Owned bool
+	// ReadOnly asks that the adapter never write to the resource's
+	// objects: no record, status, condition, Event or finalizer, so that
+	// get, list and watch are all the RBAC it needs. A resource no handler
+	// runs on is read-only anyway (it is watched only for the objects it
+	// relates to); ReadOnly makes [Source.Run] fail if a handler would
+	// run on its kind.
+	ReadOnly bool
 }
 
 // StatusMode says where a [Source] writes the statuses of a resource's

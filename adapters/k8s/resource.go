@@ -26,6 +26,7 @@ type resource struct {
 	hasStatus  bool       // the resource has a status subresource
 	mode       StatusMode // never StatusAuto
 	finalizer  bool       // Finalizer is set and a handler wants deletes
+	readOnly   bool       // no handler runs on it: never written (readonly.go)
 	own        *ownWrites // set by Source.prepare
 	pruned     atomic.Bool
 	client     dynamic.NamespaceableResourceInterface

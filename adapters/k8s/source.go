@@ -241,6 +241,9 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 	if err := s.checkFields(ctx, subs, rs); err != nil {
 		return err
 	}
+	if err := s.markReadOnly(subs, rs); err != nil {
+		return err
+	}
 	if err := s.declare(bus, rs); err != nil {
 		return err
 	}
@@ -265,9 +268,11 @@ const maxIgnored = 64
 // declare works out what the sink writes on the resources rs and declares
 // it to the bus: the condition types of the slots, the finalizers.
 func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
-	if err := checkModes(rs); err != nil {
+	written := slices.DeleteFunc(slices.Clone(rs), func(r *resource) bool { return r.readOnly })
+	if err := checkModes(written); err != nil {
 		return err
 	}
+	conds := len(written) > 0 && written[0].mode == StatusConditions
 
 	subs := bus.Subscriptions()
 	var ignore []string
@@ -288,7 +293,7 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 		}
 	}
 	s.ours = map[string]bool{}
-	if rs[0].mode == StatusConditions {
+	if conds {
 		slots := []string{"opbus"} // the bus's own, for records it cannot read
 		for _, sub := range subs {
 			slots = append(slots, sub.ID)
@@ -307,14 +312,14 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 	if err := checkSubscriptions(subs, ignore); err != nil {
 		return err
 	}
-	if rs[0].mode == StatusConditions {
+	if conds {
 		if err := bus.Collect(generationCollector, s.sink.collect); err != nil {
 			return fmt.Errorf("k8s: registering the collector of observed generations: %w", err)
 		}
 	}
 	if len(ignore) > 0 {
 		if err := bus.Ignore(ignore...); err != nil {
-			if rs[0].mode == StatusConditions {
+			if conds {
 				// The paths are the adapter's own and valid: the bus
 				// refused their number.
 				ids := make([]string, 0, len(subs)+len(s.opts.Slots))
