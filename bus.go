@@ -121,6 +121,8 @@ type Bus struct {
 	index      map[string]int    // handler ID → index
 	ids        []string          // handler IDs by index
 	cmp        *Comparer
+	kindCmp    map[string]*Comparer // by kind, with IgnoreKind's paths (ignorekind.go)
+	kindIgnore map[string][]string  // IgnoreKind's paths, by kind
 	frozen     bool
 	periodic   bool // a handler has On.Every (timer.go)
 	running    bool
@@ -260,14 +262,7 @@ func (b *Bus) Ignore(paths ...string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: Ignore(%v): the bus has started; declare ignored paths before Run, Observe or Dispatch", paths)
 	}
-	ignore := addNew(slices.Clone(b.ignore), paths...)
-	cmp, err := NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.listKeys})
-	if err != nil {
-		return err
-	}
-	b.ignore = ignore
-	b.cmp = cmp
-	return nil
+	return b.setIgnore(addNew(slices.Clone(b.ignore), paths...))
 }
 
 // comparer returns the comparer the bus diffs with: the default, the
@@ -327,9 +322,13 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 		h.plain = append(h.plain, p)
 		b.mu.Lock()
 		cmp := b.cmp
+		everyKind := len(h.kinds) > 0 && !slices.ContainsFunc(h.kinds, func(k string) bool { return !b.cmpFor(k).ignoresAll(p) })
 		b.mu.Unlock()
 		if cmp.ignoresAll(p) {
 			return fmt.Errorf("opbus: handler %q: field %s is ignored by the bus (per-write noise or the library's own writes), so it would never fire", id, f)
+		}
+		if everyKind {
+			return fmt.Errorf("opbus: handler %q: field %s is ignored on each of its kinds %v (IgnoreKind), so it would never fire", id, f, h.kinds)
 		}
 		h.fields = append(h.fields, p)
 	}

@@ -88,7 +88,7 @@ func (d *dispatch) changes() Diff {
 	if !d.diffd {
 		d.diffd = true
 		if d.old != nil {
-			d.diff = d.b.cmp.Compare(d.old, d.new)
+			d.diff = d.b.cmpFor(d.ks.key.Kind).Compare(d.old, d.new)
 		}
 	}
 	return d.diff
@@ -416,7 +416,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 		}
 		// A clean handler's value cannot have changed unless the diff
 		// touches its fields: skip the digest.
-		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmp, d.changes(), h.fields) {
+		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmpFor(ks.key.Kind), d.changes(), h.fields) {
 			continue
 		}
 		cur, err := b.digestFor(d, h)
@@ -491,17 +491,17 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 		old = base // the handler failed since: diff from what it last handled
 		changes = nil
 		if base != nil && typ != Delete {
-			changes = d.b.cmp.Compare(base, d.new)
+			changes = d.b.cmpFor(d.ks.key.Kind).Compare(base, d.new)
 		}
 	}
 	if old == nil && typ == Update && h.keepOld {
 		if kept := d.keptOld(h); kept != nil {
-			old, changes = kept, d.b.cmp.Compare(kept, d.new)
+			old, changes = kept, d.b.cmpFor(d.ks.key.Kind).Compare(kept, d.new)
 		}
 	}
 	if old == nil && d.new != nil && typ != Delete {
 		if d.all == nil {
-			d.all = d.b.cmp.Compare(nil, d.new)
+			d.all = d.b.cmpFor(d.ks.key.Kind).Compare(nil, d.new)
 		}
 		changes = d.all
 	}
@@ -517,7 +517,7 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 	if typ == Delete {
 		ev.Old, ev.New = d.new, nil
 	}
-	ev.Changes = d.b.relevant(changes, h.fields, old, ev.New)
+	ev.Changes = d.b.relevant(d.b.cmpFor(d.ks.key.Kind), changes, h.fields, old, ev.New)
 	return ev
 }
 

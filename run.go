@@ -455,7 +455,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 		kept = append([]observation{states[0]}, collapse(b, states[1:])...)
 	}
 	for _, o := range kept {
-		rec.addPending(pendingState{Object: b.cmp.stripped(o.new), Deleted: o.deleted})
+		rec.addPending(pendingState{Object: b.cmpFor(ks.key.Kind).stripped(o.new), Deleted: o.deleted})
 	}
 	data, err := rec.encode(b.ids)
 	if err != nil {

@@ -218,19 +218,19 @@ func (c *Comparer) reorders(p Path, s Segment) bool {
 // elements another way, or, for a reordered keyed list, not at all; the
 // changes are reported under the field's own spelling, [*] standing for
 // the diff's name of each element.
-func (b *Bus) relevant(changes Diff, fields []Path, old, new map[string]any) Diff {
+func (b *Bus) relevant(cmp *Comparer, changes Diff, fields []Path, old, new map[string]any) Diff {
 	if len(fields) == 0 {
 		return changes
 	}
-	if len(changes) == 0 && (old == nil || new == nil || !slices.ContainsFunc(fields, b.cmp.reorderable)) {
+	if len(changes) == 0 && (old == nil || new == nil || !slices.ContainsFunc(fields, cmp.reorderable)) {
 		return changes
 	}
 	if len(fields) == 1 {
-		return b.cmp.within(changes, fields[0], old, new)
+		return cmp.within(changes, fields[0], old, new)
 	}
 	var out Diff
 	for _, f := range fields {
-		for _, c := range b.cmp.within(changes, f, old, new) {
+		for _, c := range cmp.within(changes, f, old, new) {
 			if !slices.ContainsFunc(out, func(o Change) bool { return o.Path.Equal(c.Path) }) {
 				out = append(out, c)
 			}
