@@ -95,6 +95,13 @@ type Resource struct {
 	// relates to); ReadOnly makes [Source.Run] fail if a handler would
 	// run on its kind.
 	ReadOnly bool
+	// Referenced relates each object of the resource to the objects that
+	// name it in a field (see [Reference]), such as the Backups whose
+	// spec.target is a ConfigMap's name: handlers of the referring kind
+	// read it under related.<Kind>.<name>, as for Owned. The referring
+	// kind must be a resource of the Source; its informer, shared with the
+	// rest of the adapter, indexes the field.
+	Referenced []Reference
 }
 
 // StatusMode says where a [Source] writes the statuses of a resource's

@@ -9,9 +9,10 @@ import (
 	"github.com/opbus/opbus"
 )
 
-// markReadOnly works out which resources are read-only: those no handler
-// of the bus runs on (none lists the kind in On.Kinds, and none has no
-// Kinds), watched only for the objects they relate to, and those
+// markReadOnly works out which resources are read-only: on a bus with
+// handlers, those no handler runs on (none lists the kind in On.Kinds,
+// and none has no Kinds), watched only for the objects they relate to
+// (rule 34a of docs/semantics.md), and those
 // [Resource].ReadOnly asks for, which must be among them. The adapter
 // never writes to a read-only object, so get, list and watch are all the
 // RBAC it needs on the resource.
@@ -29,7 +30,8 @@ func (s *Source) markReadOnly(subs []opbus.Subscription, rs []*resource) error {
 				"the adapter writes the record and statuses of each object a handler runs on; restrict the handler's Kinds, or drop ReadOnly",
 				r.gvr.GroupResource(), runs[0], r.keyKind)
 		}
-		r.readOnly = len(runs) == 0
+		// A bus without handlers commits every object (its collectors).
+		r.readOnly = r.cfg.ReadOnly || len(subs) > 0 && len(runs) == 0
 		if r.readOnly {
 			ro = append(ro, r.gvr.GroupResource().String())
 		}
