@@ -121,6 +121,8 @@ type Bus struct {
 	index      map[string]int    // handler ID → index
 	ids        []string          // handler IDs by index
 	cmp        *Comparer
+	kindCmp    map[string]*Comparer // by kind, with IgnoreKind's paths (ignorekind.go)
+	kindIgnore map[string][]string  // IgnoreKind's paths, by kind
 	frozen     bool
 	periodic   bool // a handler has On.Every (timer.go)
 	running    bool
@@ -166,14 +168,23 @@ type handler struct {
 	every  time.Duration // On.Every (timer.go)
 	// keepOld stores its fields' handled value with the record (On.KeepOld).
 	keepOld bool
-	writes  []Path    // On.Writes (writes.go)
-	wcmp    *Comparer // the bus's comparer with writes ignored; nil without writes
+	writes  []Path               // On.Writes (writes.go)
+	wcmp    *Comparer            // the bus's comparer with writes ignored; nil without writes
+	wkind   map[string]*Comparer // the same for each kind given to IgnoreKind
 }
 
 func (h *handler) wants(t EventType) bool { return h.types&(1<<t) != 0 }
 
 func (h *handler) forKind(kind string) bool {
 	return len(h.kinds) == 0 || slices.Contains(h.kinds, kind)
+}
+
+// runsOn reports whether a handler runs on objects of kind, or the bus
+// has no handler (only collectors). The bus writes nothing for an object
+// of a kind it does not run on (rule 34a): it is observed only for the
+// objects it relates to.
+func (b *Bus) runsOn(kind string) bool {
+	return len(b.handlers) == 0 || slices.ContainsFunc(b.handlers, func(h *handler) bool { return h.forKind(kind) })
 }
 
 type collector struct {
@@ -254,21 +265,7 @@ func (b *Bus) Ignore(paths ...string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: Ignore(%v): the bus has started; declare ignored paths before Run, Observe or Dispatch", paths)
 	}
-	ignore := addNew(slices.Clone(b.ignore), paths...)
-	cmp, err := NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.listKeys})
-	if err != nil {
-		return err
-	}
-	for _, h := range b.handlers {
-		if len(h.writes) > 0 {
-			if h.wcmp, err = writesComparer(ignore, b.listKeys, h.writes); err != nil {
-				return err
-			}
-		}
-	}
-	b.ignore = ignore
-	b.cmp = cmp
-	return nil
+	return b.setIgnore(addNew(slices.Clone(b.ignore), paths...))
 }
 
 // comparer returns the comparer the bus diffs with: the default, the
@@ -328,9 +325,13 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 		h.plain = append(h.plain, p)
 		b.mu.Lock()
 		cmp := b.cmp
+		everyKind := len(h.kinds) > 0 && !slices.ContainsFunc(h.kinds, func(k string) bool { return !b.cmpFor(k).ignoresAll(p) })
 		b.mu.Unlock()
 		if cmp.ignoresAll(p) {
 			return fmt.Errorf("opbus: handler %q: field %s is ignored by the bus (per-write noise or the library's own writes), so it would never fire", id, f)
+		}
+		if everyKind {
+			return fmt.Errorf("opbus: handler %q: field %s is ignored on each of its kinds %v (IgnoreKind), so it would never fire", id, f, h.kinds)
 		}
 		h.fields = append(h.fields, p)
 	}
@@ -351,7 +352,8 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 }
 
 // Collect registers a collector under id, which names its status slot: fn
-// is evaluated at every commit of every object, like ops' collect-status.
+// is evaluated at every commit of every object, like ops' collect-status
+// (on a bus with handlers, of every object of a kind one runs on: rule 34a).
 func (b *Bus) Collect(id string, fn CollectFunc) error {
 	if fn == nil {
 		return fmt.Errorf("opbus: collector %q: nil function", id)

@@ -21,6 +21,10 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		b.finishDelete(ctx, d)
 		return
 	}
+	if !b.runsOn(ks.key.Kind) {
+		ks.saved, ks.sunk = true, true // nothing to keep: rule 34a
+		return
+	}
 	if d.dirty || !ks.saved {
 		data, err := d.rec.encode(b.ids)
 		if err == nil {
@@ -150,7 +154,10 @@ func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
 	mu := b.stripe(ks.key)
 	mu.Lock()
 	err := errAbandoned
-	if !ks.abandoned.Load() {
+	quiet := !b.runsOn(ks.key.Kind) // nothing was kept: rule 34a
+	if quiet {
+		err = nil
+	} else if !ks.abandoned.Load() {
 		err = b.store.Delete(ctx, ks.key)
 	}
 	mu.Unlock()
@@ -159,7 +166,7 @@ func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
 		d.storeFailed()
 		return
 	}
-	if ds, ok := b.sink.(DeleteSink); ok {
+	if ds, ok := b.sink.(DeleteSink); ok && !quiet {
 		if err := ds.Deleted(ctx, ks.key, d.new); err != nil {
 			d.errs = append(d.errs, fmt.Errorf("opbus: reporting deletion of %v: %w", ks.key, err))
 			d.storeFailed()

@@ -88,7 +88,7 @@ func (d *dispatch) changes() Diff {
 	if !d.diffd {
 		d.diffd = true
 		if d.old != nil {
-			d.diff = d.b.cmp.Compare(d.old, d.new)
+			d.diff = d.b.cmpFor(d.ks.key.Kind).Compare(d.old, d.new)
 		}
 	}
 	return d.diff
@@ -139,6 +139,9 @@ func (b *Bus) pass(ctx context.Context, ks *keyState, op *observation, force boo
 	o := *op
 	if b.relatedAside(ks, o) {
 		return nil
+	}
+	if ks.rec == nil && !b.runsOn(ks.key.Kind) {
+		ks.rec, ks.saved = newRecord(len(b.handlers)), true // nothing to read: rule 34a
 	}
 	if ks.rec == nil {
 		if err := b.load(ctx, ks); err != nil {
@@ -223,7 +226,9 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		b.withRelated(d, o)
 		b.runHandlers(ctx, d, o.coalesced)
 		b.startSchedules(d)
-		b.runCollectors(ctx, d)
+		if b.runsOn(ks.key.Kind) {
+			b.runCollectors(ctx, d)
+		}
 	}
 	b.commit(ctx, d, finished)
 	if b.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {
@@ -411,7 +416,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 		}
 		// A clean handler's value cannot have changed unless the diff
 		// touches its fields: skip the digest.
-		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmpOf(h), d.changes(), h.fields) {
+		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmpOf(h, ks.key.Kind), d.changes(), h.fields) {
 			continue
 		}
 		cur, err := b.digestFor(d, h)
@@ -473,7 +478,7 @@ func (d *dispatch) unusable(h *handler, err error) {
 // event builds the event for h.
 func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) *Event {
 	old := d.old
-	cmp := d.b.cmpOf(h)
+	cmp := d.b.cmpOf(h, d.ks.key.Kind)
 	var changes Diff
 	if typ != Delete {
 		changes = d.changes()
@@ -503,7 +508,7 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 			changes = cmp.Compare(nil, d.new)
 		} else {
 			if d.all == nil {
-				d.all = d.b.cmp.Compare(nil, d.new)
+				d.all = d.b.cmpFor(d.ks.key.Kind).Compare(nil, d.new)
 			}
 			changes = d.all
 		}

@@ -143,7 +143,7 @@ func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 		return err
 	}
 	b.mu.Lock()
-	cmp := b.cmp
+	cmp := b.cmpFor(key.Kind)
 	b.mu.Unlock()
 	var err error
 	if o.deleted {

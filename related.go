@@ -126,12 +126,9 @@ func (b *Bus) relations() error {
 	if b.rel != nil {
 		return nil
 	}
-	cmp, err := NewComparer(&CompareOptions{Ignore: append(slices.Clone(b.ignore), RelatedField), ListKeys: b.listKeys})
-	if err != nil {
+	if err := b.setIgnore(append(slices.Clone(b.ignore), RelatedField)); err != nil {
 		return err
 	}
-	b.ignore = append(b.ignore, RelatedField)
-	b.cmp = cmp
 	b.rel = &relations{fns: map[string]RelateFunc{}, parents: map[Key][]Key{}, views: map[Key]*relView{}}
 	return nil
 }

@@ -419,6 +419,9 @@ func (ks *keyState) replacedBy(b *Bus, q []observation) bool {
 // pass moved them to the queue), so they replace, not extend, the stored
 // ones.
 func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observation, abandoned, taken bool) error {
+	if !b.runsOn(ks.key.Kind) {
+		return nil // no handler would take them: rule 34a
+	}
 	mu := b.stripe(ks.key)
 	mu.Lock()
 	defer mu.Unlock()
@@ -452,7 +455,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 		kept = append([]observation{states[0]}, collapse(b, states[1:])...)
 	}
 	for _, o := range kept {
-		rec.addPending(pendingState{Object: b.cmp.stripped(o.new), Deleted: o.deleted})
+		rec.addPending(pendingState{Object: b.cmpFor(ks.key.Kind).stripped(o.new), Deleted: o.deleted})
 	}
 	data, err := rec.encode(b.ids)
 	if err != nil {

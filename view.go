@@ -146,7 +146,7 @@ func (b *Bus) share(j int, child Key, name string, doc map[string]any) sum {
 		fields = []Path{f.rest}
 	}
 	// Observed states were checked at the door: a digest cannot fail.
-	d, _ := digestOf(b.cmp, doc, fields, "")
+	d, _ := digestOf(b.cmpFor(child.Kind), doc, fields, "")
 	buf := appendPath(make([]byte, 0, 64+len(name)), Path{MapKey(child.Kind), MapKey(name)})
 	h := sha256.Sum256(append(buf, d[:]...))
 	var s sum
@@ -186,7 +186,7 @@ func (b *Bus) applyRelated(key Key, changes []relChange, diff bool) (*relView, D
 			case c.doc == nil:
 				out = append(out, Change{Op: OpRemove, Path: at, Old: old})
 			default:
-				for _, ch := range b.cmp.Compare(old, c.doc) {
+				for _, ch := range b.cmpFor(c.child.Kind).Compare(old, c.doc) {
 					ch.Path = append(slices.Clip(at), ch.Path...)
 					out = append(out, ch)
 				}
@@ -259,7 +259,7 @@ func (b *Bus) withRelated(d *dispatch, o *observation) {
 		v, related = b.applyRelated(key, o.rel, true)
 		var own Diff
 		if !o.relOnly() && d.old != nil {
-			own = b.cmp.Compare(d.old, d.new)
+			own = b.cmpFor(key.Kind).Compare(d.old, d.new)
 		}
 		d.diff = append(own, related...)
 		slices.SortStableFunc(d.diff, func(x, y Change) int { return comparePaths(x.Path, y.Path) })
@@ -309,11 +309,11 @@ func (b *Bus) readsRelated(kind string) bool {
 // related objects, of those too, from the view's sums.
 func (b *Bus) digestFor(d *dispatch, h *handler) (digest, error) {
 	if len(h.rel) == 0 {
-		return digestWrites(b.cmpOf(h), d.new, h.fields, h.rev, h.writes)
+		return digestWrites(b.cmpOf(h, d.ks.key.Kind), d.new, h.fields, h.rev, h.writes)
 	}
 	buf := appendString([]byte{'Q'}, h.rev)
 	if len(h.plain) > 0 || len(h.writes) > 0 {
-		pd, err := digestWrites(b.cmpOf(h), d.new, h.plain, "", h.writes)
+		pd, err := digestWrites(b.cmpOf(h, d.ks.key.Kind), d.new, h.plain, "", h.writes)
 		if err != nil {
 			return digest{}, err
 		}

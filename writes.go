@@ -26,18 +26,40 @@ func (b *Bus) setWrites(h *handler, writes []string) error {
 		h.writes = append(h.writes, p)
 	}
 	b.mu.Lock()
-	ignore, listKeys := b.ignore, b.listKeys
+	err := b.writesComparers(h)
 	b.mu.Unlock()
-	cmp, err := writesComparer(ignore, listKeys, h.writes)
 	if err != nil {
 		return within(err, "opbus: handler %q: Writes", h.id)
 	}
 	for _, f := range h.plain {
-		if cmp.ignoresAll(f) {
+		if h.wcmp.ignoresAll(f) {
 			return fmt.Errorf("opbus: handler %q: Writes %v covers field %s whole, so its own writes are all it could see there and it would never run on it: narrow Writes or drop the field", h.id, writes, f)
 		}
 	}
-	h.wcmp = cmp
+	return nil
+}
+
+// writesComparers gives h, a handler with Writes, its comparers: what the
+// bus ignores on every kind, and on each kind given to IgnoreKind, with
+// the paths h writes besides; b.mu is held. Ignore and IgnoreKind call it
+// again for each such handler.
+func (b *Bus) writesComparers(h *handler) error {
+	cmp, err := writesComparer(b.ignore, b.listKeys, h.writes)
+	if err != nil {
+		return err
+	}
+	var kinds map[string]*Comparer
+	for kind, paths := range b.kindIgnore {
+		c, err := writesComparer(addNew(slices.Clone(b.ignore), paths...), b.listKeys, h.writes)
+		if err != nil {
+			return within(err, "opbus: with the paths ignored on kind %q", kind)
+		}
+		if kinds == nil {
+			kinds = map[string]*Comparer{}
+		}
+		kinds[kind] = c
+	}
+	h.wcmp, h.wkind = cmp, kinds
 	return nil
 }
 
@@ -51,11 +73,14 @@ func writesComparer(ignore []string, listKeys map[string]string, writes []Path) 
 	return NewComparer(&CompareOptions{Ignore: all, ListKeys: listKeys})
 }
 
-// cmpOf returns the comparer of h's digests and Changes: the bus's, less
-// the paths h writes itself.
-func (b *Bus) cmpOf(h *handler) *Comparer {
-	if h.wcmp != nil {
-		return h.wcmp
+// cmpOf returns the comparer of h's digests and Changes on an object of
+// kind: the bus's for kind, less the paths h writes itself.
+func (b *Bus) cmpOf(h *handler, kind string) *Comparer {
+	if h.wcmp == nil {
+		return b.cmpFor(kind)
 	}
-	return b.cmp
+	if c := h.wkind[kind]; c != nil {
+		return c
+	}
+	return h.wcmp
 }

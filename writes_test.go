@@ -122,3 +122,53 @@ func TestWritesChecked(t *testing.T) {
 		t.Errorf("writes inside a subscribed subtree: %v, want no error", err)
 	}
 }
+
+// TestWritesWithIgnoreKind checks that a handler's Writes and the paths
+// IgnoreKind gives for its object's kind are both left out of its digest,
+// whichever was declared first: neither an own write nor a write of a
+// path ignored on the kind runs it, a change elsewhere does, and on
+// another kind the IgnoreKind path is a change like any other.
+func TestWritesWithIgnoreKind(t *testing.T) {
+	for _, order := range []string{"IgnoreKind first", "Handle first"} {
+		t.Run(order, func(t *testing.T) {
+			ctx := context.Background()
+			b, err := New(nil)
+			must(t, err)
+			runs := 0
+			handle := func() {
+				must(t, b.Handle("writer", func(context.Context, *Event) (Status, error) { runs++; return Status{}, nil },
+					On{Fields: []string{"status"}, Writes: []string{"status.mine"}}))
+			}
+			if order == "Handle first" {
+				handle()
+			}
+			must(t, b.IgnoreKind("Widget", "status.adapter"))
+			if order == "IgnoreKind first" {
+				handle()
+			}
+			widget, pod := Key{Kind: "Widget", Name: "w"}, Key{Kind: "Pod", Name: "p"}
+			st := func(mine, adapter, other int64) map[string]any {
+				return map[string]any{"status": map[string]any{"mine": mine, "adapter": adapter, "other": other}}
+			}
+			for _, s := range []struct {
+				key  Key
+				obj  map[string]any
+				want int
+			}{
+				{widget, st(0, 0, 0), 1},
+				{widget, st(1, 0, 0), 1}, // its own write
+				{widget, st(1, 1, 0), 1}, // the adapter's, ignored on Widgets
+				{widget, st(2, 2, 0), 1}, // both at once
+				{widget, st(2, 2, 1), 2}, // someone else's
+				{pod, st(0, 0, 0), 3},
+				{pod, st(1, 0, 0), 3}, // its own write
+				{pod, st(1, 1, 0), 4}, // not ignored on Pods
+			} {
+				must(t, b.Dispatch(ctx, s.key, s.obj))
+				if runs != s.want {
+					t.Fatalf("after %v %v: %d runs, want %d", s.key, s.obj, runs, s.want)
+				}
+			}
+		})
+	}
+}

@@ -174,10 +174,23 @@ func badInputs() []badInput {
 		{"k8s run", `Namespaces: ["apps"] on Namespaces`, func(t *testing.T) error {
 			return runWith(t, []Resource{{GVR: namespaces, Namespaces: []string{"apps"}}}, nil)
 		}, "k8s: resource namespaces is cluster-scoped: it cannot be watched in namespaces [apps]"},
-		{"k8s run", "Widgets (conditions) and Pods (annotation) in one Source", func(t *testing.T) error {
-			return runWith(t, []Resource{{GVR: widgets}, {GVR: pods}}, nil)
-		}, "k8s: resources widgets.example.com write status conditions and pods do not: a bus ignores the condition types it writes (Ready, one per slot) on every kind, " +
-			"which would hide those conditions of pods; watch them with separate Sources and buses, or give them all the same Status mode"},
+		{"k8s run", "ReadOnly on ConfigMaps, with a handler without Kinds", func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}, {GVR: configMaps, ReadOnly: true}}, func(b *opbus.Bus) error {
+				return b.Handle("all", noop, opbus.On{})
+			})
+		}, `k8s: resource configmaps is ReadOnly, but handler "all" runs on its kind ConfigMap (it lists the kind in On.Kinds, or lists no Kinds): ` +
+			"the adapter writes the record and statuses of each object a handler runs on; restrict the handler's Kinds, or drop ReadOnly"},
+		{"k8s run", `Referenced: [{Kind: "Backup", Field: "spec.target"}] on ConfigMaps`, func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}, {GVR: configMaps, Referenced: []Reference{{Kind: "Backup", Field: "spec.target"}}}}, nil)
+		}, `k8s: resource configmaps: Referenced names kind "Backup", which no resource of the Source holds (kinds: ConfigMap, Widget.example.com)`},
+		{"k8s run", `Referenced: [{Kind: "Widget.example.com", Field: "spec.targets[*]"}] on ConfigMaps`, func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}, {GVR: configMaps, Referenced: []Reference{{Kind: "Widget.example.com", Field: "spec.targets[*]"}}}}, nil)
+		}, `k8s: resource configmaps: Referenced field spec.targets[*] of Widget.example.com: want map keys only (such as spec.target), naming a string field that holds a name`},
+		{"k8s run", "a handler of Widgets only (conditions) on the condition of its own slot", func(t *testing.T) error {
+			return runWith(t, []Resource{{GVR: widgets}, {GVR: pods}}, func(b *opbus.Bus) error {
+				return b.Handle("size", noop, opbus.On{Kinds: []string{"Widget.example.com"}, Fields: []string{"status.conditions[type=Size]"}})
+			})
+		}, `k8s: handler "size" subscribes to status.conditions[type=Size], which the adapter writes itself and the bus therefore ignores: it would never fire`},
 		{"k8s run", "a handler on metadata.finalizers, with Finalizer", func(t *testing.T) error {
 			return runWith(t, []Resource{{GVR: widgets, Finalizer: true}}, func(b *opbus.Bus) error {
 				if err := b.Handle("cleanup", noop, opbus.On{Types: []opbus.EventType{opbus.Delete}}); err != nil {
@@ -226,7 +239,7 @@ func badInputs() []badInput {
 			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
 				return b.Handle("ready", noop, opbus.On{})
 			})
-		}, `k8s: slot "ready" gives condition type Ready, the summary's own: each slot writes a condition named by k8s.ConditionType (its id in CamelCase); rename one of the slots`},
+		}, `k8s: slot "ready" gives condition type Ready, the summary's own (set Options.SummaryCondition to name the summary otherwise): each slot writes a condition named by k8s.ConditionType (its id in CamelCase); rename one of the slots`},
 		{"k8s run", "Run(ctx, nil)", func(t *testing.T) error {
 			src, err := New(&Options{Config: cfg, Resources: []Resource{{GVR: pods}}})
 			if err != nil {

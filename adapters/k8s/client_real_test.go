@@ -27,8 +27,6 @@ import (
 	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
-var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-
 // TestClientAppliesChildren: a Widget handler applies a ConfigMap named
 // after the Widget (a typed object) with Client.Apply. The ConfigMap gets
 // a controller owner reference to the Widget; a run on a change the

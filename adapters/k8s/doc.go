@@ -44,16 +44,33 @@
 // different groups never share keys, records or handlers. Use the same
 // strings in [opbus.On].Kinds.
 //
-// # Owned objects
+// # Related resources: owned, referenced, read-only
 //
 // A [Resource] marked Owned relates each of its objects to its controller
 // (the ownerReference with controller: true), as controller-runtime's Owns
 // does, through [opbus.Options].Related, which [Source.BusOptions] sets: a
 // handler of the owner's kind subscribes to
 // related["Deployment.apps"][*].status.readyReplicas and runs when a
-// Deployment it controls appears, changes readiness or goes. A Source
-// writes its records on owned objects too, like on every object it
-// watches, and one status mode for all its kinds.
+// Deployment it controls appears, changes readiness or goes.
+//
+// A [Resource] with Referenced relates each of its objects to the objects
+// that name it in a field: with Referenced: []Reference{{Kind:
+// "Backup.example.com", Field: "spec.target"}} on ConfigMaps, a Backup's
+// handler subscribed to related.ConfigMap[*].data runs when the ConfigMap
+// its spec.target names changes, is created after the Backup or goes, and
+// when spec.target names another one (a switch is two changes: the old
+// ConfigMap stops relating, then the new one starts). The referring
+// kind's informer, the one the rest of the adapter uses, indexes the
+// field; when it changes, the adapter gives the bus the old and the new
+// ConfigMap again so that it computes their relations anew.
+//
+// A resource no handler of the bus runs on (no handler lists its kind in
+// [opbus.On].Kinds, and none lists no Kinds) is read-only: it is watched
+// only for the objects it relates to, and the adapter never claims its
+// objects nor writes a record, status, condition, Event or finalizer to
+// them, so get, list and watch are all the RBAC it needs on it. Run logs
+// at Info which resources are read-only. [Resource].ReadOnly asks for it
+// and makes Run fail if a handler would run on the kind.
 //
 // # Handlers that write
 //
@@ -226,14 +243,16 @@
 // The bus ignores everything the adapter writes: the two annotations
 // (declared by the Store and the Sink, see [opbus.PathWriter]), and,
 // declared by [Source.Run] once handlers are registered,
-// status.conditions[type=T] for Ready and each slot's type, and
-// metadata.finalizers when a finalizer is in use. Since the bus ignores
-// paths on every kind it sees, one Source either writes conditions for
-// all its resources or for none of them; otherwise the Ready condition of
-// a Pod would be hidden along with the adapter's own. A bus ignores at
-// most 64 paths, its own Ignore and ListKeys included, so a Source that
-// writes conditions supports about 55 slots; with more, Run stops at once
-// with an error that names the slots and the limit.
+// status.conditions[type=T] for Ready and each slot's type, on the kinds
+// it writes conditions to only ([opbus.Bus.IgnoreKind]), and
+// metadata.finalizers when a finalizer is in use. So one Source and one
+// bus may watch custom resources with conditions and built-in kinds
+// together: a Pod's own Ready condition still runs the handlers
+// subscribed to it, while the adapter's conditions on a Widget run none.
+// A bus ignores at most 64 paths on a kind, its own Ignore and ListKeys
+// included, so a Source that writes conditions supports about 55 slots;
+// with more, Run stops at once with an error that names the slots and the
+// limit.
 //
 // What the adapter keeps on a live object is its own. When another
 // writer removes or changes the record, the adapter's conditions or its

@@ -96,6 +96,20 @@ type Resource struct {
 	// again under its name relates to the new one. The owner's kind must
 	// be watched too for its handlers to run.
 	Owned bool
+	// ReadOnly asks that the adapter never write to the resource's
+	// objects: no record, status, condition, Event or finalizer, so that
+	// get, list and watch are all the RBAC it needs. A resource no handler
+	// runs on is read-only anyway (it is watched only for the objects it
+	// relates to); ReadOnly makes [Source.Run] fail if a handler would
+	// run on its kind.
+	ReadOnly bool
+	// Referenced relates each object of the resource to the objects that
+	// name it in a field (see [Reference]), such as the Backups whose
+	// spec.target is a ConfigMap's name: handlers of the referring kind
+	// read it under related.<Kind>.<name>, as for Owned. The referring
+	// kind must be a resource of the Source; its informer, shared with the
+	// rest of the adapter, indexes the field.
+	Referenced []Reference
 }
 
 // StatusMode says where a [Source] writes the statuses of a resource's

@@ -81,19 +81,26 @@ func TestBusOptions(t *testing.T) {
 	}
 }
 
-func TestCheckModes(t *testing.T) {
-	r := func(res string, m StatusMode) *resource {
-		return &resource{gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: res}, mode: m}
+// TestCheckConditionSubscriptions: a handler subscribed to a condition
+// the adapter writes is refused when every kind it runs on has its
+// conditions written by the adapter, and accepted when one has not (a
+// Pod's own conditions).
+func TestCheckConditionSubscriptions(t *testing.T) {
+	r := func(kind string, m StatusMode) *resource {
+		return &resource{gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: strings.ToLower(kind) + "s"}, keyKind: kind, mode: m}
 	}
-	if err := checkModes([]*resource{r("a", StatusConditions), r("b", StatusConditions)}); err != nil {
-		t.Error(err)
+	rs := []*resource{r("Widget", StatusConditions), r("Pod", StatusAnnotation)}
+	ready := []opbus.Path{opbus.MustParsePath(conditionPath("Ready"))}
+	ignore := []string{conditionPath("Ready")}
+	if err := checkConditionSubscriptions([]opbus.Subscription{{ID: "any", Fields: ready}}, rs, ignore); err != nil {
+		t.Errorf("a handler on every kind: %v", err)
 	}
-	if err := checkModes([]*resource{r("a", StatusAnnotation), r("b", StatusNone)}); err != nil {
-		t.Error(err)
+	if err := checkConditionSubscriptions([]opbus.Subscription{{ID: "pods", Kinds: []string{"Pod"}, Fields: ready}}, rs, ignore); err != nil {
+		t.Errorf("a handler on Pods: %v", err)
 	}
-	err := checkModes([]*resource{r("a", StatusConditions), r("pods", StatusAnnotation)})
-	if err == nil || !strings.Contains(err.Error(), "pods.example.com") {
-		t.Errorf("a mix of conditions and annotations: got %v, want an error naming them", err)
+	err := checkConditionSubscriptions([]opbus.Subscription{{ID: "widgets", Kinds: []string{"Widget"}, Fields: ready}}, rs, ignore)
+	if err == nil || !strings.Contains(err.Error(), `"widgets"`) {
+		t.Errorf("a handler on Widgets only: got %v, want an error naming it", err)
 	}
 }
 

@@ -30,7 +30,7 @@ func TestOwnedRelated(t *testing.T) {
 	c := dynClient(t, env.AdminConfig())
 	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	opts := k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
-		// One status mode for both: a Source writes conditions on all its kinds or on none.
+		// The Widget's statuses in the annotation; ConfigMaps are read-only.
 		{GVR: widgetsGVR, Namespaces: []string{ns}, Status: k8s.StatusAnnotation},
 		{GVR: configMaps, Namespaces: []string{ns}, Owned: true},
 	}}

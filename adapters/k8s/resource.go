@@ -23,10 +23,13 @@ type resource struct {
 	kind       string // the objects' kind, such as "Pod"
 	keyKind    string // the kind in their keys, such as "Widget.example.com"
 	namespaced bool
-	hasStatus  bool       // the resource has a status subresource
-	mode       StatusMode // never StatusAuto
-	finalizer  bool       // Finalizer is set and a handler wants deletes
-	own        *ownWrites // set by Source.prepare
+	hasStatus  bool        // the resource has a status subresource
+	mode       StatusMode  // never StatusAuto
+	finalizer  bool        // Finalizer is set and a handler wants deletes
+	readOnly   bool        // no handler runs on it: never written (readonly.go)
+	refs       []reference // Referenced, checked (referenced.go)
+	referred   []referred  // the resources its objects refer to (referenced.go)
+	own        *ownWrites  // set by Source.prepare
 	pruned     atomic.Bool
 	client     dynamic.NamespaceableResourceInterface
 	informers  map[string]cache.SharedIndexInformer // by namespace; "" for all

@@ -56,8 +56,8 @@ func (sk *sink) PutStatus(ctx context.Context, key opbus.Key, obj map[string]any
 
 func (sk *sink) putStatus(ctx context.Context, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
 	r, err := sk.s.resourceFor(key)
-	if err != nil {
-		return err
+	if err != nil || r.readOnly {
+		return err // never written to (readonly.go)
 	}
 	if obj == nil {
 		u, ok := r.cached(key)
@@ -250,8 +250,8 @@ func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any)
 	sk.forgetPass(key)
 	sk.levels.forget(key)
 	r, err := sk.s.resourceFor(key)
-	if err != nil {
-		return err
+	if err != nil || r.readOnly {
+		return err // never written to (readonly.go)
 	}
 	if u, ok := r.cached(key); ok && sk.s.names.hasFinalizer(u.Object) || last != nil && sk.s.names.hasFinalizer(last) {
 		return sk.s.removeFinalizer(ctx, r, key, uid(last))

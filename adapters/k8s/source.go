@@ -174,13 +174,14 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	}
 	out.Observer = observerOf(out.Observer, metrics, s.failures)
 	out.Incarnation = Incarnation
-	if slices.ContainsFunc(s.opts.Resources, func(r Resource) bool { return r.Owned }) {
-		if user := out.Related; user != nil {
-			out.Related = func(key opbus.Key, obj map[string]any) []opbus.Key {
-				return append(user(key, obj), s.controllerOf(key, obj)...)
+	if slices.ContainsFunc(s.opts.Resources, func(r Resource) bool { return r.Owned || len(r.Referenced) > 0 }) {
+		user := out.Related
+		out.Related = func(key opbus.Key, obj map[string]any) []opbus.Key {
+			var keys []opbus.Key
+			if user != nil {
+				keys = user(key, obj)
 			}
-		} else {
-			out.Related = s.controllerOf
+			return append(append(keys, s.controllerOf(key, obj)...), s.referrersOf(key, obj)...)
 		}
 	}
 	s.mu.Lock()
@@ -259,11 +260,17 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 	if err := s.checkFields(ctx, subs, rs); err != nil {
 		return err
 	}
+	if err := s.markReadOnly(subs, rs); err != nil {
+		return err
+	}
 	if err := s.declare(bus, rs); err != nil {
 		return err
 	}
 	for _, r := range rs {
 		r.buildInformers(s.dyn)
+	}
+	if err := prepareReferences(rs, kinds); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	s.kinds = kinds
@@ -281,10 +288,16 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 const maxIgnored = 64
 
 // declare works out what the sink writes on the resources rs and declares
-// it to the bus: the condition types of the slots, the finalizers.
+// it to the bus: the finalizers on every kind that has one, and the
+// condition types of the slots on the kinds it writes conditions to only
+// (see [opbus.Bus.IgnoreKind]), so that the conditions of other kinds,
+// such as a Pod's Ready, still run handlers.
 func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
-	if err := checkModes(rs); err != nil {
-		return err
+	var conds []*resource // the resources the adapter writes conditions to
+	for _, r := range rs {
+		if !r.readOnly && r.mode == StatusConditions {
+			conds = append(conds, r)
+		}
 	}
 
 	subs := bus.Subscriptions()
@@ -306,7 +319,8 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 		}
 	}
 	s.ours = map[string]bool{}
-	if rs[0].mode == StatusConditions {
+	var condIgnore []string
+	if len(conds) > 0 {
 		slots := []string{"opbus"} // the bus's own, for records it cannot read
 		for _, sub := range subs {
 			slots = append(slots, sub.ID)
@@ -317,11 +331,11 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 			return err
 		}
 		s.ours[s.names.ready] = true
-		ignore = append(ignore, conditionPath(s.names.ready))
+		condIgnore = append(condIgnore, conditionPath(s.names.ready))
 		for _, id := range slots {
 			if t := types[id]; !s.ours[t] {
 				s.ours[t] = true
-				ignore = append(ignore, conditionPath(t))
+				condIgnore = append(condIgnore, conditionPath(t))
 			}
 		}
 		s.legacy = legacyConditionTypes(s.names, slots, s.ours)
@@ -329,31 +343,40 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 	if err := checkSubscriptions(subs, ignore); err != nil {
 		return err
 	}
-	if rs[0].mode == StatusConditions {
+	if err := checkConditionSubscriptions(subs, rs, condIgnore); err != nil {
+		return err
+	}
+	if len(conds) > 0 {
 		if err := bus.Collect(generationCollector, s.sink.collect); err != nil {
 			return fmt.Errorf("k8s: registering the collector of observed generations: %w", err)
 		}
 	}
 	if len(ignore) > 0 {
 		if err := bus.Ignore(ignore...); err != nil {
-			if rs[0].mode == StatusConditions {
-				// The paths are the adapter's own and valid: the bus
-				// refused their number.
-				ids := make([]string, 0, len(subs)+len(s.opts.Slots))
-				for _, sub := range subs {
-					ids = append(ids, sub.ID)
-				}
-				ids = append(ids, s.opts.Slots...)
-				return fmt.Errorf("k8s: too many status slots for conditions: each of the %d slots (handlers and Options.Slots: %s) and Ready is a condition path the bus must ignore, "+
-					"%d in all, and a bus supports at most %d ignored and list-key paths, its own Ignore and ListKeys included; "+
-					"register fewer handlers on this bus, or set Status: StatusAnnotation: %w",
-					len(ids), strings.Join(ids, ", "), len(ignore), maxIgnored, err)
-			}
 			return fmt.Errorf("k8s: declaring the paths the adapter writes: %w", err)
 		}
 	}
+	for _, r := range conds {
+		if err := bus.IgnoreKind(r.keyKind, condIgnore...); err != nil {
+			// The paths are the adapter's own and valid: the bus
+			// refused their number.
+			ids := make([]string, 0, len(subs)+len(s.opts.Slots))
+			for _, sub := range subs {
+				ids = append(ids, sub.ID)
+			}
+			ids = append(ids, s.opts.Slots...)
+			return fmt.Errorf("k8s: too many status slots for conditions on %s: each of the %d slots (handlers and Options.Slots: %s) and Ready is a condition path the bus must ignore, "+
+				"%d in all, and a bus supports at most %d ignored and list-key paths, its own Ignore and ListKeys included; "+
+				"register fewer handlers on this bus, or set Status: StatusAnnotation: %w",
+				r.gvr.GroupResource(), len(ids), strings.Join(ids, ", "), len(condIgnore), maxIgnored, err)
+		}
+	}
 	for _, r := range rs {
-		own, err := newOwnWrites(s.names, r.finalizer, ownConditions(s.ours, s.legacy))
+		var ours map[string]bool
+		if r.mode == StatusConditions {
+			ours = ownConditions(s.ours, s.legacy)
+		}
+		own, err := newOwnWrites(s.names, r.finalizer, ours)
 		if err != nil {
 			return fmt.Errorf("k8s: %w", err)
 		}
@@ -362,23 +385,22 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 	return nil
 }
 
-// checkModes refuses a mix of resources that write conditions and
-// resources that do not. The bus ignores the condition types the adapter
-// writes on every kind it sees, so on the others it would hide conditions
-// that belong to someone else, such as a Pod's Ready.
-func checkModes(rs []*resource) error {
-	var with, without []string
-	for _, r := range rs {
-		if r.mode == StatusConditions {
-			with = append(with, r.gvr.GroupResource().String())
-		} else {
-			without = append(without, r.gvr.GroupResource().String())
+// checkConditionSubscriptions refuses a handler subscribed to a condition
+// the adapter writes (ignore) when every kind it runs on is one the
+// adapter writes conditions to: it would never fire.
+func checkConditionSubscriptions(subs []opbus.Subscription, rs []*resource, ignore []string) error {
+	for _, sub := range subs {
+		onlyConds := true
+		for _, r := range rs {
+			if (len(sub.Kinds) == 0 || slices.Contains(sub.Kinds, r.keyKind)) && (r.readOnly || r.mode != StatusConditions) {
+				onlyConds = false
+			}
 		}
-	}
-	if len(with) > 0 && len(without) > 0 {
-		return fmt.Errorf("k8s: resources %s write status conditions and %s do not: a bus ignores the condition types it writes (Ready, one per slot) on every kind, "+
-			"which would hide those conditions of %s; watch them with separate Sources and buses, or give them all the same Status mode",
-			strings.Join(with, ", "), strings.Join(without, ", "), strings.Join(without, ", "))
+		if onlyConds {
+			if err := checkSubscriptions([]opbus.Subscription{sub}, ignore); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -119,8 +119,8 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 
 func (st *store) save(ctx context.Context, key opbus.Key, data []byte) error {
 	r, err := st.s.resourceFor(key)
-	if err != nil {
-		return err
+	if err != nil || r.readOnly {
+		return err // never written to (readonly.go)
 	}
 	data, err = dropPending(data)
 	if err != nil {
@@ -190,8 +190,8 @@ func (st *store) Delete(ctx context.Context, key opbus.Key) error {
 
 func (st *store) delete(ctx context.Context, key opbus.Key) error {
 	r, err := st.s.resourceFor(key)
-	if err != nil {
-		return err
+	if err != nil || r.readOnly {
+		return err // never written to (readonly.go)
 	}
 	st.mu.Lock()
 	h := st.held[key]

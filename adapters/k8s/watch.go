@@ -131,6 +131,11 @@ func (w *watch) handlers(r *resource) cache.ResourceEventHandlerFuncs {
 // changed handles a new state of an object: an added one (old is nil) or
 // an updated one.
 func (w *watch) changed(r *resource, old, u *unstructured.Unstructured) {
+	defer w.reRelate(r, old, u)
+	if r.readOnly {
+		w.observeReadOnly(r, old, u)
+		return
+	}
 	key := r.key(u)
 	w.s.store.settle(key, u.GetResourceVersion())
 	obj := u.Object
@@ -196,8 +201,15 @@ func (w *watch) deleted(r *resource, obj any) {
 		return
 	}
 	w.s.store.forget(key)
+	if u != nil {
+		defer w.reRelate(r, u, nil)
+	}
 	if u == nil {
 		w.observe(w.bus.ObserveDelete(w.ctx, key, nil), key)
+		return
+	}
+	if r.readOnly {
+		w.observe(w.bus.ObserveDelete(w.ctx, key, u.Object), key)
 		return
 	}
 	if w.unmarkDeleting(uid(u.Object)) || !w.s.names.hasRecord(u.Object) {

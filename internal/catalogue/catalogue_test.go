@@ -117,6 +117,15 @@ func entries(t *testing.T) []entry {
 		{"handler", `On{Writes: ["status..ready"]}`, func() error {
 			return busWith(t).Handle("h", handler, opbus.On{Writes: []string{"status..ready"}})
 		}, `opbus: handler "h": Writes: field path status..ready: at offset 7: empty key between dots: expected a key`},
+		{"handler", `IgnoreKind("", "status.x")`, func() error { return busWith(t).IgnoreKind("", "status.x") },
+			`opbus: IgnoreKind: empty kind: expected the kind of the keys whose paths to ignore`},
+		{"handler", `IgnoreKind("Widget", "status..x")`, func() error { return busWith(t).IgnoreKind("Widget", "status..x") },
+			`opbus: IgnoreKind("Widget"): ignored path: field path status..x: at offset 7: empty key between dots: expected a key`},
+		{"handler", `On{Kinds: ["Widget"], Fields: ["status.mine"]} after IgnoreKind("Widget", "status.mine")`, func() error {
+			b, _ := opbus.New(nil)
+			_ = b.IgnoreKind("Widget", "status.mine")
+			return b.Handle("h", handler, opbus.On{Kinds: []string{"Widget"}, Fields: []string{"status.mine"}})
+		}, `opbus: handler "h": field status.mine is ignored on each of its kinds [Widget] (IgnoreKind), so it would never fire`},
 		{"relation", `On{Fields: ["related.Deployment[*].status"]}` + " without Relate", func() error {
 			return busWith(t).Handle("h", handler, opbus.On{Fields: []string{"related.Deployment[*].status"}})
 		}, `opbus: handler "h": field related.Deployment[*].status reads related objects, but no relation is declared: call Bus.Relate first`},

@@ -1,0 +1,81 @@
+package opbus
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// IgnoreKind adds path patterns that no diff or digest of an object of
+// kind sees, besides those the bus ignores for every kind ([Bus.Ignore],
+// [Options].Ignore): the paths an adapter writes on some kinds only, such
+// as the conditions it writes on custom resources, which on another kind
+// (a Pod's Ready) belong to someone else. The patterns are checked as
+// Ignore checks its own, and count with them towards the limit of one
+// comparer. It must be called before the bus starts. See rule 34b of
+// docs/semantics.md.
+func (b *Bus) IgnoreKind(kind string, paths ...string) error {
+	if kind == "" {
+		return errors.New("opbus: IgnoreKind: empty kind: expected the kind of the keys whose paths to ignore")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.frozen {
+		return fmt.Errorf("opbus: IgnoreKind(%q, %v): the bus has started; declare ignored paths before Run, Observe or Dispatch", kind, paths)
+	}
+	ignore := addNew(slices.Clone(b.kindIgnore[kind]), paths...)
+	cmp, err := NewComparer(&CompareOptions{Ignore: addNew(slices.Clone(b.ignore), ignore...), ListKeys: b.listKeys})
+	if err != nil {
+		return within(err, "opbus: IgnoreKind(%q)", kind)
+	}
+	if b.kindIgnore == nil {
+		b.kindIgnore, b.kindCmp = map[string][]string{}, map[string]*Comparer{}
+	}
+	b.kindIgnore[kind], b.kindCmp[kind] = ignore, cmp
+	return b.handlersWritesComparers()
+}
+
+// handlersWritesComparers rebuilds the comparers of the handlers with
+// Writes after the ignored paths changed; b.mu is held.
+func (b *Bus) handlersWritesComparers() error {
+	for _, h := range b.handlers {
+		if len(h.writes) > 0 {
+			if err := b.writesComparers(h); err != nil {
+				return within(err, "opbus: handler %q: Writes", h.id)
+			}
+		}
+	}
+	return nil
+}
+
+// cmpFor returns the comparer for objects of kind: the bus's, with the
+// paths IgnoreKind gave for kind. Comparers change only before the bus
+// starts.
+func (b *Bus) cmpFor(kind string) *Comparer {
+	if c := b.kindCmp[kind]; c != nil {
+		return c
+	}
+	return b.cmp
+}
+
+// setIgnore makes ignore the paths ignored on every kind, and rebuilds
+// the comparers; b.mu is held (or b is being built).
+func (b *Bus) setIgnore(ignore []string) error {
+	cmp, err := NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.listKeys})
+	if err != nil {
+		return err
+	}
+	kinds := make(map[string]*Comparer, len(b.kindIgnore))
+	for kind, paths := range b.kindIgnore {
+		c, err := NewComparer(&CompareOptions{Ignore: addNew(slices.Clone(ignore), paths...), ListKeys: b.listKeys})
+		if err != nil {
+			return within(err, "opbus: with the paths ignored on kind %q", kind)
+		}
+		kinds[kind] = c
+	}
+	b.ignore, b.cmp = ignore, cmp
+	if len(kinds) > 0 {
+		b.kindCmp = kinds
+	}
+	return b.handlersWritesComparers()
+}
