@@ -30,6 +30,7 @@ type resource struct {
 	pruned     atomic.Bool
 	client     dynamic.NamespaceableResourceInterface
 	informers  map[string]cache.SharedIndexInformer // by namespace; "" for all
+	shared     bool                                 // the informers are Options.Informers', which run them
 }
 
 // discover asks the API server about cfg's resource.

@@ -1,0 +1,2 @@
+// Package ctrlmgr runs opbus inside a controller-runtime manager.
+package ctrlmgr
