@@ -67,6 +67,11 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(logr.ToSlogHandler(mgr.GetLogger().WithName("opbus")))
 	}
+	// The options are checked before the metrics are registered on the
+	// process-wide registry, which would keep them after an error.
+	if _, err := k8s.New(&o); err != nil {
+		return nil, fmt.Errorf("ctrlmgr: %w", err)
+	}
 	if o.Metrics == nil {
 		m, err := k8s.NewMetrics(&k8s.MetricsOptions{Registerer: metrics.Registry})
 		if err != nil {

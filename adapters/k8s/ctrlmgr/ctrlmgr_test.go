@@ -311,3 +311,40 @@ func (w tlog) Write(b []byte) (int, error) {
 func testLogger(t *testing.T, name string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tlog{t, name}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// TestManagerNamespacedCacheReal: a manager whose cache is restricted to a
+// namespace runs one informer per namespace, which a Source cannot take:
+// the runnable returns an error saying so, and the manager stops with it.
+func TestManagerNamespacedCacheReal(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	mgr, err := manager.New(env.AdminConfig(), manager.Options{
+		Logger:  logr.FromSlogHandler(testLogger(t, "mgr").Handler()),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := k8s.NewMetrics(nil) // a registry of its own: TestManagerReal's are on metrics.Registry
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := ctrlmgr.New(mgr, &k8s.Options{Logger: testLogger(t, "src"), Metrics: m, Resources: []k8s.Resource{{GVR: configMaps}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := opbus.New(src.BusOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrlmgr.Add(mgr, src, bus); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err = mgr.Start(ctx)
+	if want := "let the cache watch configmaps in all namespaces"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("the manager returned %v, want an error containing %q", err, want)
+	}
+}
