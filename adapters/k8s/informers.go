@@ -35,7 +35,7 @@ func (o *Options) validateInformers() error {
 	for _, r := range o.Resources {
 		if len(r.Namespaces) > 0 || r.LabelSelector != "" || r.FieldSelector != "" {
 			return fmt.Errorf("k8s: resource %s: Namespaces %v, LabelSelector %q and FieldSelector %q must be empty when Options.Informers provides the informers, which watch what their provider is configured to watch "+
-				"(for a controller-runtime manager, its cache.Options: DefaultNamespaces, ByObject)",
+				"(for a controller-runtime manager, its cache.Options: label and field selectors in ByObject)",
 				r.GVR.GroupResource(), r.Namespaces, r.LabelSelector, r.FieldSelector)
 		}
 	}
