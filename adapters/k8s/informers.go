@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
@@ -23,7 +24,20 @@ type Informers interface {
 	// runs it, before or after Informer returns, and stops it after the
 	// Source's Run has returned; the Source adds its event handlers and
 	// removes them when it stops. ctx is Run's: its end abandons the call.
-	Informer(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) (cache.SharedIndexInformer, error)
+	Informer(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) (Informer, error)
+}
+
+// Informer is what a [Source] needs of an informer that [Informers]
+// provides: to add and remove its event handlers, as on a client-go
+// cache.SharedInformer, and to read the objects the informer holds.
+type Informer interface {
+	AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+	RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error
+	// Get returns the informer's object of namespace ("" for a
+	// cluster-scoped object) and name, and whether it holds one. The
+	// caller does not modify it. It is called concurrently, and often: a
+	// few times for each state handled.
+	Get(namespace, name string) (*unstructured.Unstructured, bool)
 }
 
 // validateInformers refuses what a Source cannot honour when informers
@@ -35,16 +49,15 @@ func (o *Options) validateInformers() error {
 	for _, r := range o.Resources {
 		if len(r.Namespaces) > 0 || r.LabelSelector != "" || r.FieldSelector != "" {
 			return fmt.Errorf("k8s: resource %s: Namespaces %v, LabelSelector %q and FieldSelector %q must be empty when Options.Informers provides the informers, which watch what their provider is configured to watch "+
-				"(for a controller-runtime manager, its cache.Options: label and field selectors in ByObject)",
+				"(for a controller-runtime manager, its cache.Options: DefaultNamespaces, ByObject)",
 				r.GVR.GroupResource(), r.Namespaces, r.LabelSelector, r.FieldSelector)
 		}
 	}
 	return nil
 }
 
-// takeInformers sets r's informer from the provider: one for every
-// namespace the provider watches.
-func (r *resource) takeInformers(ctx context.Context, p Informers) error {
+// takeInformer sets r's informer from the provider.
+func (r *resource) takeInformer(ctx context.Context, p Informers) error {
 	gvk := r.gvr.GroupVersion().WithKind(r.kind)
 	inf, err := p.Informer(ctx, r.gvr, gvk)
 	if err != nil {
@@ -53,7 +66,6 @@ func (r *resource) takeInformers(ctx context.Context, p Informers) error {
 	if inf == nil {
 		return fmt.Errorf("k8s: resource %s: Options.Informers returned no informer and no error", r.gvr.GroupResource())
 	}
-	r.informers[""] = inf
-	r.shared = true
+	r.shared = inf
 	return nil
 }

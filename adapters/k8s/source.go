@@ -273,7 +273,7 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 	for _, r := range rs {
 		if s.opts.Informers == nil {
 			r.buildInformers(s.dyn)
-		} else if err := r.takeInformers(ctx, s.opts.Informers); err != nil {
+		} else if err := r.takeInformer(ctx, s.opts.Informers); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -75,20 +76,26 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 	var synced []cache.InformerSynced
 	var infs []cache.SharedIndexInformer
 	for _, r := range kinds {
+		if inf := r.shared; inf != nil {
+			// Options.Informers' provider runs the informer: only the
+			// handler is the Source's, removed once the bus has drained.
+			reg, err := inf.AddEventHandler(w.handlers(r))
+			if err != nil {
+				return fmt.Errorf("k8s: resource %s: adding a handler to the informer of Options.Informers: %w", r.gvr.GroupResource(), err)
+			}
+			defer func() { _ = inf.RemoveEventHandler(reg) }()
+			synced = append(synced, reg.HasSynced)
+			continue
+		}
 		for ns, inf := range r.informers {
 			reg, err := inf.AddEventHandler(w.handlers(r))
 			if err != nil {
 				return err
 			}
 			// A handler has synced once it was given every object of the
-			// informer's first list, whether the informer is new or shared.
+			// informer's first list, whether the informer started now or
+			// earlier.
 			synced = append(synced, reg.HasSynced)
-			if r.shared {
-				// Options.Informers' provider runs the informer: only the
-				// handler is the Source's, removed once the bus has drained.
-				defer func() { _ = inf.RemoveEventHandler(reg) }()
-				continue
-			}
 			_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 				if !errors.Is(err, context.Canceled) {
 					s.log.Warn("k8s: watch failed; retrying", "resource", r.gvr.String(), "namespace", ns, "err", err)

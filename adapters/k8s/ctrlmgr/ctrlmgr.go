@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -39,10 +40,11 @@ const CheckName = "opbus"
 // LeaderElection (the manager's --leader-elect election applies). A
 // [k8s.Resource] may set no Namespaces or selectors: the manager's
 // cache.Options (DefaultNamespaces, ByObject) say what its informers
-// watch. That must be all namespaces: for a cache restricted to
-// namespaces, even one, controller-runtime runs an informer per namespace,
-// which a Source cannot take, and [Add]'s runnable returns an error saying
-// so. Label and field selectors (cache.ByObject's Label and Field) apply.
+// watch. A cache of all namespaces gives one informer per resource, whose
+// objects the Source reads from its indexer without copying, as the
+// standalone Source reads its own; a cache of some namespaces runs an
+// informer per namespace, and the Source reads objects through the cache,
+// which copies each one read.
 func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 	if mgr == nil {
 		return nil, errors.New("ctrlmgr: the manager is nil")
@@ -180,18 +182,51 @@ var _ k8s.Informers = cacheInformers{}
 
 // Informer returns the cache's informer of unstructured objects of gvk,
 // which the cache starts (and, once started, syncs before returning).
-func (ci cacheInformers) Informer(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) (toolscache.SharedIndexInformer, error) {
+func (ci cacheInformers) Informer(ctx context.Context, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind) (k8s.Informer, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	inf, err := ci.c.GetInformer(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("ctrlmgr: the manager's cache gives no informer for %s: %w", gvk, err)
 	}
-	sii, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok {
-		return nil, fmt.Errorf("ctrlmgr: the manager's cache gives a %T for %s, not one client-go informer: its cache.Options name namespaces (DefaultNamespaces, or ByObject's Namespaces), "+
-			"for which controller-runtime runs one informer per namespace; a Source needs one informer per resource: let the cache watch %s in all namespaces, "+
-			"restricted by label or field selectors in cache.Options.ByObject if need be", inf, gvk, gvr.GroupResource())
+	if sii, ok := inf.(toolscache.SharedIndexInformer); ok {
+		return indexed{sii}, nil
 	}
-	return sii, nil
+	// A cache of some namespaces runs one informer per namespace behind
+	// one that has no indexer: objects are read through the cache.
+	return read{inf, ci.c, gvk}, nil
+}
+
+// indexed is a cache's informer of all namespaces: objects are read from
+// its indexer, as the standalone Source reads its own.
+type indexed struct{ toolscache.SharedIndexInformer }
+
+func (i indexed) Get(namespace, name string) (*unstructured.Unstructured, bool) {
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := i.GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		return nil, false
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	return u, ok
+}
+
+// read is a cache's informer of several namespaces: objects are read
+// through the cache, which copies them.
+type read struct {
+	crcache.Informer
+	c   crcache.Cache
+	gvk schema.GroupVersionKind
+}
+
+func (r read) Get(namespace, name string) (*unstructured.Unstructured, bool) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.gvk)
+	if err := r.c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		return nil, false
+	}
+	return u, true
 }

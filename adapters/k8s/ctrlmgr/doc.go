@@ -17,12 +17,13 @@
 //   - The cache: the Source's informers are the manager's cache's
 //     (cache.GetInformer for an unstructured object of each resource's
 //     kind), which the manager starts and stops and its controllers share.
-//     The cache's options say what is watched: label and field selectors
-//     in cache.Options.ByObject apply to the Source too; a cache restricted
-//     to namespaces (DefaultNamespaces, or ByObject's Namespaces), even to
-//     one, runs an informer per namespace, which a Source cannot take, and
-//     the runnable fails with an error that says so. A [k8s.Resource] sets
-//     no Namespaces or selectors. Set cache.Options.DefaultTransform to
+//     The cache's options say what is watched: its namespaces
+//     (DefaultNamespaces, ByObject's Namespaces) and label and field
+//     selectors (ByObject's Label and Field) apply to the Source too, and a
+//     [k8s.Resource] sets no Namespaces or selectors. A cache of all
+//     namespaces is the cheaper: the Source reads objects from its
+//     informers' indexers, while through a cache of some namespaces each
+//     read copies the object. Set cache.Options.DefaultTransform to
 //     cache.TransformStripManagedFields() to keep managedFields out of the
 //     cache, as the standalone Source does.
 //   - The clients: requests go through mgr.GetConfig() and
