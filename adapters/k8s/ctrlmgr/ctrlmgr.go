@@ -99,7 +99,8 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 // own readiness) and, on the elected one, once src's handlers have been
 // given every object of its informers ([k8s.Source.Ready]); /healthz
 // fails once Run has returned an error. Call it after the bus's handlers
-// are registered and before mgr.Start.
+// are registered and before mgr.Start. A manager takes one Source: the
+// checks of a second would replace the first's, of the same name.
 //
 // When mgr.Start's context ends, the manager cancels the runnable's
 // context and waits up to its GracefulShutdownTimeout (30s by default)
