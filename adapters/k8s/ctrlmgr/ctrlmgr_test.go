@@ -206,9 +206,12 @@ func TestManagerReal(t *testing.T) {
 			return errors.New("not elected")
 		}
 	})
-	// One process, one metrics.Registry: the standby shares the first's
-	// Metrics, as two Sources in one process must.
-	m := metricsOf(t, first)
+	// One process, one metrics.Registry, which holds the first's metrics:
+	// the standby's are on a registry of their own.
+	m, err := k8s.NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	second := newReplica(t, cfg, ns, "second", m)
 	second.start(t)
 
@@ -285,17 +288,6 @@ func TestManagerReal(t *testing.T) {
 	if got := first.ran(); len(got) != 1 {
 		t.Errorf("the first replica ran for %v after it stopped, want [one] only", got)
 	}
-}
-
-// metricsOf returns the Metrics a Source of ctrlmgr.New registered, by
-// building a bus from the Source's options.
-func metricsOf(t *testing.T, r *replica) *k8s.Metrics {
-	t.Helper()
-	m, ok := r.src.BusOptions(nil).Observer.(*k8s.Metrics)
-	if !ok {
-		t.Fatalf("the Source's bus observer is %T, want *k8s.Metrics", r.src.BusOptions(nil).Observer)
-	}
-	return m
 }
 
 type tlog struct {
