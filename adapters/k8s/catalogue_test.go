@@ -228,7 +228,7 @@ func badInputs() []badInput {
 			return runWith(t, []Resource{{GVR: widgets}}, func(b *opbus.Bus) error {
 				return b.Handle("ready", noop, opbus.On{})
 			})
-		}, `k8s: slot "ready" gives condition type Ready, the summary's own: each slot writes a condition named by k8s.ConditionType (its id in CamelCase); rename one of the slots`},
+		}, `k8s: slot "ready" gives condition type Ready, the summary's own (set Options.SummaryCondition to name the summary otherwise): each slot writes a condition named by k8s.ConditionType (its id in CamelCase); rename one of the slots`},
 		{"k8s run", "Run(ctx, nil)", func(t *testing.T) error {
 			src, err := New(&Options{Config: cfg, Resources: []Resource{{GVR: pods}}})
 			if err != nil {
