@@ -164,6 +164,8 @@ func badInputs() []badInput {
 			`k8s: LeaderElection needs the Namespace and Name of its Lease (got "ops"/"")`},
 		{"k8s options", `LeaderElection{Namespace: "ops", Name: "op", LeaseDuration: 5s, RenewDeadline: 5s}`, newWith(lease(LeaderElection{Namespace: "ops", Name: "op", LeaseDuration: 5 * time.Second, RenewDeadline: 5 * time.Second})),
 			"k8s: LeaderElection durations: lease 5s, renew deadline 5s, retry period 2s: want lease > renew deadline > 1.2 × retry period > 0"},
+		{"k8s options", `Options{Informers: i, Resources: []Resource{{Namespaces: ["apps"]}}}`, newWith(Options{Config: cfg, Informers: noInformers{}, Resources: []Resource{{GVR: pods, Namespaces: []string{"apps"}}}}),
+			`k8s: resource pods: Namespaces [apps], LabelSelector "" and FieldSelector "" must be empty when Options.Informers provides the informers, which watch what their provider is configured to watch (for a controller-runtime manager, its cache.Options: DefaultNamespaces, ByObject)`},
 
 		{"k8s run", "a resource the server does not serve", func(t *testing.T) error {
 			return runWith(t, []Resource{{GVR: gadgets}}, nil)

@@ -353,6 +353,24 @@
 //	err = src.Run(ctx, bus)
 //	err = servers.Wait()
 //
+// # Inside a controller-runtime manager
+//
+// The module github.com/opbus/opbus/adapters/k8s/ctrlmgr runs a Source as a
+// runnable of a controller-runtime manager, on the manager's cache (through
+// [Options].Informers), clients ([Options].HTTPClient), leader election,
+// metrics registry and probes, with the manager's flags: a kubebuilder
+// project adds opbus in its main.go alone. See its documentation.
+//
+// # Module graph
+//
+// This module does not require controller-runtime; only ctrlmgr, a module
+// of its own, does. So a program that uses the core, or this adapter
+// standalone, does not build it:
+//
+//	cd adapters/k8s && GOWORK=off go list -deps -test ./... | grep sigs.k8s.io/controller-runtime
+//
+// prints nothing (TestModuleGraph checks it here and for the core module).
+//
 // # Logs
 //
 // The adapter logs through [Options].Logger, and hands it to the client-go

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -189,24 +187,6 @@ func TestMetricsOnGivenRegistry(t *testing.T) {
 	}
 	if _, body := getPath(t, m.Handler(), "/metrics"); !strings.Contains(body, `opbus_handler_runs_total{handler="h",kind="K"} 1`) {
 		t.Errorf("Handler does not serve the given registry:\n%s", body)
-	}
-}
-
-// TestNoControllerRuntime: a program that uses the adapter, its metrics
-// and its probes does not build controller-runtime.
-func TestNoControllerRuntime(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, "github.com/prometheus/client_golang/prometheus") {
-		t.Fatalf("the adapter does not depend on client_golang: is the test looking at the right package?")
-	}
-	for _, dep := range deps {
-		if strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime") {
-			t.Errorf("the adapter depends on %s", dep)
-		}
 	}
 }
 

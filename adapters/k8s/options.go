@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -57,6 +58,15 @@ type Options struct {
 	// [Source.BusOptions]) and the latency of the adapter's record and
 	// status writes; nil means none. See [NewMetrics].
 	Metrics *Metrics
+	// Informers, if set, provides the informers of the resources, which
+	// the Source then neither builds nor runs: for adapters such as
+	// ctrlmgr. See [Informers]. Nil means the Source's own.
+	Informers Informers
+	// HTTPClient, if set, carries the requests of the Source's clients,
+	// built from Config and it (as rest.HTTPClientFor(Config) would build
+	// one): for adapters such as ctrlmgr, which share a manager's. Nil
+	// means one of the Source's own.
+	HTTPClient *http.Client
 }
 
 // Resource is one kind of object to watch, by group, version and resource
@@ -210,6 +220,9 @@ func (o *Options) validate() error {
 			}
 			nss[ns] = true
 		}
+	}
+	if err := o.validateInformers(); err != nil {
+		return err
 	}
 	if le := o.LeaderElection; le != nil {
 		if le.Namespace == "" || le.Name == "" {

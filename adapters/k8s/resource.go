@@ -33,6 +33,7 @@ type resource struct {
 	pruned     atomic.Bool
 	client     dynamic.NamespaceableResourceInterface
 	informers  map[string]cache.SharedIndexInformer // by namespace; "" for all
+	shared     Informer                             // from Options.Informers, which runs it; then informers is empty
 }
 
 // discover asks the API server about cfg's resource.
@@ -103,6 +104,9 @@ func (r *resource) key(u *unstructured.Unstructured) opbus.Key {
 // cached returns the informer cache's copy of the object of key, which the
 // caller must not modify.
 func (r *resource) cached(key opbus.Key) (*unstructured.Unstructured, bool) {
+	if r.shared != nil {
+		return r.shared.Get(key.Namespace, key.Name)
+	}
 	inf, ok := r.informers[key.Namespace]
 	if !ok {
 		inf = r.informers[""]

@@ -102,22 +102,30 @@ func New(opts *Options) (*Source, error) {
 	if cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
 		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
 	}
+	// One HTTP client for all the Source's clients: Options.HTTPClient,
+	// or one built from the configuration.
+	hc := opts.HTTPClient
 	var err error
-	if s.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+	if hc == nil {
+		if hc, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, fmt.Errorf("k8s: %w", err)
+		}
+	}
+	if s.dyn, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
 	s.disc, s.openapi = disc, openapi.NewClientWithContext(disc.RESTClient())
 	s.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	core, err := corev1client.NewForConfig(cfg)
+	core, err := corev1client.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
 	s.events = core
-	if s.leases, err = coordinationv1client.NewForConfig(cfg); err != nil {
+	if s.leases, err = coordinationv1client.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
 	s.store = &store{s: s}
@@ -267,7 +275,11 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 		return err
 	}
 	for _, r := range rs {
-		r.buildInformers(s.dyn)
+		if s.opts.Informers == nil {
+			r.buildInformers(s.dyn)
+		} else if err := r.takeInformer(ctx, s.opts.Informers); err != nil {
+			return err
+		}
 	}
 	if err := prepareReferences(rs, kinds); err != nil {
 		return err

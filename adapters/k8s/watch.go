@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -75,16 +76,31 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 	var synced []cache.InformerSynced
 	var infs []cache.SharedIndexInformer
 	for _, r := range kinds {
+		if inf := r.shared; inf != nil {
+			// Options.Informers' provider runs the informer: only the
+			// handler is the Source's, removed once the bus has drained.
+			reg, err := inf.AddEventHandler(w.handlers(r))
+			if err != nil {
+				return fmt.Errorf("k8s: resource %s: adding a handler to the informer of Options.Informers: %w", r.gvr.GroupResource(), err)
+			}
+			defer func() { _ = inf.RemoveEventHandler(reg) }()
+			synced = append(synced, reg.HasSynced)
+			continue
+		}
 		for ns, inf := range r.informers {
-			if _, err := inf.AddEventHandler(w.handlers(r)); err != nil {
+			reg, err := inf.AddEventHandler(w.handlers(r))
+			if err != nil {
 				return err
 			}
+			// A handler has synced once it was given every object of the
+			// informer's first list, whether the informer started now or
+			// earlier.
+			synced = append(synced, reg.HasSynced)
 			_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 				if !errors.Is(err, context.Canceled) {
 					s.log.Warn("k8s: watch failed; retrying", "resource", r.gvr.String(), "namespace", ns, "err", err)
 				}
 			})
-			synced = append(synced, inf.HasSynced)
 			infs = append(infs, inf)
 		}
 	}
@@ -101,7 +117,7 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 	wg.Go(func() { s.failures.run(ictx) })
 	if cache.WaitForCacheSync(ctx.Done(), synced...) {
 		s.probe.set(func(p *probeState) { p.synced = true })
-		s.log.Info("k8s: watching", "resources", len(kinds), "informers", len(infs), "took", time.Since(begin))
+		s.log.Info("k8s: watching", "resources", len(kinds), "informers", len(synced), "took", time.Since(begin))
 	}
 	err := <-busDone
 	w.claims.ShutDown()

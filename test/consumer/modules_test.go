@@ -142,25 +142,31 @@ func replacedByDir(m repoModule, path, dir string) bool {
 // requires another module of the repository names a release of it (not the
 // pseudo-version that a bare replace leaves), the same release everywhere, and
 // keeps the replace to its directory; the Kubernetes adapter and the benchmarks
-// require the root module.
+// require the root module, and the controller-runtime module ctrlmgr requires
+// the root module and the adapter.
 func TestNestedModulesRequireReleases(t *testing.T) {
 	mods := repoModules(t, repoRoot(t))
 	versions := releaseVersions(t, mods)
 	if versions[rootPath] == "" {
 		t.Fatalf("no go.mod of the repository requires %s", rootPath)
 	}
-	for _, path := range []string{k8sPath, rootPath + "/bench"} {
-		m, ok := mods[path]
+	for _, c := range []struct{ path, requires string }{
+		{k8sPath, rootPath},
+		{rootPath + "/bench", rootPath},
+		{k8sPath + "/ctrlmgr", rootPath},
+		{k8sPath + "/ctrlmgr", k8sPath},
+	} {
+		m, ok := mods[c.path]
 		if !ok {
-			t.Errorf("no module %s in the repository", path)
+			t.Errorf("no module %s in the repository", c.path)
 			continue
 		}
 		found := false
 		for _, r := range m.file.Require {
-			found = found || r.Mod.Path == rootPath
+			found = found || r.Mod.Path == c.requires
 		}
 		if !found {
-			t.Errorf("%s does not require %s", m.file.Syntax.Name, rootPath)
+			t.Errorf("%s does not require %s", m.file.Syntax.Name, c.requires)
 		}
 	}
 }
