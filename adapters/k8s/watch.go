@@ -73,54 +73,67 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 	// still read the caches and write.
 	ictx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	var synced []cache.InformerSynced
-	var infs []cache.SharedIndexInformer
+	var wg sync.WaitGroup
+	var own []cache.InformerSynced // the informers this Source runs
 	for _, r := range kinds {
-		if inf := r.shared; inf != nil {
-			// Options.Informers' provider runs the informer: only the
-			// handler is the Source's, removed once the bus has drained.
-			reg, err := inf.AddEventHandler(w.handlers(r))
-			if err != nil {
-				return fmt.Errorf("k8s: resource %s: adding a handler to the informer of Options.Informers: %w", r.gvr.GroupResource(), err)
-			}
-			defer func() { _ = inf.RemoveEventHandler(reg) }()
-			synced = append(synced, reg.HasSynced)
-			continue
-		}
 		for ns, inf := range r.informers {
-			reg, err := inf.AddEventHandler(w.handlers(r))
-			if err != nil {
-				return err
-			}
-			// A handler has synced once it was given every object of the
-			// informer's first list, whether the informer started now or
-			// earlier.
-			synced = append(synced, reg.HasSynced)
 			_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 				if !errors.Is(err, context.Canceled) {
 					s.log.Warn("k8s: watch failed; retrying", "resource", r.gvr.String(), "namespace", ns, "err", err)
 				}
 			})
-			infs = append(infs, inf)
+			own = append(own, inf.HasSynced)
+			wg.Go(func() { inf.RunWithContext(ictx) })
 		}
-	}
-
-	var wg sync.WaitGroup
-	for _, inf := range infs {
-		wg.Go(func() { inf.RunWithContext(ictx) })
 	}
 	for range claimWorkers {
 		wg.Go(func() { w.claimLoop(ictx) })
 	}
 	wg.Go(func() { s.failures.run(ictx) })
+
 	// The bus dispatches once every informer's first list is queued, as
-	// controller-runtime starts its workers after its caches sync: an
-	// object's first run after a restart sees every related object, not
-	// the few observed before it, and so does not differ from the value
-	// handled before (rule K29).
-	if cache.WaitForCacheSync(ctx.Done(), synced...) {
+	// controller-runtime starts its workers after its caches sync, and the
+	// objects that relate to others are queued first: an object's first
+	// run after a restart then sees every related object, not the few
+	// observed before it, and does not differ from the value it handled
+	// before (rule K29). The caches are full before the first handler is
+	// added, so that the indexes of referring objects are too
+	// (Resource.Referenced); Options.Informers' are synced already.
+	cache.WaitForCacheSync(ctx.Done(), own...)
+	var first, rest []*resource
+	for _, r := range kinds {
+		if r.readOnly || r.cfg.Owned || len(r.cfg.Referenced) > 0 {
+			first = append(first, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	n := 0
+	for _, phase := range [][]*resource{first, rest} {
+		var synced []cache.InformerSynced
+		for _, r := range phase {
+			regs, err := w.addHandlers(r)
+			for _, reg := range regs {
+				synced = append(synced, reg.HasSynced)
+				if r.shared != nil {
+					// Options.Informers' provider runs the informer: only
+					// the handler is the Source's, removed once the bus has
+					// drained.
+					defer func() { _ = r.shared.RemoveEventHandler(reg) }()
+				}
+			}
+			if err != nil {
+				stop()
+				wg.Wait()
+				return err
+			}
+		}
+		n += len(synced)
+		cache.WaitForCacheSync(ctx.Done(), synced...)
+	}
+	if ctx.Err() == nil {
 		s.probe.set(func(p *probeState) { p.synced = true })
-		s.log.Info("k8s: watching", "resources", len(kinds), "informers", len(synced), "took", time.Since(begin))
+		s.log.Info("k8s: watching", "resources", len(kinds), "informers", n, "took", time.Since(begin))
 	}
 	err := bus.Run(ctx)
 	w.claims.ShutDown()
@@ -129,6 +142,30 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 	return err
 }
 
+// addHandlers adds w's handlers to r's informers and returns their
+// registrations, whose HasSynced reports that they were given every
+// object of the informer's first list, whether the informer started now
+// or earlier.
+func (w *watch) addHandlers(r *resource) ([]cache.ResourceEventHandlerRegistration, error) {
+	if r.shared != nil {
+		reg, err := r.shared.AddEventHandler(w.handlers(r))
+		if err != nil {
+			return nil, fmt.Errorf("k8s: resource %s: adding a handler to the informer of Options.Informers: %w", r.gvr.GroupResource(), err)
+		}
+		return []cache.ResourceEventHandlerRegistration{reg}, nil
+	}
+	var regs []cache.ResourceEventHandlerRegistration
+	for _, inf := range r.informers {
+		reg, err := inf.AddEventHandler(w.handlers(r))
+		if err != nil {
+			return regs, fmt.Errorf("k8s: resource %s: adding a handler to its informer: %w", r.gvr.GroupResource(), err)
+		}
+		regs = append(regs, reg)
+	}
+	return regs, nil
+}
+
+// handlers returns the event handlers of r's objects.
 func (w *watch) handlers(r *resource) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
