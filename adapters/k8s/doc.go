@@ -72,6 +72,11 @@
 // at Info which resources are read-only. [Resource].ReadOnly asks for it
 // and makes Run fail if a handler would run on the kind.
 //
+// The bus dispatches once every informer's first list is queued, the
+// objects of owned, referenced and read-only resources first: after a
+// restart, an owner's first run sees the objects it controls, so a handler
+// that read them runs again only if they changed.
+//
 // # Handlers that write
 //
 // A handler writes with the [Client] that [Source.Client] returns for its
