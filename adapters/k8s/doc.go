@@ -402,12 +402,15 @@
 //   - the finalizer: patch, and get, as for conditions;
 //   - leader election: get, create and update on coordination.k8s.io
 //     leases in the Lease's namespace;
-//   - a handler's [Client]: patch on the children's resources (and list
+//   - a handler's [Client]: create and patch on the children's resources
+//     (a server-side apply that creates an object needs create too; list
 //     and watch where they are watched), and patch on the status
-//     subresource (and get on the resource, read after a conflict).
+//     subresource (and get on the resource, read after a conflict);
+//   - a read-only resource: list and watch, nothing more.
 //
 // examples/podwatch ships an rbac.yaml with exactly what it needs for
-// Pods; testdata/rbac-widgets.yaml is the Role for a custom resource with
+// Pods, and examples/webapp one for a custom resource with children;
+// testdata/rbac-widgets.yaml is the Role for a custom resource with
 // conditions, a finalizer and leader election. Their tests run the
 // operator as a user with those permissions and no others.
 //
