@@ -1,0 +1,54 @@
+// Webapp is an operator for the WebApp custom resource (crd.yaml beside
+// this file: group example.opbus.dev, version v1), written as a kubebuilder
+// project would be, with opbus inside a controller-runtime manager.
+//
+// For each WebApp it creates a Deployment and a Service named after it, in
+// its namespace, labelled app: <name> and controlled by it; keeps the
+// Deployment's image and replicas in step with spec.image and
+// spec.replicas; copies the Deployment's status.readyReplicas to the
+// WebApp's status.readyReplicas, with a Ready condition that is True
+// exactly when it equals spec.replicas; and, when spec.healthURL is set,
+// GETs it every -probe-interval, with a Health condition that is True on a
+// 2xx answer and False, naming the HTTP status, otherwise.
+//
+// It reads the cluster from $KUBECONFIG, or from the Pod it runs in, and
+// serves Prometheus metrics, /healthz and /readyz on controller-runtime's
+// usual flags:
+//
+//	kubectl apply -f crd.yaml
+//	KUBECONFIG=$HOME/.kube/config go run . -leader-elect=false
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/opbus/opbus/adapters/k8s"
+)
+
+func main() {
+	var f flags
+	f.Bind(nil) // --metrics-bind-address, --health-probe-bind-address, --leader-elect
+	flag.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "the namespace of the Lease; empty: the Pod's, or default outside a cluster")
+	flag.DurationVar(&f.ProbeInterval, "probe-interval", 10*time.Second, "how often to GET each WebApp's spec.healthURL")
+	debug := flag.Bool("debug", false, "log every dispatch")
+	flag.Parse()
+
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctrl.SetLogger(logr.FromSlogHandler(logger.Handler()))
+	k8s.RouteKlog(logger)
+	if err := run(ctrl.SetupSignalHandler(), f, logger); err != nil {
+		fmt.Fprintln(os.Stderr, "webapp:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/k8s"
+	"github.com/opbus/opbus/adapters/k8s/ctrlmgr"
+)
+
+// flags are webapp's command-line settings.
+type flags struct {
+	k8s.Flags
+	LeaderElectionNamespace string
+	ProbeInterval           time.Duration
+}
+
+// The resources webapp watches: WebApps, and the Deployments and Services
+// they control, watched only to relate them to their WebApp.
+var (
+	webapps     = schema.GroupVersionResource{Group: "example.opbus.dev", Version: "v1", Resource: "webapps"}
+	deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	services    = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+)
+
+// run builds the manager, adds the operator to it and runs it until ctx
+// ends.
+func run(ctx context.Context, f flags, logger *slog.Logger) error {
+	cfg, err := k8s.LoadConfig(os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return err
+	}
+	ns := f.LeaderElectionNamespace
+	if ns == "" {
+		if ns = os.Getenv("POD_NAMESPACE"); ns == "" {
+			ns = "default"
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Metrics:                 metricsserver.Options{BindAddress: f.MetricsBindAddress},
+		HealthProbeBindAddress:  f.HealthProbeBindAddress,
+		LeaderElection:          f.LeaderElect,
+		LeaderElectionID:        "webapp.example.opbus.dev",
+		LeaderElectionNamespace: ns,
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := setup(mgr, logger, f.ProbeInterval); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// setup adds the operator to mgr: this is all a kubebuilder project
+// adds to its main to run opbus handlers.
+func setup(mgr ctrl.Manager, logger *slog.Logger, probeInterval time.Duration) error {
+	src, err := ctrlmgr.New(mgr, &k8s.Options{
+		Logger: logger,
+		// The handler "ready" is the Ready condition; the summary of
+		// every slot is Available.
+		SummaryCondition: "available",
+		Resources: []k8s.Resource{
+			{GVR: webapps},
+			{GVR: deployments, Owned: true},
+			{GVR: services, Owned: true},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	bus, err := opbus.New(src.BusOptions(nil))
+	if err != nil {
+		return err
+	}
+	op := &operator{src: src, probeInterval: probeInterval}
+	if err := op.register(bus); err != nil {
+		return err
+	}
+	return ctrlmgr.Add(mgr, src, bus)
+}
