@@ -142,8 +142,8 @@ func replacedByDir(m repoModule, path, dir string) bool {
 // requires another module of the repository names a release of it (not the
 // pseudo-version that a bare replace leaves), the same release everywhere, and
 // keeps the replace to its directory; the Kubernetes adapter and the benchmarks
-// require the root module, and the controller-runtime module ctrlmgr requires
-// the root module and the adapter.
+// require the root module, the controller-runtime module ctrlmgr requires
+// the root module and the adapter, and the example operator webapp all three.
 func TestNestedModulesRequireReleases(t *testing.T) {
 	mods := repoModules(t, repoRoot(t))
 	versions := releaseVersions(t, mods)
@@ -155,6 +155,9 @@ func TestNestedModulesRequireReleases(t *testing.T) {
 		{rootPath + "/bench", rootPath},
 		{k8sPath + "/ctrlmgr", rootPath},
 		{k8sPath + "/ctrlmgr", k8sPath},
+		{k8sPath + "/examples/webapp", rootPath},
+		{k8sPath + "/examples/webapp", k8sPath},
+		{k8sPath + "/examples/webapp", k8sPath + "/ctrlmgr"},
 	} {
 		m, ok := mods[c.path]
 		if !ok {

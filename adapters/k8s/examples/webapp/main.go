@@ -13,7 +13,8 @@
 //
 // It reads the cluster from $KUBECONFIG, or from the Pod it runs in, and
 // serves Prometheus metrics, /healthz and /readyz on controller-runtime's
-// usual flags:
+// usual flags. rbac.yaml grants what it needs: a ServiceAccount webapp in
+// the namespace webapp.
 //
 //	kubectl apply -f crd.yaml
 //	KUBECONFIG=$HOME/.kube/config go run . -leader-elect=false
