@@ -136,7 +136,9 @@ const maxFieldManager = 128
 // encoding/json marshals to a Kubernetes object with apiVersion, kind and
 // metadata.name (a client-go apply configuration, or a typed object with
 // its TypeMeta set; nulls are dropped, and a typed object's empty status).
-// The namespace defaults to the event object's. Unless metadata.ownerReferences
+// The namespace defaults to the event object's; a child in another
+// namespace, or a cluster-scoped child of a namespaced object, is refused
+// (an owner reference cannot name either). Unless metadata.ownerReferences
 // already names a controller, Apply adds one naming the event's object
 // (controller and blockOwnerDeletion true), so the child goes with its
 // owner and, watched as an Owned [Resource], relates to it.
@@ -178,6 +180,9 @@ func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured
 		}
 	} else {
 		u.SetNamespace("")
+		if owner.GetNamespace() != "" && !hasController(u) {
+			return nil, fmt.Errorf("k8s: Apply for handler %q on %v: %s %s is cluster-scoped and its owner is namespaced: a cluster-scoped object cannot have a namespaced owner (garbage collection refuses the reference)", c.ev.Handler, c.ev.Key, gvk.Kind, u.GetName())
+		}
 	}
 	if !hasController(u) {
 		yes := true

@@ -1,0 +1,342 @@
+package k8s_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/k8s"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
+)
+
+var clusterRolesGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
+
+// lastErr keeps the last error a handler saw.
+type lastErr struct {
+	mu   sync.Mutex
+	n    int
+	errs []error
+}
+
+func (l *lastErr) add(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	l.errs = append(l.errs, err)
+}
+
+func (l *lastErr) get() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == 0 {
+		return 0, nil
+	}
+	return l.n, l.errs[len(l.errs)-1]
+}
+
+// TestAttackApplyClusterScopedChild: a namespaced Widget's handler applies
+// a cluster-scoped child (a ClusterRole). Kubernetes does not allow a
+// cluster-scoped dependent to name a namespaced owner (the garbage
+// collector reports OwnerRefInvalidNamespace and never collects it), so
+// Apply should refuse, as it refuses a child in another namespace,
+// instead of creating an object with an owner reference that cannot work.
+func TestAttackApplyClusterScopedChild(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	name := "attack15-" + ns
+	t.Cleanup(func() { _ = c.Resource(clusterRolesGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	var l lastErr
+	var src *k8s.Source
+	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
+		{GVR: widgetsGVR, Namespaces: []string{ns}},
+	}}, func(b *opbus.Bus) {
+		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			_, err := src.Client(ev).Apply(ctx, map[string]any{
+				"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+				"metadata": map[string]any{"name": name},
+			})
+			l.add(err)
+			return opbus.Status{}, opbus.Permanent(err)
+		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec"}}))
+	})
+	src = op.src
+	createWidget(t, c, ns, "w", `{"size":1}`)
+	eventually(t, "the handler ran", func() bool { n, _ := l.get(); return n > 0 })
+	_, err := l.get()
+	if err == nil {
+		cr := get(t, c, clusterRolesGVR, "", name)
+		t.Fatalf("Apply of a cluster-scoped child of a namespaced owner succeeded, giving it owner references %+v that garbage collection refuses (OwnerRefInvalidNamespace); want an error", cr.GetOwnerReferences())
+	}
+	t.Logf("error: %v", err)
+}
+
+// TestAttackApplyOtherNamespace: a child in another namespace than its
+// owner is refused with an error that says why; bad input to Client and
+// Apply returns errors naming it, never panics.
+func TestAttackClientBadInput(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	var mu sync.Mutex
+	got := map[string]string{}
+	var src *k8s.Source
+	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
+		{GVR: widgetsGVR, Namespaces: []string{ns}},
+	}}, func(b *opbus.Bus) {
+		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			cl := src.Client(ev)
+			try := func(what string, obj any) {
+				defer func() {
+					if r := recover(); r != nil {
+						mu.Lock()
+						got[what] = fmt.Sprintf("PANIC %v", r)
+						mu.Unlock()
+					}
+				}()
+				_, err := cl.Apply(ctx, obj)
+				mu.Lock()
+				got[what] = fmt.Sprint(err)
+				mu.Unlock()
+			}
+			try("other namespace", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": "default"}})
+			try("nil", nil)
+			try("no apiVersion", map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "x"}})
+			try("unknown kind", map[string]any{"apiVersion": "v1", "kind": "Nope", "metadata": map[string]any{"name": "x"}})
+			try("string", "hello")
+			try("bad name", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "Not_A_Name"}})
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						mu.Lock()
+						got["nil event"] = fmt.Sprintf("PANIC %v", r)
+						mu.Unlock()
+					}
+				}()
+				_, err := src.Client(nil).Apply(ctx, map[string]any{})
+				mu.Lock()
+				got["nil event"] = fmt.Sprint(err)
+				mu.Unlock()
+			}()
+			err := cl.ApplyStatus(ctx, map[string]any{"x": 1})
+			mu.Lock()
+			got["status not in writes"] = fmt.Sprint(err)
+			mu.Unlock()
+			err = cl.ApplyStatus(ctx, nil)
+			mu.Lock()
+			got["status nil"] = fmt.Sprint(err)
+			mu.Unlock()
+			return opbus.Status{}, nil
+		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec"}, Writes: []string{"status.y"}}))
+	})
+	src = op.src
+	createWidget(t, c, ns, "w", `{"size":1}`)
+	eventually(t, "the handler ran", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 9 })
+	mu.Lock()
+	defer mu.Unlock()
+	for k, v := range got {
+		t.Logf("%s: %s", k, v)
+		if strings.HasPrefix(v, "PANIC") || v == "<nil>" && k != "status nil" {
+			t.Errorf("%s: %s", k, v)
+		}
+	}
+	if !strings.Contains(got["other namespace"], "another namespace") {
+		t.Errorf("other namespace: %s", got["other namespace"])
+	}
+}
+
+// TestAttackFailingHandlerApplies: a handler that applies a child and then
+// fails, retried with its backoff, sends the child once (its repeats are
+// skipped), and its failures make one HandlerFailed Event whose count
+// grows.
+func TestAttackFailingHandlerApplies(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	var w applies
+	var l lastErr
+	var src *k8s.Source
+	op := startBus(t, k8s.Options{Config: w.wrap(env.AdminConfig()), Resources: []k8s.Resource{
+		{GVR: widgetsGVR, Namespaces: []string{ns}},
+		{GVR: configMapsGVR, Namespaces: []string{ns}, Owned: true},
+	}}, opbus.Options{Backoff: opbus.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond}}, func(b *opbus.Bus) {
+		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			_, err := src.Client(ev).Apply(ctx, map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"},
+				"data": map[string]any{"a": "1"},
+			})
+			l.add(err)
+			if err != nil {
+				return opbus.Status{}, err
+			}
+			return opbus.Status{}, errors.New("later step fails")
+		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec", "related.ConfigMap[*].data"}}))
+	})
+	src = op.src
+	createWidget(t, c, ns, "w", `{"size":1}`)
+	eventually(t, "retries", func() bool { n, _ := l.get(); return n >= 8 })
+	n, err := l.get()
+	if err != nil {
+		t.Fatalf("apply error: %v", err)
+	}
+	if got := w.count("configmaps", "w"); got != 1 {
+		t.Errorf("%d runs, %d applies of the child, want 1", n, got)
+	}
+	evs, e := c.Resource(schema.GroupVersionResource{Version: "v1", Resource: "events"}).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+	if e != nil {
+		t.Fatal(e)
+	}
+	failed := 0
+	for _, ev := range evs.Items {
+		if r, _, _ := unstructuredString(ev.Object, "reason"); r == k8s.ReasonHandlerFailed {
+			failed++
+			cnt, _, _ := unstructuredInt(ev.Object, "count")
+			t.Logf("HandlerFailed count %d: %v", cnt, ev.Object["message"])
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d HandlerFailed Events, want 1", failed)
+	}
+}
+
+func unstructuredInt(o map[string]any, k string) (int64, bool, error) {
+	s, ok := o[k].(int64)
+	return s, ok, nil
+}
+
+// TestAttackTwoHandlersOneChild: two handlers apply fields of one child;
+// each keeps its own. Then they disagree on one field, both reading the
+// child: how many applies?
+func TestAttackTwoHandlersOneChild(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	var w applies
+	var src *k8s.Source
+	var la, lb lastErr
+	h := func(l *lastErr, key string) opbus.HandlerFunc {
+		return func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			spec, _ := ev.New["spec"].(map[string]any)
+			data := map[string]any{key: "mine"}
+			if v, ok := spec["shared"].(string); ok {
+				data["shared"] = v + "-" + key
+			}
+			_, err := src.Client(ev).Apply(ctx, map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"}, "data": data,
+			})
+			l.add(err)
+			return opbus.Status{}, err
+		}
+	}
+	op := start(t, k8s.Options{Config: w.wrap(env.AdminConfig()), Resources: []k8s.Resource{
+		{GVR: widgetsGVR, Namespaces: []string{ns}},
+		{GVR: configMapsGVR, Namespaces: []string{ns}, Owned: true},
+	}}, func(b *opbus.Bus) {
+		must(t, b.Handle("a", h(&la, "a"), opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec", "related.ConfigMap[*].data"}}))
+		must(t, b.Handle("b", h(&lb, "b"), opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec", "related.ConfigMap[*].data"}}))
+	})
+	src = op.src
+	createWidget(t, c, ns, "w", `{"size":1}`)
+	eventually(t, "both fields", func() bool {
+		cm, err := c.Resource(configMapsGVR).Namespace(ns).Get(t.Context(), "w", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		d := cm.Object["data"].(map[string]any)
+		return d["a"] == "mine" && d["b"] == "mine"
+	})
+	time.Sleep(time.Second)
+	before := w.count("configmaps", "w")
+	t.Logf("applies when settled: %d", before)
+	patch(t, c, widgetsGVR, ns, "w", `{"spec":{"shared":"x"}}`)
+	time.Sleep(3 * time.Second)
+	after := w.count("configmaps", "w")
+	na, _ := la.get()
+	nb, _ := lb.get()
+	t.Logf("after 3s of disagreement: %d applies, runs a=%d b=%d", after-before, na, nb)
+	if after-before > 10 {
+		t.Errorf("two handlers applying different values of one field: %d applies in 3s (a hot loop, with no warning)", after-before)
+	}
+}
+
+// TestAttackOwnerDeletedAndRecreated: a Widget with a child is deleted
+// (no garbage collector runs in the test's server, so the child stays
+// with an owner reference to the gone uid): no handler fails, nothing
+// is written; a Widget created again under the name takes the child over
+// with exactly one controller reference, to its own uid.
+func TestAttackOwnerDeletedAndRecreated(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	var w applies
+	var l lastErr
+	var src *k8s.Source
+	var rmu sync.Mutex
+	var readErrs []string
+	op := start(t, k8s.Options{Config: w.wrap(env.AdminConfig()), Resources: []k8s.Resource{
+		{GVR: widgetsGVR, Namespaces: []string{ns}},
+		{GVR: configMapsGVR, Namespaces: []string{ns}, Owned: true},
+	}}, func(b *opbus.Bus) {
+		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			_, err := src.Client(ev).Apply(ctx, map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"}, "data": map[string]any{"a": "1"},
+			})
+			l.add(err)
+			return opbus.Status{}, err
+		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec", "related.ConfigMap[*].metadata.uid"}}))
+		must(t, b.Handle("read", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			if ev.New == nil {
+				return opbus.Status{}, nil
+			}
+			uid, _ := opbus.Get[string](ev.New, "metadata.uid")
+			refs, _ := opbus.Get[[]any](ev.New, `related.ConfigMap["w"].metadata.ownerReferences`)
+			rmu.Lock()
+			readErrs = append(readErrs, fmt.Sprintf("widget %s sees child refs %v", uid, refs))
+			rmu.Unlock()
+			return opbus.Status{}, nil
+		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"related.ConfigMap[*].metadata.ownerReferences"}}))
+	})
+	src = op.src
+	w1 := createWidget(t, c, ns, "w", `{"size":1}`)
+	eventually(t, "child", func() bool { n, _ := l.get(); return n >= 1 && w.count("configmaps", "w") == 1 })
+	if err := c.Resource(widgetsGVR).Namespace(ns).Delete(t.Context(), "w", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	n1, err := l.get()
+	if err != nil || w.count("configmaps", "w") != 1 {
+		t.Errorf("after the owner's deletion: %d runs (last error %v), %d applies", n1, err, w.count("configmaps", "w"))
+	}
+	w2 := createWidget(t, c, ns, "w", `{"size":1}`)
+	eventually(t, "the child taken over", func() bool {
+		cm := get(t, c, configMapsGVR, ns, "w")
+		refs := cm.GetOwnerReferences()
+		return len(refs) == 1 && refs[0].UID == w2.GetUID()
+	})
+	time.Sleep(time.Second)
+	cm := get(t, c, configMapsGVR, ns, "w")
+	t.Logf("w1 %s w2 %s; child refs %+v; applies %d", w1.GetUID(), w2.GetUID(), cm.GetOwnerReferences(), w.count("configmaps", "w"))
+	rmu.Lock()
+	for _, s := range readErrs {
+		t.Log(s)
+	}
+	rmu.Unlock()
+}
