@@ -1,0 +1,113 @@
+package ctrlmgr_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/k8s"
+	"github.com/opbus/opbus/adapters/k8s/ctrlmgr"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
+)
+
+// TestAttackReferencedInManager: a resource Referenced by another, in a
+// Source inside a controller-runtime manager, relates as it does
+// standalone: a ConfigMap's handler subscribed to the Secret its
+// data.target names runs with the Secret's data.
+func TestAttackReferencedInManager(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ns   bool
+	}{{"all namespaces", false}, {"namespaced cache", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := kubetest.Shared(t)
+			ns := env.Namespace(t)
+			cfg := env.AdminConfig()
+			kc := kubernetes.NewForConfigOrDie(cfg)
+			copts := cache.Options{}
+			if tc.ns {
+				copts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+			}
+			mgr, err := manager.New(cfg, manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Cache: copts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := k8s.NewMetrics(nil) // a registry of its own: the test makes two managers
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := ctrlmgr.New(mgr, &k8s.Options{Logger: testLogger(t, "m"), Metrics: m, Resources: []k8s.Resource{
+				{GVR: configMaps, Status: k8s.StatusAnnotation},
+				{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, Referenced: []k8s.Reference{{Kind: "ConfigMap", Field: "data.target"}}},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bus, err := opbus.New(src.BusOptions(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			seen := map[string]string{}
+			if err := bus.Handle("see", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+				b, _ := json.Marshal(ev.New[opbus.RelatedField])
+				mu.Lock()
+				seen[ev.Key.Name] = string(b)
+				mu.Unlock()
+				return opbus.Status{}, nil
+			}, opbus.On{Kinds: []string{"ConfigMap"}, Fields: []string{"data.target", "related.Secret[*].data"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := ctrlmgr.Add(mgr, src, bus); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- mgr.Start(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+
+			if _, err := kc.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, StringData: map[string]string{"k": "v1"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kc.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"target": "s"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.ns {
+				// A cache of several namespaces gives informers without an
+				// indexer: Run refuses Referenced, saying so, rather than
+				// relating nothing.
+				select {
+				case err := <-done:
+					done <- err
+					if err == nil || !strings.Contains(err.Error(), "has no indexer") {
+						t.Fatalf("the manager returned %v, want an error saying the informer has no indexer", err)
+					}
+					t.Logf("the manager returned: %v", err)
+					return
+				case <-time.After(10 * time.Second):
+				}
+			}
+			eventually(t, "the ConfigMap's handler sees the Secret it names", func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				if s, ok := seen["c"]; !ok || !strings.Contains(s, "djE=") {
+					return fmt.Errorf("related of c: %q (ran: %v)", s, ok)
+				}
+				return nil
+			})
+		})
+	}
+}
