@@ -340,3 +340,66 @@ func TestAttackOwnerDeletedAndRecreated(t *testing.T) {
 	}
 	rmu.Unlock()
 }
+
+// TestAttackReferencedSwitchFast: a ConfigMap's data.target switched
+// between two Secrets many times in a row ends related to the last one
+// only: a change of the other Secret runs nothing, one of the target does.
+func TestAttackReferencedSwitchFast(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	var mu sync.Mutex
+	var last string
+	runs := 0
+	start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
+		{GVR: configMapsGVR, Namespaces: []string{ns}},
+		{GVR: secrets, Namespaces: []string{ns}, Referenced: []k8s.Reference{{Kind: "ConfigMap", Field: "data.target"}}},
+	}}, func(b *opbus.Bus) {
+		must(t, b.Handle("see", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			rel, _ := ev.New[opbus.RelatedField].(map[string]any)
+			s, _ := rel["Secret"].(map[string]any)
+			names := []string{}
+			for n := range s {
+				names = append(names, n)
+			}
+			mu.Lock()
+			last = strings.Join(names, ",")
+			runs++
+			mu.Unlock()
+			return opbus.Status{}, nil
+		}, opbus.On{Kinds: []string{"ConfigMap"}, Fields: []string{"related.Secret[*].data"}}))
+	})
+	for _, n := range []string{"s1", "s2"} {
+		if _, err := c.Resource(secrets).Namespace(ns).Create(t.Context(), obj(t, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":%q},"stringData":{"k":%q}}`, n, n), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Resource(configMapsGVR).Namespace(ns).Create(t.Context(), obj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"target":"s1"}}`), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "related to s1", func() bool { mu.Lock(); defer mu.Unlock(); return last == "s1" })
+	for i := range 21 {
+		target := []string{"s2", "s1"}[i%2]
+		patch(t, c, configMapsGVR, ns, "c", fmt.Sprintf(`{"data":{"target":%q}}`, target))
+	}
+	eventually(t, "related to s2 alone", func() bool { mu.Lock(); defer mu.Unlock(); return last == "s2" })
+	time.Sleep(time.Second)
+	mu.Lock()
+	n, l := runs, last
+	mu.Unlock()
+	if l != "s2" {
+		t.Fatalf("related after the switches: %q, want s2", l)
+	}
+	patch(t, c, secrets, ns, "s1", `{"stringData":{"k":"changed"}}`)
+	time.Sleep(time.Second)
+	mu.Lock()
+	if runs != n || last != "s2" {
+		t.Errorf("a change of s1, no longer named: %d runs (was %d), related %q", runs, n, last)
+	}
+	mu.Unlock()
+	patch(t, c, secrets, ns, "s2", `{"stringData":{"k":"changed"}}`)
+	eventually(t, "a change of s2 runs the handler", func() bool { mu.Lock(); defer mu.Unlock(); return runs > n })
+	t.Logf("%d runs in all", runs)
+}
