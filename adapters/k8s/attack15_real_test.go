@@ -403,3 +403,39 @@ func TestAttackReferencedSwitchFast(t *testing.T) {
 	eventually(t, "a change of s2 runs the handler", func() bool { mu.Lock(); defer mu.Unlock(); return runs > n })
 	t.Logf("%d runs in all", runs)
 }
+
+// TestAttackClusterScopedOwnerNamespacedChild: a handler on Namespaces
+// (cluster-scoped) applies a ConfigMap and leaves its namespace out: the
+// error should say that a namespaced child of a cluster-scoped owner needs
+// a namespace, not a 404 from the server.
+func TestAttackClusterScopedOwnerNamespacedChild(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	var l lastErr
+	var src *k8s.Source
+	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
+		{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, FieldSelector: "metadata.name=" + ns},
+	}}, func(b *opbus.Bus) {
+		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			cl := src.Client(ev)
+			_, err := cl.Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}})
+			l.add(err)
+			_, err2 := cl.Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": ns}})
+			l.add(err2)
+			return opbus.Status{}, nil
+		}, opbus.On{Kinds: []string{"Namespace"}, Fields: []string{"metadata.labels"}}))
+	})
+	src = op.src
+	eventually(t, "the handler ran", func() bool { n, _ := l.get(); return n >= 2 })
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Logf("no namespace: %v", l.errs[0])
+	t.Logf("with namespace: %v", l.errs[1])
+	if l.errs[1] != nil {
+		t.Errorf("a ConfigMap child of a Namespace, in it: %v", l.errs[1])
+	}
+	if l.errs[0] == nil || !strings.Contains(l.errs[0].Error(), "namespace") {
+		t.Errorf("a namespaced child of a cluster-scoped owner, with no namespace: %v, want an error saying it needs one", l.errs[0])
+	}
+}

@@ -136,7 +136,8 @@ const maxFieldManager = 128
 // encoding/json marshals to a Kubernetes object with apiVersion, kind and
 // metadata.name (a client-go apply configuration, or a typed object with
 // its TypeMeta set; nulls are dropped, and a typed object's empty status).
-// The namespace defaults to the event object's; a child in another
+// The namespace defaults to the event object's (a namespaced child of a
+// cluster-scoped object must name one); a child in another
 // namespace, or a cluster-scoped child of a namespaced object, is refused
 // (an owner reference cannot name either). Unless metadata.ownerReferences
 // already names a controller, Apply adds one naming the event's object
@@ -174,6 +175,9 @@ func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		if u.GetNamespace() == "" {
 			u.SetNamespace(owner.GetNamespace())
+		}
+		if u.GetNamespace() == "" {
+			return nil, fmt.Errorf("k8s: Apply for handler %q on %v: %s %s is namespaced and names no namespace, and its owner is cluster-scoped: set metadata.namespace", c.ev.Handler, c.ev.Key, gvk.Kind, u.GetName())
 		}
 		if owner.GetNamespace() != "" && u.GetNamespace() != owner.GetNamespace() {
 			return nil, fmt.Errorf("k8s: Apply for handler %q on %v: %s %s/%s is in another namespace than its owner: owner references cannot cross namespaces", c.ev.Handler, c.ev.Key, gvk.Kind, u.GetNamespace(), u.GetName())
