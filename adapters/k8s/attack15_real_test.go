@@ -320,6 +320,9 @@ func TestAttackOwnerDeletedAndRecreated(t *testing.T) {
 	if err := c.Resource(widgetsGVR).Namespace(ns).Delete(t.Context(), "w", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(500 * time.Millisecond)
+	// The child changes while its owner is gone (no garbage collector).
+	patch(t, c, configMapsGVR, ns, "w", `{"data":{"other":"x"},"metadata":{"labels":{"l":"1"}}}`)
 	time.Sleep(time.Second)
 	n1, err := l.get()
 	if err != nil || w.count("configmaps", "w") != 1 {
