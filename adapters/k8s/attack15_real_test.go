@@ -442,3 +442,56 @@ func TestAttackClusterScopedOwnerNamespacedChild(t *testing.T) {
 		t.Errorf("a namespaced child of a cluster-scoped owner, with no namespace: %v, want an error saying it needs one", l.errs[0])
 	}
 }
+
+// TestAttackAppliedBounded: what a Source keeps of its Clients' applies,
+// to skip repeats, goes with the objects: after 20 Widgets with a child
+// and a status each come and go, it keeps nothing; an apply of a resource
+// no informer watches is never kept (it is never skipped).
+func TestAttackAppliedBounded(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	var l lastErr
+	var src *k8s.Source
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
+		{GVR: widgetsGVR, Namespaces: []string{ns}},
+		{GVR: configMapsGVR, Namespaces: []string{ns}, Owned: true},
+	}}, func(b *opbus.Bus) {
+		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			name, _ := opbus.Get[string](ev.New, "metadata.name")
+			cl := src.Client(ev)
+			_, err := cl.Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}})
+			if err == nil {
+				_, err = cl.Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}})
+			}
+			if err == nil {
+				err = cl.ApplyStatus(ctx, map[string]any{"seen": true})
+			}
+			l.add(err)
+			return opbus.Status{}, err
+		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec"}, Writes: []string{"status.seen"}}))
+	})
+	src = op.src
+	for i := range 20 {
+		createWidget(t, c, ns, fmt.Sprintf("w%d", i), `{"size":1}`)
+	}
+	eventually(t, "20 runs", func() bool { n, _ := l.get(); return n >= 20 })
+	if _, err := l.get(); err != nil {
+		t.Fatal(err)
+	}
+	if n := k8s.AppliedKept(src); n != 40 {
+		t.Errorf("kept for %d objects, want 40 (20 ConfigMaps, 20 Widgets' status; no unwatched Secret)", n)
+	}
+	for i := range 20 {
+		name := fmt.Sprintf("w%d", i)
+		for _, gvr := range []schema.GroupVersionResource{widgetsGVR, configMapsGVR, secrets} {
+			if err := c.Resource(gvr).Namespace(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eventually(t, "nothing kept", func() bool { return k8s.AppliedKept(src) == 0 })
+}
