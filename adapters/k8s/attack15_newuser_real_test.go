@@ -1,8 +1,8 @@
 package k8s_test
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"flag"
 	"testing"
 
