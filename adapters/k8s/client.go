@@ -151,7 +151,8 @@ const maxFieldManager = 128
 // of a resource the Source does not watch is applied at every run (watch
 // it as an Owned [Resource]); so is a typed object with zero values that
 // the API server replaces by defaults (a Service port's targetPort 0),
-// which an apply configuration leaves out. A field the handler stops
+// which an apply configuration leaves out; and so is a field the API
+// server never stores as sent, such as a Secret's stringData (apply data). A field the handler stops
 // applying is removed by the API server (it owned it) without touching
 // other managers' fields.
 func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured, error) {
