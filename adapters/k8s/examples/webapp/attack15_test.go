@@ -41,8 +41,9 @@ func TestAttackWebAppEdges(t *testing.T) {
 
 	// Readiness latency while the health poll hangs.
 	var worst time.Duration
-	for i := range 5 {
+	for i := range 10 {
 		ready := int32(i % 2)
+		time.Sleep(230 * time.Millisecond) // spread the patches over the poll's phases
 		start := time.Now()
 		c.setReady(t, "hang", 1, ready)
 		want, msg := "False", "0 of 1"
