@@ -495,3 +495,73 @@ func TestAttackAppliedBounded(t *testing.T) {
 	}
 	eventually(t, "nothing kept", func() bool { return k8s.AppliedKept(src) == 0 })
 }
+
+// TestAttackRestartPendingWriter: a handler that applies a child and then
+// fails is pending when the operator stops; after a restart it runs again
+// once, when its stored retry is due (3 s), and succeeds, a handler that read the child and succeeded before
+// does not run again (K29), and nothing else is written.
+func TestAttackRestartPendingWriter(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	var w applies
+	var fail sync.Mutex
+	failing := true
+	var childRuns, seeRuns lastErr
+	register := func(src **k8s.Source) func(b *opbus.Bus) {
+		return func(b *opbus.Bus) {
+			must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+				_, err := (*src).Client(ev).Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"}, "data": map[string]any{"a": "1"}})
+				fail.Lock()
+				f := failing
+				fail.Unlock()
+				if err == nil && f {
+					err = errors.New("not yet")
+				}
+				childRuns.add(err)
+				return opbus.Status{}, err
+			}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec"}}))
+			must(t, b.Handle("see", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+				var err error
+				if _, gerr := opbus.Get[string](ev.New, `related.ConfigMap["w"].data.a`); gerr != nil {
+					err = gerr // recorded only: the handler succeeds
+				}
+				seeRuns.add(err)
+				return opbus.Active("seen"), nil
+			}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"related.ConfigMap[*].data"}}))
+		}
+	}
+	opts := k8s.Options{Config: w.wrap(env.AdminConfig()), Resources: []k8s.Resource{
+		{GVR: widgetsGVR, Namespaces: []string{ns}},
+		{GVR: configMapsGVR, Namespaces: []string{ns}, Owned: true},
+	}}
+	var src1 *k8s.Source
+	op := startBus(t, opts, opbus.Options{Backoff: opbus.Backoff{Initial: 3 * time.Second, Max: 3 * time.Second, Jitter: -1}}, register(&src1))
+	src1 = op.src
+	createWidget(t, c, ns, "w", `{"size":1}`)
+	eventually(t, "the child seen", func() bool { n, err := seeRuns.get(); return n >= 1 && err == nil })
+	eventually(t, "the child handler failed", func() bool { n, _ := childRuns.get(); return n >= 1 })
+	op.stop(t)
+	nc, _ := childRuns.get()
+	ns1, _ := seeRuns.get()
+	fail.Lock()
+	failing = false
+	fail.Unlock()
+	before := w.count("configmaps", "w")
+	var src2 *k8s.Source
+	op2 := start(t, opts, register(&src2))
+	src2 = op2.src
+	eventually(t, "the pending handler runs again", func() bool { n, _ := childRuns.get(); return n > nc })
+	time.Sleep(2 * time.Second)
+	n2, err := childRuns.get()
+	s2, _ := seeRuns.get()
+	t.Logf("child runs %d → %d (last %v); see runs %d → %d; applies %d → %d", nc, n2, err, ns1, s2, before, w.count("configmaps", "w"))
+	if err != nil || n2 != nc+1 {
+		t.Errorf("after the restart: child ran %d more times (last error %v), want once, succeeding", n2-nc, err)
+	}
+	if s2 != ns1 {
+		t.Errorf("after the restart: see ran %d more times, want 0", s2-ns1)
+	}
+}
