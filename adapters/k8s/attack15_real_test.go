@@ -57,12 +57,12 @@ func TestAttackApplyClusterScopedChild(t *testing.T) {
 	name := "attack15-" + ns
 	t.Cleanup(func() { _ = c.Resource(clusterRolesGVR).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	var l lastErr
-	var src *k8s.Source
+	src := newSrcRef()
 	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
 		{GVR: widgetsGVR, Namespaces: []string{ns}},
 	}}, func(b *opbus.Bus) {
 		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			_, err := src.Client(ev).Apply(ctx, map[string]any{
+			_, err := src.get().Client(ev).Apply(ctx, map[string]any{
 				"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 				"metadata": map[string]any{"name": name},
 			})
@@ -70,7 +70,7 @@ func TestAttackApplyClusterScopedChild(t *testing.T) {
 			return opbus.Status{}, opbus.Permanent(err)
 		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec"}}))
 	})
-	src = op.src
+	src.set(op.src)
 	createWidget(t, c, ns, "w", `{"size":1}`)
 	eventually(t, "the handler ran", func() bool { n, _ := l.get(); return n > 0 })
 	_, err := l.get()
@@ -92,12 +92,12 @@ func TestAttackClientBadInput(t *testing.T) {
 	c := dynClient(t, env.AdminConfig())
 	var mu sync.Mutex
 	got := map[string]string{}
-	var src *k8s.Source
+	src := newSrcRef()
 	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
 		{GVR: widgetsGVR, Namespaces: []string{ns}},
 	}}, func(b *opbus.Bus) {
 		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			cl := src.Client(ev)
+			cl := src.get().Client(ev)
 			try := func(what string, obj any) {
 				defer func() {
 					if r := recover(); r != nil {
@@ -125,7 +125,7 @@ func TestAttackClientBadInput(t *testing.T) {
 						mu.Unlock()
 					}
 				}()
-				_, err := src.Client(nil).Apply(ctx, map[string]any{})
+				_, err := src.get().Client(nil).Apply(ctx, map[string]any{})
 				mu.Lock()
 				got["nil event"] = fmt.Sprint(err)
 				mu.Unlock()
@@ -141,7 +141,7 @@ func TestAttackClientBadInput(t *testing.T) {
 			return opbus.Status{}, nil
 		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec"}, Writes: []string{"status.y"}}))
 	})
-	src = op.src
+	src.set(op.src)
 	createWidget(t, c, ns, "w", `{"size":1}`)
 	eventually(t, "the handler ran", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= 9 })
 	mu.Lock()
@@ -169,13 +169,13 @@ func TestAttackFailingHandlerApplies(t *testing.T) {
 	c := dynClient(t, env.AdminConfig())
 	var w applies
 	var l lastErr
-	var src *k8s.Source
+	src := newSrcRef()
 	op := startBus(t, k8s.Options{Config: w.wrap(env.AdminConfig()), Resources: []k8s.Resource{
 		{GVR: widgetsGVR, Namespaces: []string{ns}},
 		{GVR: configMapsGVR, Namespaces: []string{ns}, Owned: true},
 	}}, opbus.Options{Backoff: opbus.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond}}, func(b *opbus.Bus) {
 		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			_, err := src.Client(ev).Apply(ctx, map[string]any{
+			_, err := src.get().Client(ev).Apply(ctx, map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"},
 				"data": map[string]any{"a": "1"},
 			})
@@ -186,7 +186,7 @@ func TestAttackFailingHandlerApplies(t *testing.T) {
 			return opbus.Status{}, errors.New("later step fails")
 		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec", "related.ConfigMap[*].data"}}))
 	})
-	src = op.src
+	src.set(op.src)
 	createWidget(t, c, ns, "w", `{"size":1}`)
 	eventually(t, "retries", func() bool { n, _ := l.get(); return n >= 8 })
 	n, err := l.get()
@@ -228,7 +228,7 @@ func TestAttackTwoHandlersOneChild(t *testing.T) {
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
 	var w applies
-	var src *k8s.Source
+	src := newSrcRef()
 	var la, lb lastErr
 	h := func(l *lastErr, key string) opbus.HandlerFunc {
 		return func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
@@ -237,7 +237,7 @@ func TestAttackTwoHandlersOneChild(t *testing.T) {
 			if v, ok := spec["shared"].(string); ok {
 				data["shared"] = v + "-" + key
 			}
-			_, err := src.Client(ev).Apply(ctx, map[string]any{
+			_, err := src.get().Client(ev).Apply(ctx, map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"}, "data": data,
 			})
 			l.add(err)
@@ -251,7 +251,7 @@ func TestAttackTwoHandlersOneChild(t *testing.T) {
 		must(t, b.Handle("a", h(&la, "a"), opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec", "related.ConfigMap[*].data"}}))
 		must(t, b.Handle("b", h(&lb, "b"), opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec", "related.ConfigMap[*].data"}}))
 	})
-	src = op.src
+	src.set(op.src)
 	createWidget(t, c, ns, "w", `{"size":1}`)
 	eventually(t, "both fields", func() bool {
 		cm, err := c.Resource(configMapsGVR).Namespace(ns).Get(t.Context(), "w", metav1.GetOptions{})
@@ -288,7 +288,7 @@ func TestAttackOwnerDeletedAndRecreated(t *testing.T) {
 	c := dynClient(t, env.AdminConfig())
 	var w applies
 	var l lastErr
-	var src *k8s.Source
+	src := newSrcRef()
 	var rmu sync.Mutex
 	var readErrs []string
 	op := start(t, k8s.Options{Config: w.wrap(env.AdminConfig()), Resources: []k8s.Resource{
@@ -296,7 +296,7 @@ func TestAttackOwnerDeletedAndRecreated(t *testing.T) {
 		{GVR: configMapsGVR, Namespaces: []string{ns}, Owned: true},
 	}}, func(b *opbus.Bus) {
 		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			_, err := src.Client(ev).Apply(ctx, map[string]any{
+			_, err := src.get().Client(ev).Apply(ctx, map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"}, "data": map[string]any{"a": "1"},
 			})
 			l.add(err)
@@ -314,7 +314,7 @@ func TestAttackOwnerDeletedAndRecreated(t *testing.T) {
 			return opbus.Status{}, nil
 		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"related.ConfigMap[*].metadata.ownerReferences"}}))
 	})
-	src = op.src
+	src.set(op.src)
 	w1 := createWidget(t, c, ns, "w", `{"size":1}`)
 	eventually(t, "child", func() bool { n, _ := l.get(); return n >= 1 && w.count("configmaps", "w") == 1 })
 	if err := c.Resource(widgetsGVR).Namespace(ns).Delete(t.Context(), "w", metav1.DeleteOptions{}); err != nil {
@@ -416,12 +416,12 @@ func TestAttackClusterScopedOwnerNamespacedChild(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	var l lastErr
-	var src *k8s.Source
+	src := newSrcRef()
 	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
 		{GVR: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, FieldSelector: "metadata.name=" + ns},
 	}}, func(b *opbus.Bus) {
 		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-			cl := src.Client(ev)
+			cl := src.get().Client(ev)
 			_, err := cl.Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}})
 			l.add(err)
 			_, err2 := cl.Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x", "namespace": ns}})
@@ -429,7 +429,7 @@ func TestAttackClusterScopedOwnerNamespacedChild(t *testing.T) {
 			return opbus.Status{}, nil
 		}, opbus.On{Kinds: []string{"Namespace"}, Fields: []string{"metadata.labels"}}))
 	})
-	src = op.src
+	src.set(op.src)
 	eventually(t, "the handler ran", func() bool { n, _ := l.get(); return n >= 2 })
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -454,7 +454,7 @@ func TestAttackAppliedBounded(t *testing.T) {
 	ns := env.Namespace(t)
 	c := dynClient(t, env.AdminConfig())
 	var l lastErr
-	var src *k8s.Source
+	src := newSrcRef()
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{
 		{GVR: widgetsGVR, Namespaces: []string{ns}},
@@ -462,7 +462,7 @@ func TestAttackAppliedBounded(t *testing.T) {
 	}}, func(b *opbus.Bus) {
 		must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 			name, _ := opbus.Get[string](ev.New, "metadata.name")
-			cl := src.Client(ev)
+			cl := src.get().Client(ev)
 			_, err := cl.Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}})
 			if err == nil {
 				_, err = cl.Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name}})
@@ -474,7 +474,7 @@ func TestAttackAppliedBounded(t *testing.T) {
 			return opbus.Status{}, err
 		}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec"}, Writes: []string{"status.seen"}}))
 	})
-	src = op.src
+	src.set(op.src)
 	for i := range 20 {
 		createWidget(t, c, ns, fmt.Sprintf("w%d", i), `{"size":1}`)
 	}
@@ -482,7 +482,7 @@ func TestAttackAppliedBounded(t *testing.T) {
 	if _, err := l.get(); err != nil {
 		t.Fatal(err)
 	}
-	if n := k8s.AppliedKept(src); n != 40 {
+	if n := k8s.AppliedKept(src.get()); n != 40 {
 		t.Errorf("kept for %d objects, want 40 (20 ConfigMaps, 20 Widgets' status; no unwatched Secret)", n)
 	}
 	for i := range 20 {
@@ -493,7 +493,7 @@ func TestAttackAppliedBounded(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, "nothing kept", func() bool { return k8s.AppliedKept(src) == 0 })
+	eventually(t, "nothing kept", func() bool { return k8s.AppliedKept(src.get()) == 0 })
 }
 
 // TestAttackRestartPendingWriter: a handler that applies a child and then
@@ -510,10 +510,10 @@ func TestAttackRestartPendingWriter(t *testing.T) {
 	var fail sync.Mutex
 	failing := true
 	var childRuns, seeRuns lastErr
-	register := func(src **k8s.Source) func(b *opbus.Bus) {
+	register := func(src *srcRef) func(b *opbus.Bus) {
 		return func(b *opbus.Bus) {
 			must(t, b.Handle("child", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
-				_, err := (*src).Client(ev).Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"}, "data": map[string]any{"a": "1"}})
+				_, err := src.get().Client(ev).Apply(ctx, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "w"}, "data": map[string]any{"a": "1"}})
 				fail.Lock()
 				f := failing
 				fail.Unlock()
@@ -537,9 +537,9 @@ func TestAttackRestartPendingWriter(t *testing.T) {
 		{GVR: widgetsGVR, Namespaces: []string{ns}},
 		{GVR: configMapsGVR, Namespaces: []string{ns}, Owned: true},
 	}}
-	var src1 *k8s.Source
-	op := startBus(t, opts, opbus.Options{Backoff: opbus.Backoff{Initial: 3 * time.Second, Max: 3 * time.Second, Jitter: -1}}, register(&src1))
-	src1 = op.src
+	src1 := newSrcRef()
+	op := startBus(t, opts, opbus.Options{Backoff: opbus.Backoff{Initial: 3 * time.Second, Max: 3 * time.Second, Jitter: -1}}, register(src1))
+	src1.set(op.src)
 	createWidget(t, c, ns, "w", `{"size":1}`)
 	eventually(t, "the child seen", func() bool { n, err := seeRuns.get(); return n >= 1 && err == nil })
 	eventually(t, "the child handler failed", func() bool { n, _ := childRuns.get(); return n >= 1 })
@@ -550,9 +550,9 @@ func TestAttackRestartPendingWriter(t *testing.T) {
 	failing = false
 	fail.Unlock()
 	before := w.count("configmaps", "w")
-	var src2 *k8s.Source
-	op2 := start(t, opts, register(&src2))
-	src2 = op2.src
+	src2 := newSrcRef()
+	op2 := start(t, opts, register(src2))
+	src2.set(op2.src)
 	eventually(t, "the pending handler runs again", func() bool { n, _ := childRuns.get(); return n > nc })
 	time.Sleep(2 * time.Second)
 	n2, err := childRuns.get()
@@ -565,3 +565,16 @@ func TestAttackRestartPendingWriter(t *testing.T) {
 		t.Errorf("after the restart: see ran %d more times, want 0", s2-ns1)
 	}
 }
+
+// srcRef hands a handler the Source it runs under once start has
+// returned it.
+type srcRef struct {
+	ch chan struct{}
+	s  *k8s.Source
+}
+
+func newSrcRef() *srcRef { return &srcRef{ch: make(chan struct{})} }
+
+func (r *srcRef) set(s *k8s.Source) { r.s = s; close(r.ch) }
+
+func (r *srcRef) get() *k8s.Source { <-r.ch; return r.s }
