@@ -136,7 +136,10 @@ const maxFieldManager = 128
 // encoding/json marshals to a Kubernetes object with apiVersion, kind and
 // metadata.name (a client-go apply configuration, or a typed object with
 // its TypeMeta set; nulls are dropped, and a typed object's empty status).
-// The namespace defaults to the event object's. Unless metadata.ownerReferences
+// The namespace defaults to the event object's (a namespaced child of a
+// cluster-scoped object must name one); a child in another
+// namespace, or a cluster-scoped child of a namespaced object, is refused
+// (an owner reference cannot name either). Unless metadata.ownerReferences
 // already names a controller, Apply adds one naming the event's object
 // (controller and blockOwnerDeletion true), so the child goes with its
 // owner and, watched as an Owned [Resource], relates to it.
@@ -148,7 +151,8 @@ const maxFieldManager = 128
 // of a resource the Source does not watch is applied at every run (watch
 // it as an Owned [Resource]); so is a typed object with zero values that
 // the API server replaces by defaults (a Service port's targetPort 0),
-// which an apply configuration leaves out. A field the handler stops
+// which an apply configuration leaves out; and so is a field the API
+// server never stores as sent, such as a Secret's stringData (apply data). A field the handler stops
 // applying is removed by the API server (it owned it) without touching
 // other managers' fields.
 func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured, error) {
@@ -173,11 +177,17 @@ func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured
 		if u.GetNamespace() == "" {
 			u.SetNamespace(owner.GetNamespace())
 		}
+		if u.GetNamespace() == "" {
+			return nil, fmt.Errorf("k8s: Apply for handler %q on %v: %s %s is namespaced and names no namespace, and its owner is cluster-scoped: set metadata.namespace", c.ev.Handler, c.ev.Key, gvk.Kind, u.GetName())
+		}
 		if owner.GetNamespace() != "" && u.GetNamespace() != owner.GetNamespace() {
 			return nil, fmt.Errorf("k8s: Apply for handler %q on %v: %s %s/%s is in another namespace than its owner: owner references cannot cross namespaces", c.ev.Handler, c.ev.Key, gvk.Kind, u.GetNamespace(), u.GetName())
 		}
 	} else {
 		u.SetNamespace("")
+		if owner.GetNamespace() != "" && !hasController(u) {
+			return nil, fmt.Errorf("k8s: Apply for handler %q on %v: %s %s is cluster-scoped and its owner is namespaced: a cluster-scoped object cannot have a namespaced owner (garbage collection refuses the reference)", c.ev.Handler, c.ev.Key, gvk.Kind, u.GetName())
+		}
 	}
 	if !hasController(u) {
 		yes := true
@@ -421,7 +431,7 @@ type appliedKey struct {
 // returns the cached object. It counts what it skips.
 func (s *Source) unchanged(k appliedKey, data string, body map[string]any) (*unstructured.Unstructured, bool) {
 	s.applied.mu.Lock()
-	last, ok := s.applied.last[k]
+	last, ok := s.applied.last[k.object()][k.who()]
 	s.applied.mu.Unlock()
 	if !ok || last != sha256.Sum256([]byte(data)) {
 		return nil, false
@@ -446,17 +456,60 @@ func (s *Source) unchanged(k appliedKey, data string, body map[string]any) (*uns
 // sent notes an apply of data to k that returned err, and counts it.
 func (s *Source) sent(k appliedKey, data string, err error) {
 	s.applied.sent.Add(1)
+	s.mu.Lock()
+	kinds := s.kinds
+	s.mu.Unlock()
+	watched := slices.ContainsFunc(slices.Collect(maps.Values(kinds)), func(r *resource) bool { return r.gvr == k.gvr })
 	s.applied.mu.Lock()
 	defer s.applied.mu.Unlock()
 	if s.applied.last == nil {
-		s.applied.last = map[appliedKey][32]byte{}
+		s.applied.last = map[appliedObject]map[appliedBy][32]byte{}
 	}
-	if err != nil {
-		delete(s.applied.last, k)
+	o, by := k.object(), k.who()
+	if err != nil || !watched {
+		// Nothing to skip by: an apply of a resource no informer
+		// watches is never skipped, so it is not kept.
+		delete(s.applied.last[o], by)
+		if len(s.applied.last[o]) == 0 {
+			delete(s.applied.last, o)
+		}
 		return
 	}
-	s.applied.last[k] = sha256.Sum256([]byte(data))
+	if s.applied.last[o] == nil {
+		s.applied.last[o] = map[appliedBy][32]byte{}
+	}
+	s.applied.last[o][by] = sha256.Sum256([]byte(data))
 }
+
+// forgetApplied drops what was applied to the object of gvr, namespace
+// and name, which is gone: an apply to it is sent in any case (the cache
+// no longer holds it), and so what the Source keeps stays bounded by the
+// objects that exist.
+func (s *Source) forgetApplied(gvr schema.GroupVersionResource, namespace, name string) {
+	s.applied.mu.Lock()
+	defer s.applied.mu.Unlock()
+	delete(s.applied.last, appliedObject{gvr: gvr, namespace: namespace, name: name})
+}
+
+// appliedObject is an object applied to; appliedBy, who applied to it and
+// whether to its status.
+type (
+	appliedObject struct {
+		gvr       schema.GroupVersionResource
+		namespace string
+		name      string
+	}
+	appliedBy struct {
+		manager string
+		status  bool
+	}
+)
+
+func (k appliedKey) object() appliedObject {
+	return appliedObject{gvr: k.gvr, namespace: k.namespace, name: k.name}
+}
+
+func (k appliedKey) who() appliedBy { return appliedBy{manager: k.manager, status: k.status} }
 
 // holds reports whether have holds every field of want with an equal
 // value: maps by key, lists element by element with the same length.
@@ -508,7 +561,7 @@ type applies struct {
 	sent, skipped atomic.Int64
 
 	mu   sync.Mutex
-	last map[appliedKey][32]byte // the SHA-256 of the data last applied, by what and where
+	last map[appliedObject]map[appliedBy][32]byte // the SHA-256 of the data last applied, by where and who; pruned when the object goes
 	bus  *opbus.Bus
 	subs map[string]opbus.Subscription // the bus's handlers by ID
 }

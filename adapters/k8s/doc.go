@@ -95,10 +95,14 @@
 // [Client.Apply] creates or updates a child with server-side apply, under
 // a field manager of the handler's own ([FieldManager]: the operator's
 // name, a slash, the handler's ID), with Force; the child's namespace
-// defaults to the owner's, and it gets a controller owner reference to the
+// defaults to the owner's (another namespace, or a cluster-scoped child of
+// a namespaced owner, is refused: no owner reference can name the owner
+// there), and it gets a controller owner reference to the
 // event's object unless it names a controller already. Each handler owns
 // the fields it applies: one it stops applying is removed, and another
-// handler's fields stay. [Client.ApplyStatus] applies fields of the
+// handler's fields stay. Two handlers applying one field with different
+// values take it from each other at each apply (Force): if they also read
+// the child, each runs the other again, without end. [Client.ApplyStatus] applies fields of the
 // object's own status (through the status subresource where there is one)
 // under the same field manager: the adapter's conditions, written under
 // the adapter's own, stay as they are. Every status field a handler writes
@@ -119,9 +123,9 @@
 // return an error: the owner references let garbage collection remove the
 // children.
 //
-// Permissions: get, list, watch and patch on the children's resources
-// (server-side apply is a patch; watching them lets the cache skip
-// repeats), and patch on <resource>/status, or on the resource itself for
+// Permissions: list, watch, create and patch on the children's resources
+// (server-side apply is a patch, and one that creates needs create too;
+// watching them lets the cache skip repeats), and patch on <resource>/status, or on the resource itself for
 // one without a status subresource.
 //
 // # Checked at startup

@@ -17,3 +17,11 @@ func SetEventBurst(s *Source, n int) {
 func Applied(s *Source) (sent, skipped int64) {
 	return s.applied.sent.Load(), s.applied.skipped.Load()
 }
+
+// AppliedKept returns how many objects s keeps what its Clients last
+// applied to.
+func AppliedKept(s *Source) int {
+	s.applied.mu.Lock()
+	defer s.applied.mu.Unlock()
+	return len(s.applied.last)
+}

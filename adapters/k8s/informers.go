@@ -40,6 +40,11 @@ type Informer interface {
 	Get(namespace, name string) (*unstructured.Unstructured, bool)
 }
 
+// An informer of a kind that refers to another through
+// [Resource].Referenced must also index: have AddIndexers and GetIndexer,
+// as client-go's cache.SharedIndexInformer does; without them Run
+// refuses the Referenced resource, whose referrers it could not find.
+
 // validateInformers refuses what a Source cannot honour when informers
 // come from o.Informers.
 func (o *Options) validateInformers() error {

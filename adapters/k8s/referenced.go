@@ -59,7 +59,11 @@ func prepareReferences(rs []*resource, kinds map[string]*resource) error {
 					r.gvr.GroupResource(), ref.Kind)
 			}
 			rf := reference{from: from, field: p, index: refIndex(p.String())}
-			for _, inf := range from.informers {
+			idx, err := from.indexables()
+			if err != nil {
+				return fmt.Errorf("k8s: resource %s: Referenced by %s: %w", r.gvr.GroupResource(), ref.Kind, err)
+			}
+			for _, inf := range idx {
 				if _, exists := inf.GetIndexer().GetIndexers()[rf.index]; exists {
 					continue
 				}
@@ -116,9 +120,13 @@ func (s *Source) referrersOf(key opbus.Key, _ map[string]any) []opbus.Key {
 	}
 	var out []opbus.Key
 	for _, ref := range r.refs {
-		inf := ref.from.informers[key.Namespace]
-		if inf == nil {
-			inf = ref.from.informers[""]
+		var inf indexable
+		if i, ok := ref.from.shared.(indexable); ok {
+			inf = i
+		} else if i := ref.from.informers[key.Namespace]; i != nil {
+			inf = i
+		} else if i := ref.from.informers[""]; i != nil {
+			inf = i
 		}
 		if inf == nil {
 			continue
@@ -168,4 +176,31 @@ func (w *watch) reRelate(r *resource, old, u *unstructured.Unstructured) {
 			}
 		}
 	}
+}
+
+// indexable is what a referring kind's informer needs to index the
+// field that refers: client-go's SharedIndexInformer has it, and so may
+// an informer of [Options].Informers.
+type indexable interface {
+	AddIndexers(cache.Indexers) error
+	GetIndexer() cache.Indexer
+}
+
+// indexables returns r's informers that index fields for
+// Resource.Referenced, or an error when r's informer comes from
+// Options.Informers and cannot be indexed: its referrers could never be
+// found, and relations would be silently missing.
+func (r *resource) indexables() ([]indexable, error) {
+	if r.shared != nil {
+		if i, ok := r.shared.(indexable); ok {
+			return []indexable{i}, nil
+		}
+		return nil, fmt.Errorf("the informer of %s that Options.Informers gives (%T) has no indexer (AddIndexers and GetIndexer), which a referring kind's informer needs; "+
+			"a controller-runtime cache of several namespaces gives such informers", r.gvr.GroupResource(), r.shared)
+	}
+	out := make([]indexable, 0, len(r.informers))
+	for _, inf := range r.informers {
+		out = append(out, inf)
+	}
+	return out, nil
 }

@@ -257,6 +257,7 @@ func (w *watch) deleted(r *resource, obj any) {
 		return
 	}
 	w.s.store.forget(key)
+	w.s.forgetApplied(r.gvr, key.Namespace, key.Name)
 	if u != nil {
 		defer w.reRelate(r, u, nil)
 	}

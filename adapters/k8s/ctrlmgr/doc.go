@@ -23,7 +23,9 @@
 //     [k8s.Resource] sets no Namespaces or selectors. A cache of all
 //     namespaces is the cheaper: the Source reads objects from its
 //     informers' indexers, while through a cache of some namespaces each
-//     read copies the object. Set cache.Options.DefaultTransform to
+//     read copies the object, and [k8s.Resource].Referenced is refused
+//     (Run returns an error): the referring kind's informers have no
+//     indexer to find referrers by. Set cache.Options.DefaultTransform to
 //     cache.TransformStripManagedFields() to keep managedFields out of the
 //     cache, as the standalone Source does.
 //   - The clients: requests go through mgr.GetConfig() and
