@@ -130,7 +130,9 @@ func FieldManager(name, handler string) string {
 const maxFieldManager = 128
 
 // Apply creates or updates the child obj of the event's object with
-// server-side apply (Force, under the handler's [FieldManager]), and
+// server-side apply (under the handler's [FieldManager], taking over the
+// fields other managers hold, but not those another handler of the
+// operator applied with other values: see below), and
 // returns the object as the API server holds it. obj is an
 // *unstructured.Unstructured, a map[string]any, or any value that
 // encoding/json marshals to a Kubernetes object with apiVersion, kind and
@@ -155,6 +157,14 @@ const maxFieldManager = 128
 // server never stores as sent, such as a Secret's stringData (apply data). A field the handler stops
 // applying is removed by the API server (it owned it) without touching
 // other managers' fields.
+//
+// Apply first applies without Force. A field another manager holds with
+// another value (kubectl, another controller) is then taken over with a
+// second, forced apply, as controllers do; but a field another handler
+// of this operator applied with another value is an error naming that
+// handler, and nothing is forced: two handlers forcing one field would
+// take it from each other at every run, each run changing what the other
+// reads, a write loop. The handler fails and is retried on its backoff.
 func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured, error) {
 	if c.err != nil {
 		return nil, c.err
@@ -205,8 +215,7 @@ func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured
 		return cur, nil
 	}
 	api := c.s.dyn.Resource(mapping.Resource).Namespace(u.GetNamespace())
-	force := true
-	out, err := api.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: c.manager, Force: &force})
+	out, err := c.applyChild(ctx, api, u.GetName(), data)
 	c.s.sent(child, string(data), err)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: Apply for handler %q on %v: applying %s %s: %w", c.ev.Handler, c.ev.Key, gvk.Kind, objectName(u.GetNamespace(), u.GetName()), err)

@@ -9,7 +9,10 @@
 // WebApp's status.readyReplicas, with a Ready condition that is True
 // exactly when it equals spec.replicas; and, when spec.healthURL is set,
 // GETs it every -probe-interval, with a Health condition that is True on a
-// 2xx answer and False, naming the HTTP status, otherwise.
+// 2xx answer and False, naming the HTTP status, otherwise. A GET gives up
+// after -probe-timeout (1s, as the kubelet's probes): the handlers of one
+// WebApp run one at a time, as a reconcile does, so a long poll would hold
+// back its readiness.
 //
 // It reads the cluster from $KUBECONFIG, or from the Pod it runs in, and
 // serves Prometheus metrics, /healthz and /readyz on controller-runtime's
@@ -38,6 +41,7 @@ func main() {
 	f.Bind(nil) // --metrics-bind-address, --health-probe-bind-address, --leader-elect
 	flag.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "the namespace of the Lease; empty: the Pod's, or default outside a cluster")
 	flag.DurationVar(&f.ProbeInterval, "probe-interval", 10*time.Second, "how often to GET each WebApp's spec.healthURL")
+	flag.DurationVar(&f.ProbeTimeout, "probe-timeout", time.Second, "how long a GET of spec.healthURL may take (the WebApp's other handlers wait for it)")
 	debug := flag.Bool("debug", false, "log every dispatch")
 	flag.Parse()
 

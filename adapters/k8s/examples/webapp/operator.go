@@ -23,6 +23,7 @@ const (
 type operator struct {
 	src           *k8s.Source
 	probeInterval time.Duration
+	probeTimeout  time.Duration
 	http          http.Client
 }
 
@@ -130,7 +131,7 @@ func (op *operator) health(ctx context.Context, ev *opbus.Event) (opbus.Status, 
 	if url == "" {
 		return opbus.Status{}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(op.probeInterval, 5*time.Second))
+	ctx, cancel := context.WithTimeout(ctx, min(op.probeInterval, op.probeTimeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -23,6 +23,7 @@ type flags struct {
 	k8s.Flags
 	LeaderElectionNamespace string
 	ProbeInterval           time.Duration
+	ProbeTimeout            time.Duration
 }
 
 // The resources webapp watches: WebApps, and the Deployments and Services
@@ -60,7 +61,7 @@ func run(ctx context.Context, f flags, logger *slog.Logger) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := setup(mgr, logger, f.ProbeInterval); err != nil {
+	if err := setup(mgr, logger, f.ProbeInterval, f.ProbeTimeout); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
@@ -68,7 +69,7 @@ func run(ctx context.Context, f flags, logger *slog.Logger) error {
 
 // setup adds the operator to mgr: this is all a kubebuilder project
 // adds to its main to run opbus handlers.
-func setup(mgr ctrl.Manager, logger *slog.Logger, probeInterval time.Duration) error {
+func setup(mgr ctrl.Manager, logger *slog.Logger, probeInterval, probeTimeout time.Duration) error {
 	src, err := ctrlmgr.New(mgr, &k8s.Options{
 		Logger: logger,
 		// The handler "ready" is the Ready condition; the summary of
@@ -87,7 +88,7 @@ func setup(mgr ctrl.Manager, logger *slog.Logger, probeInterval time.Duration) e
 	if err != nil {
 		return err
 	}
-	op := &operator{src: src, probeInterval: probeInterval}
+	op := &operator{src: src, probeInterval: probeInterval, probeTimeout: probeTimeout}
 	if err := op.register(bus); err != nil {
 		return err
 	}
