@@ -28,8 +28,11 @@
 //	OPBUS_KUBE_BIN=/path/to/bin go test ./...
 //
 // [Env.InstallCRDs] takes objects instead of files. [Env.UserConfig] gives a
-// configuration for a user without permissions, to check that the
-// operator's RBAC manifests grant what it needs. A test that needs a server
+// configuration for a user without permissions, and [Env.ApplyRBACFile]
+// binds an operator's RBAC manifest to that user, to check that the
+// manifest grants what the operator needs; [Env.WriteKubeconfig] writes a
+// kubeconfig for such a configuration, to run the operator as a process
+// of its own (KUBECONFIG=...), as it runs in a cluster. A test that needs a server
 // of its own, for example to restart it with [Env.RestartAPIServer], calls
 // [Start] instead of [Shared].
 //

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s/kubetest"
@@ -30,58 +28,7 @@ func TestMain(m *testing.M) { kubetest.Main(m) }
 
 const waitFor = 20 * time.Second
 
-var gvrs = map[string]schema.GroupVersionResource{
-	"ServiceAccount":     {Version: "v1", Resource: "serviceaccounts"},
-	"ClusterRole":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
-	"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
-	"Role":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
-	"RoleBinding":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
-}
-
 var pods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-
-// applyRBAC creates the objects of rbac.yaml, their rules untouched, with
-// the namespaced ones in ns, the cluster-scoped ones renamed after ns, and
-// every binding's subject replaced by user.
-func applyRBAC(t *testing.T, c dynamic.Interface, ns, user string) {
-	t.Helper()
-	data, err := os.ReadFile("rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		j, err := yaml.YAMLToJSON([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := json.Unmarshal(j, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		gvr, ok := gvrs[u.GetKind()]
-		if !ok {
-			t.Fatalf("rbac.yaml: unexpected kind %s", u.GetKind())
-		}
-		if _, ok := u.Object["subjects"]; ok {
-			u.Object["subjects"] = []any{map[string]any{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}}
-		}
-		var api dynamic.ResourceInterface = c.Resource(gvr)
-		if u.GetNamespace() != "" {
-			u.SetNamespace(ns)
-			api = c.Resource(gvr).Namespace(ns)
-		} else {
-			u.SetName(u.GetName() + "-" + ns)
-			if u.GetKind() == "ClusterRoleBinding" {
-				_ = unstructured.SetNestedField(u.Object, u.GetName(), "roleRef", "name")
-			}
-			name := u.GetName()
-			t.Cleanup(func() { _ = c.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		}
-		if _, err := api.Create(t.Context(), u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-	}
-}
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
 type syncBuffer struct {
@@ -130,7 +77,7 @@ func TestRBAC(t *testing.T) {
 	if _, err := user.Resource(pods).Namespace(ns).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("before rbac.yaml, listing pods as %s: got %v, want Forbidden", kubetest.OperatorUser, err)
 	}
-	applyRBAC(t, admin, ns, kubetest.OperatorUser)
+	env.ApplyRBACFile(t, "rbac.yaml", ns, kubetest.OperatorUser)
 	eventually(t, "the authorizer knows the bindings", func() bool {
 		_, err := user.Resource(pods).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 		return err == nil
