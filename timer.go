@@ -148,7 +148,7 @@ func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced boo
 		return false
 	}
 	cur := stored
-	if d.old == nil || !d.ks.isClean(h.idx) || touches(b.cmpOf(h, d.ks.key.Kind), d.changes(), h.fields) {
+	if d.old == nil || !d.ks.isClean(h.idx) || touches(b.cmpOf(h, d.ks.key.Kind), d.subscribed(), h.fields) {
 		// Its value may have changed: compare (a clean handler's value
 		// cannot have changed unless the diff touches its fields).
 		var err error

@@ -1,0 +1,158 @@
+package opbus
+
+import (
+	"slices"
+)
+
+// subscribed is what the handlers of one kind read of its objects: the
+// subtrees that hold their fields, so that a pass compares those and not
+// the whole object (per-write noise such as metadata.managedFields and
+// resourceVersion, and whatever no handler subscribes to, is never
+// walked). roots are the map-key prefixes of the fields (the segments
+// before the first list segment), with none at or below another, in path
+// order. whole is set when some handler reads the whole object: it has no
+// fields, or a field that starts with a list segment.
+type subscribed struct {
+	whole bool
+	roots []Path
+}
+
+// subscribedOf returns what the handlers of kind read. Handlers are
+// registered before the bus starts, so it is computed once per kind.
+func (b *Bus) subscribedOf(kind string) *subscribed {
+	if s, ok := b.subs.Load(kind); ok {
+		return s.(*subscribed)
+	}
+	s := &subscribed{}
+	var roots []Path
+	for _, h := range b.handlers {
+		if !h.forKind(kind) {
+			continue
+		}
+		if len(h.fields) == 0 {
+			s.whole = true
+			break
+		}
+		for _, f := range h.fields {
+			n := 0
+			for n < len(f) && f[n].Kind == SegKey {
+				n++
+			}
+			if n == 0 {
+				s.whole = true
+				break
+			}
+			roots = append(roots, f[:n:n])
+		}
+	}
+	if !s.whole {
+		slices.SortFunc(roots, comparePaths)
+		for _, r := range roots {
+			// Sorted, the paths below a root follow it.
+			if k := len(s.roots); k > 0 && isPrefix(s.roots[k-1], r) {
+				continue
+			}
+			s.roots = append(s.roots, r)
+		}
+	}
+	v, _ := b.subs.LoadOrStore(kind, s)
+	return v.(*subscribed)
+}
+
+// isPrefix reports whether the concrete path p is r or one of its
+// ancestors.
+func isPrefix(p, r Path) bool {
+	return len(p) <= len(r) && slices.Equal(p, r[:len(p)])
+}
+
+// subscribed returns the changes of the pass that its handlers may read:
+// those at or below the subscribed roots of the kind, as the full diff
+// has them (the full diff itself when it is already known, when some
+// handler reads the whole object, or when a root's ancestor itself was
+// added, removed or changed type). Whatever handlers do with the diff
+// (touches, relevant) looks only at changes at, below or above their
+// fields, and those all lie at or below a root, so it finds the same.
+func (d *dispatch) subscribed() Diff {
+	if d.diffd || d.old == nil {
+		return d.changes()
+	}
+	if d.scopedd {
+		return d.scoped
+	}
+	d.scopedd = true
+	s := d.b.subscribedOf(d.ks.key.Kind)
+	if s.whole {
+		d.scoped = d.changes()
+		return d.scoped
+	}
+	cmp := d.b.cmpFor(d.ks.key.Kind)
+	var out Diff
+	for _, r := range s.roots {
+		sub, ok := cmp.compareAt(d.old, d.new, r)
+		if !ok {
+			d.scoped = d.changes()
+			return d.scoped
+		}
+		out = append(out, sub...)
+	}
+	d.scoped = out
+	return out
+}
+
+// compareAt returns the changes of c.Compare(old, new) at or below the
+// concrete path root, whose segments are map keys, walking only that
+// subtree. It reports false, having found nothing, when the full diff
+// would hold a change above root: an ancestor of root present on one side
+// only, or not a map on one side while the values differ.
+func (c *Comparer) compareAt(old, new map[string]any, root Path) (Diff, bool) {
+	w := walkers.Get().(*walker)
+	w.c = c
+	defer func() {
+		w.reset()
+		walkers.Put(w)
+	}()
+	mask, field := c.all, ""
+	var a, b any = old, new
+	for i, s := range root {
+		am, aok := a.(map[string]any)
+		bm, bok := b.(map[string]any)
+		if !aok || !bok {
+			// The full walk stops above root. Between equal values, or
+			// two lists (whose changes are at elements, which no key
+			// names), it reports nothing at or above root; anything else
+			// is one change above root.
+			_, al := a.([]any)
+			_, bl := b.([]any)
+			if (al && bl) || Equal(a, b) {
+				return nil, true
+			}
+			return nil, false
+		}
+		next, ignored, f := c.step(mask, i, s)
+		if ignored {
+			return nil, true // the full walk skips the subtree
+		}
+		av, inA := am[s.Key]
+		bv, inB := bm[s.Key]
+		if !inA && !inB {
+			return nil, true
+		}
+		w.path = append(w.path, s)
+		if inA != inB {
+			if i < len(root)-1 {
+				return nil, false
+			}
+			if inA {
+				w.emit(OpRemove, av, nil, next, f)
+			} else {
+				w.emit(OpAdd, nil, bv, next, f)
+			}
+			return w.out, true
+		}
+		mask, field, a, b = next, f, av, bv
+	}
+	if !sameScalar(a, b) {
+		w.diffKeyed(a, b, mask, field)
+	}
+	return w.out, true
+}
