@@ -256,6 +256,13 @@ func (w *walker) child(mask uint64, s Segment) (next uint64, ignored bool, field
 	return w.c.step(mask, len(w.path), s)
 }
 
+// live reports whether a pattern may apply below a node with pattern state
+// mask; when none may, the hot loops skip the step (a child is then
+// neither ignored nor a keyed list).
+func (w *walker) live(mask uint64) bool {
+	return mask != 0 || w.c.anyDepth != nil
+}
+
 // step moves the pattern mask from a node at depth to its child at segment
 // s, and reports whether the child is ignored or holds a keyed list.
 func (c *Comparer) step(mask uint64, depth int, s Segment) (next uint64, ignored bool, field string) {
@@ -322,28 +329,49 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 	start := len(w.out)
 	spanStart := len(w.span)
 	shared := 0
+	depth := len(w.path) // the level of a's keys in w.path
+	pushed := false
 	for k, av := range a {
 		bv, inB := b[k]
 		if inB {
 			shared++
-			if sameScalar(av, bv) {
-				continue // the common case, decided without a path step
+			// The common case, decided without a path step: equal
+			// strings (most of an object's leaves, tested inline), or
+			// other equal scalars.
+			if as, ok := av.(string); ok {
+				if bs, ok := bv.(string); ok && as == bs {
+					continue
+				}
+			} else if sameScalar(av, bv) {
+				continue
 			}
 		}
-		next, ignored, field := w.child(mask, MapKey(k))
+		var next uint64
+		var ignored bool
+		var field string
+		if w.live(mask) {
+			next, ignored, field = w.c.step(mask, depth, MapKey(k))
+		}
 		if ignored {
 			continue
 		}
 		from := len(w.out)
-		w.path = append(w.path, MapKey(k))
+		if !pushed {
+			// One level for every key of a, pushed once: rewriting its
+			// key is cheaper than a push and a pop per key.
+			w.path, pushed = append(w.path, MapKey(k)), true
+		}
+		w.path[depth].Key = k
 		if !inB {
 			w.emit(OpRemove, av, nil, next, field)
 		} else {
 			w.diffKeyed(av, bv, next, field)
 		}
-		w.path = w.path[:len(w.path)-1]
-		w.record(k, from)
+		if len(w.out) > from {
+			w.record(k, from)
+		}
 	}
+	w.path = w.path[:depth]
 	if shared < len(b) {
 		for k, bv := range b {
 			if _, inA := a[k]; inA {
@@ -373,11 +401,12 @@ func (w *walker) record(k string, from int) {
 // sortSpans puts the sibling runs recorded since spanStart in key order.
 // Map iteration order is random, so the runs arrive in any order.
 func (w *walker) sortSpans(start, spanStart int) {
-	spans := w.span[spanStart:]
-	defer func() { w.span = w.span[:spanStart] }()
-	if len(spans) < 2 {
+	if len(w.span)-spanStart < 2 {
+		w.span = w.span[:spanStart] // nothing to reorder: the common case
 		return
 	}
+	spans := w.span[spanStart:]
+	defer func() { w.span = w.span[:spanStart] }()
 	slices.SortFunc(spans, func(x, y span) int { return strings.Compare(x.key, y.key) })
 	w.tmp = append(w.tmp[:0], w.out[start:]...)
 	at := start
@@ -388,18 +417,28 @@ func (w *walker) sortSpans(start, spanStart int) {
 
 func (w *walker) diffList(a, b []any, mask uint64) {
 	n := min(len(a), len(b))
+	depth, pushed := len(w.path), false
 	for i := 0; i < n; i++ {
 		if sameScalar(a[i], b[i]) {
 			continue
 		}
-		next, ignored, field := w.child(mask, ListIndex(i))
+		var next uint64
+		var ignored bool
+		var field string
+		if w.live(mask) {
+			next, ignored, field = w.c.step(mask, depth, ListIndex(i))
+		}
 		if ignored {
 			continue
 		}
-		w.path = append(w.path, ListIndex(i))
+		if !pushed {
+			// One level for every element, as in diffMap.
+			w.path, pushed = append(w.path, ListIndex(i)), true
+		}
+		w.path[depth].Index = i
 		w.diffKeyed(a[i], b[i], next, field)
-		w.path = w.path[:len(w.path)-1]
 	}
+	w.path = w.path[:depth]
 	for i := n; i < len(b); i++ {
 		next, ignored, field := w.child(mask, ListIndex(i))
 		if ignored {
