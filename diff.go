@@ -256,13 +256,6 @@ func (w *walker) child(mask uint64, s Segment) (next uint64, ignored bool, field
 	return w.c.step(mask, len(w.path), s)
 }
 
-// live reports whether a pattern may apply below a node with pattern state
-// mask; when none may, the hot loops skip the step (a child is then
-// neither ignored nor a keyed list).
-func (w *walker) live(mask uint64) bool {
-	return mask != 0 || w.c.anyDepth != nil
-}
-
 // step moves the pattern mask from a node at depth to its child at segment
 // s, and reports whether the child is ignored or holds a keyed list.
 func (c *Comparer) step(mask uint64, depth int, s Segment) (next uint64, ignored bool, field string) {
@@ -349,8 +342,15 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 		var next uint64
 		var ignored bool
 		var field string
-		if w.live(mask) {
+		if mask != 0 {
 			next, ignored, field = w.c.step(mask, depth, MapKey(k))
+		} else if w.c.anyDepth != nil {
+			// No anchored pattern is alive: only a list key by name
+			// may apply, and only a list needs one (diffKeyed and emit
+			// read it for nothing else when no pattern is alive).
+			if _, ok := av.([]any); ok {
+				field = w.c.anyDepth[k]
+			}
 		}
 		if ignored {
 			continue
@@ -425,7 +425,7 @@ func (w *walker) diffList(a, b []any, mask uint64) {
 		var next uint64
 		var ignored bool
 		var field string
-		if w.live(mask) {
+		if mask != 0 { // else no pattern applies: list keys by name are for map keys
 			next, ignored, field = w.c.step(mask, depth, ListIndex(i))
 		}
 		if ignored {

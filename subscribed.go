@@ -10,11 +10,36 @@ import (
 // resourceVersion, and whatever no handler subscribes to, is never
 // walked). roots are the map-key prefixes of the fields (the segments
 // before the first list segment), with none at or below another, in path
-// order. whole is set when some handler reads the whole object: it has no
-// fields, or a field that starts with a list segment.
+// order; tree holds them as a tree of keys, walked in one pass. whole is
+// set when some handler reads the whole object: it has no fields, or a
+// field that starts with a list segment.
 type subscribed struct {
 	whole bool
 	roots []Path
+	tree  *keyTree
+}
+
+// keyTree is a set of concrete paths of map keys, none at or below
+// another: the keys of a level in byte order, each with the tree below it,
+// nil where a path ends (the whole subtree is subscribed).
+type keyTree struct {
+	keys []string
+	kids []*keyTree
+}
+
+// add puts the path p, which no path of t covers or is covered by, in t.
+func (t *keyTree) add(p Path) {
+	for len(p) > 1 {
+		i, found := slices.BinarySearch(t.keys, p[0].Key)
+		if !found {
+			t.keys = slices.Insert(t.keys, i, p[0].Key)
+			t.kids = slices.Insert(t.kids, i, &keyTree{})
+		}
+		t, p = t.kids[i], p[1:]
+	}
+	i, _ := slices.BinarySearch(t.keys, p[0].Key)
+	t.keys = slices.Insert(t.keys, i, p[0].Key)
+	t.kids = slices.Insert(t.kids, i, (*keyTree)(nil))
 }
 
 // subscribedOf returns what the handlers of kind read. Handlers are
@@ -54,6 +79,10 @@ func (b *Bus) subscribedOf(kind string) *subscribed {
 			}
 			s.roots = append(s.roots, r)
 		}
+		s.tree = &keyTree{}
+		for _, r := range s.roots {
+			s.tree.add(r)
+		}
 	}
 	v, _ := b.subs.LoadOrStore(kind, s)
 	return v.(*subscribed)
@@ -85,15 +114,9 @@ func (d *dispatch) subscribed() Diff {
 		d.scoped = d.changes()
 		return d.scoped
 	}
-	cmp := d.b.cmpFor(d.ks.key.Kind)
-	var out Diff
-	for _, r := range s.roots {
-		sub, ok := cmp.compareAt(d.old, d.new, r)
-		if !ok {
-			d.scoped = d.changes()
-			return d.scoped
-		}
-		out = append(out, sub...)
+	out, ok := d.b.cmpFor(d.ks.key.Kind).compareIn(d.old, d.new, s.tree)
+	if !ok {
+		out = d.changes()
 	}
 	d.scoped = out
 	return out
@@ -155,4 +178,77 @@ func (c *Comparer) compareAt(old, new map[string]any, root Path) (Diff, bool) {
 		w.diffKeyed(a, b, mask, field)
 	}
 	return w.out, true
+}
+
+// compareIn returns the changes of c.Compare(old, new) at or below the
+// paths of t, in one walk down t: what compareAt finds for each of them,
+// in path order. It reports false, having found nothing, when compareAt
+// would for one of them.
+func (c *Comparer) compareIn(old, new map[string]any, t *keyTree) (Diff, bool) {
+	w := walkers.Get().(*walker)
+	w.c = c
+	ok := w.within(old, new, t, c.all)
+	out := w.out
+	w.reset()
+	walkers.Put(w)
+	if !ok {
+		return nil, false
+	}
+	return out, true
+}
+
+// within walks the keys of t in a and b, the maps at w.path with pattern
+// state mask, as compareAt walks a root's keys.
+func (w *walker) within(a, b map[string]any, t *keyTree, mask uint64) bool {
+	depth := len(w.path)
+	for i, k := range t.keys {
+		next, ignored, field := w.c.step(mask, depth, MapKey(k))
+		if ignored {
+			continue // the full walk skips the subtree
+		}
+		av, inA := a[k]
+		bv, inB := b[k]
+		if !inA && !inB {
+			continue
+		}
+		w.path = append(w.path, MapKey(k))
+		sub := t.kids[i]
+		switch {
+		case inA != inB && sub != nil:
+			w.path = w.path[:depth]
+			return false // a change above a subscribed path
+		case inA != inB && inA:
+			w.emit(OpRemove, av, nil, next, field)
+		case inA != inB:
+			w.emit(OpAdd, nil, bv, next, field)
+		case sub == nil:
+			if !sameScalar(av, bv) {
+				w.diffKeyed(av, bv, next, field)
+			}
+		default:
+			am, aok := av.(map[string]any)
+			bm, bok := bv.(map[string]any)
+			if aok && bok {
+				if !w.within(am, bm, sub, next) {
+					w.path = w.path[:depth]
+					return false
+				}
+			} else if !sameLevel(av, bv) {
+				w.path = w.path[:depth]
+				return false
+			}
+		}
+		w.path = w.path[:depth]
+	}
+	return true
+}
+
+// sameLevel reports whether the full walk, meeting a and b where a
+// subscribed path goes on below and one of them is no map, reports nothing
+// at or above it: they are equal, or two lists (whose changes are at
+// elements, which no key names).
+func sameLevel(a, b any) bool {
+	_, al := a.([]any)
+	_, bl := b.([]any)
+	return (al && bl) || Equal(a, b)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -169,6 +170,43 @@ func TestCompareAt(t *testing.T) {
 			if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
 				t.Fatalf("pair %d, root %v:\nold %v\nnew %v\ncompareAt:\n%v\nfull diff under the root:\n%v", i, root, old, new, got, want)
 			}
+		}
+	}
+	// compareIn, for a set of roots in one walk, finds what compareAt
+	// finds for each, in path order.
+	r = rand.New(rand.NewPCG(2, 17))
+	for i := range 3000 {
+		old, _ := randomValue(r, 0).(map[string]any)
+		if old == nil {
+			old = map[string]any{"a": randomValue(r, 1), "b": randomValue(r, 1)}
+		}
+		new, _ := mutateValue(r, old, 0).(map[string]any)
+		if new == nil {
+			new = map[string]any{}
+		}
+		c := cmps[i%len(cmps)]
+		var set []Path
+		for _, root := range roots {
+			if r.IntN(6) == 0 && !slices.ContainsFunc(set, func(p Path) bool { return isPrefix(p, root) || isPrefix(root, p) }) {
+				set = append(set, root)
+			}
+		}
+		if len(set) == 0 {
+			continue
+		}
+		slices.SortFunc(set, comparePaths)
+		tree := &keyTree{}
+		var want Diff
+		wantOK := true
+		for _, root := range set {
+			tree.add(root)
+			d, ok := c.compareAt(old, new, root)
+			want = append(want, d...)
+			wantOK = wantOK && ok
+		}
+		got, ok := c.compareIn(old, new, tree)
+		if ok != wantOK || (ok && fmt.Sprint(got) != fmt.Sprint(want)) {
+			t.Fatalf("pair %d, roots %v: compareIn %v %v, compareAt on each %v %v", i, set, ok, got, wantOK, want)
 		}
 	}
 	if declined == 0 || compared == 0 {

@@ -129,7 +129,17 @@ func Equal(a, b any) bool {
 		}
 		for k, xv := range x {
 			yv, ok := y[k]
-			if !ok || !Equal(xv, yv) {
+			if !ok {
+				return false
+			}
+			if xs, ok := xv.(string); ok {
+				// Most leaves are strings: settled inline.
+				if ys, ok := yv.(string); !ok || xs != ys {
+					return false
+				}
+				continue
+			}
+			if !Equal(xv, yv) {
 				return false
 			}
 		}
