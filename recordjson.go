@@ -129,9 +129,9 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		}
 		buf = append(buf, '}')
 	}
-	if len(r.sched) > 0 {
+	if len(r.schedules()) > 0 {
 		buf = append(buf, `,"timers":{`...)
-		for n, s := range r.sched { // in ID order
+		for n, s := range r.schedules() { // in ID order
 			if n > 0 {
 				buf = append(buf, ',')
 			}
