@@ -20,7 +20,8 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		buf = append(buf, `,"inc":`...)
 		buf = appendJSONString(buf, r.inc)
 	}
-	var idx []int
+	var small [64]int // the indexes of the handlers, without an allocation for most buses
+	idx := small[:0]
 	for i, d := range r.digests {
 		if !d.isZero() {
 			idx = append(idx, i)
