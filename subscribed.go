@@ -12,7 +12,8 @@ import (
 // before the first list segment), with none at or below another, in path
 // order; tree holds them as a tree of keys, walked in one pass. whole is
 // set when some handler reads the whole object: it has no fields, or a
-// field that starts with a list segment.
+// field that starts with a list segment. Handlers that take neither Create
+// nor Update do not count: no diff decides whether they run.
 type subscribed struct {
 	whole bool
 	roots []Path
@@ -51,8 +52,8 @@ func (b *Bus) subscribedOf(kind string) *subscribed {
 	s := &subscribed{}
 	var roots []Path
 	for _, h := range b.handlers {
-		if !h.forKind(kind) {
-			continue
+		if !h.forKind(kind) || (!h.wants(Create) && !h.wants(Update)) {
+			continue // runs on no diff: Delete and Resume read their digests only
 		}
 		if len(h.fields) == 0 {
 			s.whole = true

@@ -103,7 +103,7 @@ func shapeDiffers(old, new map[string]any, root Path) bool {
 }
 
 // TestCompareAt checks the subtree compare that a pass uses when no
-// handler reads the whole object (rule 11a): for random pairs of
+// handler reads the whole object (rule P17a): for random pairs of
 // documents, comparers with list keys and ignored paths, and every root of
 // up to three keys, compareAt returns exactly the changes of the full
 // Compare at or below the root, and declines only when the full diff holds
@@ -217,7 +217,7 @@ func TestCompareAt(t *testing.T) {
 // TestSubscribedDispatch checks that a pass whose handlers all subscribe
 // to fields gives each handler the Changes the full diff gives it, and runs
 // exactly the handlers whose fields changed, while a change only outside
-// every subscribed subtree runs none (rule 11a).
+// every subscribed subtree runs none (rule P17a).
 func TestSubscribedDispatch(t *testing.T) {
 	ctx := context.Background()
 	b := newBus(t, &Options{ListKeys: map[string]string{"containers": "name"}})
