@@ -123,68 +123,12 @@ func (d *dispatch) subscribed() Diff {
 	return out
 }
 
-// compareAt returns the changes of c.Compare(old, new) at or below the
-// concrete path root, whose segments are map keys, walking only that
-// subtree. It reports false, having found nothing, when the full diff
-// would hold a change above root: an ancestor of root present on one side
-// only, or not a map on one side while the values differ.
-func (c *Comparer) compareAt(old, new map[string]any, root Path) (Diff, bool) {
-	w := walkers.Get().(*walker)
-	w.c = c
-	defer func() {
-		w.reset()
-		walkers.Put(w)
-	}()
-	mask, field := c.all, ""
-	var a, b any = old, new
-	for i, s := range root {
-		am, aok := a.(map[string]any)
-		bm, bok := b.(map[string]any)
-		if !aok || !bok {
-			// The full walk stops above root. Between equal values, or
-			// two lists (whose changes are at elements, which no key
-			// names), it reports nothing at or above root; anything else
-			// is one change above root.
-			_, al := a.([]any)
-			_, bl := b.([]any)
-			if (al && bl) || Equal(a, b) {
-				return nil, true
-			}
-			return nil, false
-		}
-		next, ignored, f := c.step(mask, i, s)
-		if ignored {
-			return nil, true // the full walk skips the subtree
-		}
-		av, inA := am[s.Key]
-		bv, inB := bm[s.Key]
-		if !inA && !inB {
-			return nil, true
-		}
-		w.path = append(w.path, s)
-		if inA != inB {
-			if i < len(root)-1 {
-				return nil, false
-			}
-			if inA {
-				w.emit(OpRemove, av, nil, next, f)
-			} else {
-				w.emit(OpAdd, nil, bv, next, f)
-			}
-			return w.out, true
-		}
-		mask, field, a, b = next, f, av, bv
-	}
-	if !sameScalar(a, b) {
-		w.diffKeyed(a, b, mask, field)
-	}
-	return w.out, true
-}
-
 // compareIn returns the changes of c.Compare(old, new) at or below the
-// paths of t, in one walk down t: what compareAt finds for each of them,
-// in path order. It reports false, having found nothing, when compareAt
-// would for one of them.
+// concrete paths of t, in path order, walking only those subtrees, each
+// with the pattern state the full walk has there. It reports false,
+// having found nothing, when the full diff may hold a change above one of
+// them: an ancestor present on one side only, or not a map on one side
+// while the values differ.
 func (c *Comparer) compareIn(old, new map[string]any, t *keyTree) (Diff, bool) {
 	w := walkers.Get().(*walker)
 	w.c = c
@@ -199,7 +143,7 @@ func (c *Comparer) compareIn(old, new map[string]any, t *keyTree) (Diff, bool) {
 }
 
 // within walks the keys of t in a and b, the maps at w.path with pattern
-// state mask, as compareAt walks a root's keys.
+// state mask, as the full walk would.
 func (w *walker) within(a, b map[string]any, t *keyTree, mask uint64) bool {
 	depth := len(w.path)
 	for i, k := range t.keys {

@@ -7,7 +7,7 @@ import (
 
 // BenchmarkSubscribedCompare compares the Pod fixture pair as a pass of
 // root BenchmarkDispatch does: whole (Compare) and only within the
-// subtrees its 20 handlers subscribe to (compareAt on each root).
+// subtrees its 20 handlers subscribe to (compareIn, one walk down their keys).
 func BenchmarkSubscribedCompare(b *testing.B) {
 	old := loadFixture(b, "pod-old.json").(map[string]any)
 	new := loadFixture(b, "pod-new.json").(map[string]any)
