@@ -140,6 +140,7 @@ type Bus struct {
 	ended      map[Key]string            // keys forgotten after their deletion → that incarnation
 	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
 	stripes    [64]sync.Mutex            // order a key's store writes with shutdown's (see stripe)
+	subs       sync.Map                  // kind → *subscribed, once the bus has started (subscribed.go)
 }
 
 // stripe returns the lock that orders the store writes of key with

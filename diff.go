@@ -322,28 +322,56 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 	start := len(w.out)
 	spanStart := len(w.span)
 	shared := 0
+	depth := len(w.path) // the level of a's keys in w.path
+	pushed := false
 	for k, av := range a {
 		bv, inB := b[k]
 		if inB {
 			shared++
-			if sameScalar(av, bv) {
-				continue // the common case, decided without a path step
+			// The common case, decided without a path step: equal
+			// strings (most of an object's leaves, tested inline), or
+			// other equal scalars.
+			if as, ok := av.(string); ok {
+				if bs, ok := bv.(string); ok && as == bs {
+					continue
+				}
+			} else if sameScalar(av, bv) {
+				continue
 			}
 		}
-		next, ignored, field := w.child(mask, MapKey(k))
+		var next uint64
+		var ignored bool
+		var field string
+		if mask != 0 {
+			next, ignored, field = w.c.step(mask, depth, MapKey(k))
+		} else if w.c.anyDepth != nil {
+			// No anchored pattern is alive: only a list key by name
+			// may apply, and only a list needs one (diffKeyed and emit
+			// read it for nothing else when no pattern is alive).
+			if _, ok := av.([]any); ok {
+				field = w.c.anyDepth[k]
+			}
+		}
 		if ignored {
 			continue
 		}
 		from := len(w.out)
-		w.path = append(w.path, MapKey(k))
+		if !pushed {
+			// One level for every key of a, pushed once: rewriting its
+			// key is cheaper than a push and a pop per key.
+			w.path, pushed = append(w.path, MapKey(k)), true
+		}
+		w.path[depth].Key = k
 		if !inB {
 			w.emit(OpRemove, av, nil, next, field)
 		} else {
 			w.diffKeyed(av, bv, next, field)
 		}
-		w.path = w.path[:len(w.path)-1]
-		w.record(k, from)
+		if len(w.out) > from {
+			w.record(k, from)
+		}
 	}
+	w.path = w.path[:depth]
 	if shared < len(b) {
 		for k, bv := range b {
 			if _, inA := a[k]; inA {
@@ -373,11 +401,12 @@ func (w *walker) record(k string, from int) {
 // sortSpans puts the sibling runs recorded since spanStart in key order.
 // Map iteration order is random, so the runs arrive in any order.
 func (w *walker) sortSpans(start, spanStart int) {
-	spans := w.span[spanStart:]
-	defer func() { w.span = w.span[:spanStart] }()
-	if len(spans) < 2 {
+	if len(w.span)-spanStart < 2 {
+		w.span = w.span[:spanStart] // nothing to reorder: the common case
 		return
 	}
+	spans := w.span[spanStart:]
+	defer func() { w.span = w.span[:spanStart] }()
 	slices.SortFunc(spans, func(x, y span) int { return strings.Compare(x.key, y.key) })
 	w.tmp = append(w.tmp[:0], w.out[start:]...)
 	at := start
@@ -388,18 +417,28 @@ func (w *walker) sortSpans(start, spanStart int) {
 
 func (w *walker) diffList(a, b []any, mask uint64) {
 	n := min(len(a), len(b))
+	depth, pushed := len(w.path), false
 	for i := 0; i < n; i++ {
 		if sameScalar(a[i], b[i]) {
 			continue
 		}
-		next, ignored, field := w.child(mask, ListIndex(i))
+		var next uint64
+		var ignored bool
+		var field string
+		if mask != 0 { // else no pattern applies: list keys by name are for map keys
+			next, ignored, field = w.c.step(mask, depth, ListIndex(i))
+		}
 		if ignored {
 			continue
 		}
-		w.path = append(w.path, ListIndex(i))
+		if !pushed {
+			// One level for every element, as in diffMap.
+			w.path, pushed = append(w.path, ListIndex(i)), true
+		}
+		w.path[depth].Index = i
 		w.diffKeyed(a[i], b[i], next, field)
-		w.path = w.path[:len(w.path)-1]
 	}
+	w.path = w.path[:depth]
 	for i := n; i < len(b); i++ {
 		next, ignored, field := w.child(mask, ListIndex(i))
 		if ignored {
@@ -425,7 +464,7 @@ func (w *walker) diffList(a, b []any, mask uint64) {
 func (w *walker) diffKeyedList(a, b []any, mask uint64, field string) bool {
 	// Fast path, allocation-free: same keys in the same order, which is the
 	// common case. Keys are formatted only for elements that differ.
-	if len(a) == len(b) && sameKeys(a, b, field) && !hasDuplicateKeys(a, field) {
+	if len(a) == len(b) && sameDistinctKeys(a, b, field) {
 		start, spanStart := len(w.out), len(w.span)
 		for i := range a {
 			if Equal(a[i], b[i]) {
@@ -525,6 +564,33 @@ func sameKeys(a, b []any, field string) bool {
 		if !oka || !okb || !Equal(ka, kb) {
 			return false
 		}
+	}
+	return true
+}
+
+// sameDistinctKeys reports whether a and b, of equal length, have scalar
+// keys that are pairwise equal and, in a, distinct: sameKeys and not
+// hasDuplicateKeys, reading each key once for the usual short lists (the
+// profile of bench BenchmarkDispatch showed the duplicate check reading
+// every pair's keys again).
+func sameDistinctKeys(a, b []any, field string) bool {
+	if len(a) > 8 {
+		return sameKeys(a, b, field) && !hasDuplicateKeys(a, field)
+	}
+	var buf [8]any
+	keys := buf[:0]
+	for i := range a {
+		ka, oka := rawKey(a[i], field)
+		kb, okb := rawKey(b[i], field)
+		if !oka || !okb || !Equal(ka, kb) {
+			return false
+		}
+		for _, k := range keys {
+			if Equal(k, ka) {
+				return false
+			}
+		}
+		keys = append(keys, ka)
 	}
 	return true
 }

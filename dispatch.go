@@ -20,15 +20,19 @@ type dispatch struct {
 	new   map[string]any
 	diff  Diff // old → new, computed on first use
 	diffd bool
-	all   Diff   // nil → new: the whole object as one change, for creates
-	id    string // correlation ID, made when a handler first runs
-	force bool   // run failing handlers whatever their backoff (Dispatch)
-	dirty bool   // rec changed
-	errs  []error
-	due   time.Time // earliest retry due; zero for none
-	view  *relView  // the view of related objects new holds (view.go); nil for none
-	now   time.Time // when schedules were first checked in this pass (timer.go)
-	tick  bool      // the handler being run is due to its schedule (timer.go)
+	// scoped: the changes within the subscribed subtrees, computed on
+	// first use (subscribed.go); scopedd tells it is.
+	scoped  Diff
+	scopedd bool
+	all     Diff   // nil → new: the whole object as one change, for creates
+	id      string // correlation ID, made when a handler first runs
+	force   bool   // run failing handlers whatever their backoff (Dispatch)
+	dirty   bool   // rec changed
+	errs    []error
+	due     time.Time // earliest retry due; zero for none
+	view    *relView  // the view of related objects new holds (view.go); nil for none
+	now     time.Time // when schedules were first checked in this pass (timer.go)
+	tick    bool      // the handler being run is due to its schedule (timer.go)
 	// storeFail: a save or publish of this pass failed (counted once).
 	storeFail bool
 }
@@ -416,7 +420,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *dispatch, coalesced bool) {
 		}
 		// A clean handler's value cannot have changed unless the diff
 		// touches its fields: skip the digest.
-		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmpOf(h, ks.key.Kind), d.changes(), h.fields) {
+		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmpOf(h, ks.key.Kind), d.subscribed(), h.fields) {
 			continue
 		}
 		cur, err := b.digestFor(d, h)
@@ -481,7 +485,7 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 	cmp := d.b.cmpOf(h, d.ks.key.Kind)
 	var changes Diff
 	if typ != Delete {
-		changes = d.changes()
+		changes = d.subscribed()
 		if h.wcmp != nil && d.old != nil {
 			changes = cmp.Compare(d.old, d.new) // less what h writes
 		}

@@ -78,6 +78,11 @@
 // own digests and Changes, so its writes never run it again, while every
 // other handler sees them as any change.
 //
+// A pass does only the work its subscriptions need: when every handler of
+// a kind that takes changes names fields, it compares the subtrees that
+// hold them, not the whole object, and computes the digest only of a
+// handler whose fields the changes may touch.
+//
 // # Related objects
 //
 // [Bus.Relate] declares that objects of a kind relate to others (a

@@ -65,6 +65,9 @@ func simHandlers(cfg simConfig, gen int) []simHandler {
 		{id: "poll", fields: []string{"spec.image"}, again: true},
 		{id: "wspec", fields: []string{"spec"}, writes: []string{"spec.big"}}, // rule 5a
 	}
+	if cfg.fieldsOnly {
+		hs = slices.DeleteFunc(hs, func(h simHandler) bool { return h.id == "whole" })
+	}
 	if simMapWildcard {
 		hs = append(hs, simHandler{id: "sel", fields: []string{"spec.selector[*]"}})
 	}

@@ -20,7 +20,8 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		buf = append(buf, `,"inc":`...)
 		buf = appendJSONString(buf, r.inc)
 	}
-	var idx []int
+	var small [64]int // the indexes of the handlers, without an allocation for most buses
+	idx := small[:0]
 	for i, d := range r.digests {
 		if !d.isZero() {
 			idx = append(idx, i)
@@ -129,9 +130,9 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		}
 		buf = append(buf, '}')
 	}
-	if len(r.sched) > 0 {
+	if len(r.schedules()) > 0 {
 		buf = append(buf, `,"timers":{`...)
-		for n, s := range r.sched { // in ID order
+		for n, s := range r.schedules() { // in ID order
 			if n > 0 {
 				buf = append(buf, ',')
 			}

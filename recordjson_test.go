@@ -12,7 +12,7 @@ import (
 func wireOf(t *testing.T, r *record, ids []string) wireRecord {
 	t.Helper()
 	w := wireRecord{Version: 2, Inc: r.inc}
-	for _, s := range r.sched {
+	for _, s := range r.schedules() {
 		if w.Timers == nil {
 			w.Version, w.Timers = 3, map[string]wireTimer{}
 		}

@@ -24,11 +24,16 @@ type simConfig struct {
 	fieldSwap     int  // from this generation on, handler moved reads spec.template.image, not spec.image; 0: never
 	removed       int  // the bus of this generation lacks handler verdict (an upgrade), the next has it again (a rollback); 0: never
 	longNames     bool // odd keys have 253-character names
+	// fieldsOnly leaves out handler whole, so that every handler that
+	// takes changes names fields and passes compare only the subscribed
+	// subtrees (rule P17a). Derived from keys, not drawn, so that the seeds
+	// of recorded findings replay the same operations.
+	fieldsOnly bool
 }
 
 func (c simConfig) String() string {
-	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d fileStore=%v keys=%d revisionBump=%d fieldSwap=%d removed=%d longNames=%v",
-		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.fileStore, c.keys, c.revisionBumps, c.fieldSwap, c.removed, c.longNames)
+	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d fileStore=%v keys=%d revisionBump=%d fieldSwap=%d removed=%d longNames=%v fieldsOnly=%v",
+		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.fileStore, c.keys, c.revisionBumps, c.fieldSwap, c.removed, c.longNames, c.fieldsOnly)
 }
 
 // relists reports whether the bus of generation gen starts with the source
@@ -167,6 +172,7 @@ func genConfig(r *rand.Rand) simConfig {
 		c.removed = 1 + r.IntN(2)
 	}
 	c.longNames = c.fileStore && r.IntN(2) == 0
+	c.fieldsOnly = c.keys == 3
 	return c
 }
 

@@ -63,7 +63,7 @@ func (s *schedule) tried(now time.Time) {
 
 // schedOf returns the schedule of handler id, or nil.
 func (r *record) schedOf(id string) *schedule {
-	for _, s := range r.sched {
+	for _, s := range r.schedules() {
 		if s.id == id {
 			return s
 		}
@@ -74,20 +74,18 @@ func (r *record) schedOf(id string) *schedule {
 // setSched puts s in place of the schedule of its handler, keeping the
 // list in ID order.
 func (r *record) setSched(s *schedule) {
-	i, found := slices.BinarySearchFunc(r.sched, s.id, func(x *schedule, id string) int { return strings.Compare(x.id, id) })
+	l := r.schedules()
+	i, found := slices.BinarySearchFunc(l, s.id, func(x *schedule, id string) int { return strings.Compare(x.id, id) })
 	if found {
-		r.sched[i] = s
+		l[i] = s
 		return
 	}
-	r.sched = slices.Insert(r.sched, i, s)
+	r.setSchedules(slices.Insert(l, i, s))
 }
 
 // dropSched removes the schedule of handler id.
 func (r *record) dropSched(id string) {
-	r.sched = slices.DeleteFunc(r.sched, func(s *schedule) bool { return s.id == id })
-	if len(r.sched) == 0 {
-		r.sched = nil
-	}
+	r.setSchedules(slices.DeleteFunc(r.schedules(), func(s *schedule) bool { return s.id == id }))
 }
 
 // startAt returns the anchor of a schedule started at now: whole
@@ -148,7 +146,7 @@ func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced boo
 		return false
 	}
 	cur := stored
-	if d.old == nil || !d.ks.isClean(h.idx) || touches(b.cmpOf(h, d.ks.key.Kind), d.changes(), h.fields) {
+	if d.old == nil || !d.ks.isClean(h.idx) || touches(b.cmpOf(h, d.ks.key.Kind), d.subscribed(), h.fields) {
 		// Its value may have changed: compare (a clean handler's value
 		// cannot have changed unless the diff touches its fields).
 		var err error
@@ -246,7 +244,7 @@ func (b *Bus) startSchedules(d *dispatch) {
 func (b *Bus) armTick(ks *keyState, checked time.Time) {
 	var at time.Time
 	if ks.rec != nil && ks.live && !ks.deleting && b.due == nil {
-		for _, s := range ks.rec.sched {
+		for _, s := range ks.rec.schedules() {
 			if !checked.IsZero() && !s.next().After(checked) {
 				// Due when the pass looked, but it did not run: its
 				// value changed and is failing, or it was filtered out.
@@ -303,11 +301,11 @@ func (b *Bus) armSchedules() {
 		return
 	}
 	for _, ks := range b.keys {
-		if ks.busy || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.sched) == 0 {
+		if ks.busy || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.schedules()) == 0 {
 			continue
 		}
 		var at time.Time
-		for _, s := range ks.rec.sched {
+		for _, s := range ks.rec.schedules() {
 			if n := s.next(); at.IsZero() || n.Before(at) {
 				at = n
 			}
@@ -347,7 +345,7 @@ func checkEvery(id string, every time.Duration, types uint8) error {
 // version returns the record format version r is written in: 2 unless it
 // holds schedules, which version 3 added.
 func (r *record) version() int {
-	if len(r.sched) > 0 {
+	if len(r.schedules()) > 0 {
 		return 3
 	}
 	return 2

@@ -393,7 +393,7 @@ func TestRemovedHandlerScheduleForgotten(t *testing.T) {
 		t.Fatalf("record %s: %v; want the schedule of gone", data, err)
 	}
 	rec, err := decodeRecord(podKey, data, map[string]int{"kept": 0})
-	if err != nil || len(rec.sched) != 0 {
-		t.Errorf("read without handler gone: schedules %v, err %v; want none", rec.sched, err)
+	if err != nil || len(rec.schedules()) != 0 {
+		t.Errorf("read without handler gone: schedules %v, err %v; want none", rec.schedules(), err)
 	}
 }

@@ -1,0 +1,199 @@
+package opbus
+
+import (
+	"slices"
+)
+
+// subscribed is what the handlers of one kind read of its objects: the
+// subtrees that hold their fields, so that a pass compares those and not
+// the whole object (per-write noise such as metadata.managedFields and
+// resourceVersion, and whatever no handler subscribes to, is never
+// walked). roots are the map-key prefixes of the fields (the segments
+// before the first list segment), with none at or below another, in path
+// order; tree holds them as a tree of keys, walked in one pass. whole is
+// set when some handler reads the whole object: it has no fields, or a
+// field that starts with a list segment. Handlers that take neither Create
+// nor Update do not count: no diff decides whether they run.
+type subscribed struct {
+	whole bool
+	roots []Path
+	tree  *keyTree
+}
+
+// keyTree is a set of concrete paths of map keys, none at or below
+// another: the keys of a level in byte order, each with the tree below it,
+// nil where a path ends (the whole subtree is subscribed).
+type keyTree struct {
+	keys []string
+	kids []*keyTree
+}
+
+// add puts the path p, which no path of t covers or is covered by, in t.
+func (t *keyTree) add(p Path) {
+	for len(p) > 1 {
+		i, found := slices.BinarySearch(t.keys, p[0].Key)
+		if !found {
+			t.keys = slices.Insert(t.keys, i, p[0].Key)
+			t.kids = slices.Insert(t.kids, i, &keyTree{})
+		}
+		t, p = t.kids[i], p[1:]
+	}
+	i, _ := slices.BinarySearch(t.keys, p[0].Key)
+	t.keys = slices.Insert(t.keys, i, p[0].Key)
+	t.kids = slices.Insert(t.kids, i, (*keyTree)(nil))
+}
+
+// subscribedOf returns what the handlers of kind read. Handlers are
+// registered before the bus starts, so it is computed once per kind.
+func (b *Bus) subscribedOf(kind string) *subscribed {
+	if s, ok := b.subs.Load(kind); ok {
+		return s.(*subscribed)
+	}
+	s := &subscribed{}
+	var roots []Path
+	for _, h := range b.handlers {
+		if !h.forKind(kind) || (!h.wants(Create) && !h.wants(Update)) {
+			continue // runs on no diff: Delete and Resume read their digests only
+		}
+		if len(h.fields) == 0 {
+			s.whole = true
+			break
+		}
+		for _, f := range h.fields {
+			n := 0
+			for n < len(f) && f[n].Kind == SegKey {
+				n++
+			}
+			if n == 0 {
+				s.whole = true
+				break
+			}
+			roots = append(roots, f[:n:n])
+		}
+	}
+	if !s.whole {
+		slices.SortFunc(roots, comparePaths)
+		for _, r := range roots {
+			// Sorted, the paths below a root follow it.
+			if k := len(s.roots); k > 0 && isPrefix(s.roots[k-1], r) {
+				continue
+			}
+			s.roots = append(s.roots, r)
+		}
+		s.tree = &keyTree{}
+		for _, r := range s.roots {
+			s.tree.add(r)
+		}
+	}
+	v, _ := b.subs.LoadOrStore(kind, s)
+	return v.(*subscribed)
+}
+
+// isPrefix reports whether the concrete path p is r or one of its
+// ancestors.
+func isPrefix(p, r Path) bool {
+	return len(p) <= len(r) && slices.Equal(p, r[:len(p)])
+}
+
+// subscribed returns the changes of the pass that its handlers may read:
+// those at or below the subscribed roots of the kind, as the full diff
+// has them (the full diff itself when it is already known, when some
+// handler reads the whole object, or when a root's ancestor itself was
+// added, removed or changed type). Whatever handlers do with the diff
+// (touches, relevant) looks only at changes at, below or above their
+// fields, and those all lie at or below a root, so it finds the same.
+func (d *dispatch) subscribed() Diff {
+	if d.diffd || d.old == nil {
+		return d.changes()
+	}
+	if d.scopedd {
+		return d.scoped
+	}
+	d.scopedd = true
+	s := d.b.subscribedOf(d.ks.key.Kind)
+	if s.whole {
+		d.scoped = d.changes()
+		return d.scoped
+	}
+	out, ok := d.b.cmpFor(d.ks.key.Kind).compareIn(d.old, d.new, s.tree)
+	if !ok {
+		out = d.changes()
+	}
+	d.scoped = out
+	return out
+}
+
+// compareIn returns the changes of c.Compare(old, new) at or below the
+// concrete paths of t, in path order, walking only those subtrees, each
+// with the pattern state the full walk has there. It reports false,
+// having found nothing, when the full diff may hold a change above one of
+// them: an ancestor present on one side only, or not a map on one side
+// while the values differ.
+func (c *Comparer) compareIn(old, new map[string]any, t *keyTree) (Diff, bool) {
+	w := walkers.Get().(*walker)
+	w.c = c
+	ok := w.within(old, new, t, c.all)
+	out := w.out
+	w.reset()
+	walkers.Put(w)
+	if !ok {
+		return nil, false
+	}
+	return out, true
+}
+
+// within walks the keys of t in a and b, the maps at w.path with pattern
+// state mask, as the full walk would.
+func (w *walker) within(a, b map[string]any, t *keyTree, mask uint64) bool {
+	depth := len(w.path)
+	for i, k := range t.keys {
+		next, ignored, field := w.c.step(mask, depth, MapKey(k))
+		if ignored {
+			continue // the full walk skips the subtree
+		}
+		av, inA := a[k]
+		bv, inB := b[k]
+		if !inA && !inB {
+			continue
+		}
+		w.path = append(w.path, MapKey(k))
+		sub := t.kids[i]
+		switch {
+		case inA != inB && sub != nil:
+			w.path = w.path[:depth]
+			return false // a change above a subscribed path
+		case inA != inB && inA:
+			w.emit(OpRemove, av, nil, next, field)
+		case inA != inB:
+			w.emit(OpAdd, nil, bv, next, field)
+		case sub == nil:
+			if !sameScalar(av, bv) {
+				w.diffKeyed(av, bv, next, field)
+			}
+		default:
+			am, aok := av.(map[string]any)
+			bm, bok := bv.(map[string]any)
+			if aok && bok {
+				if !w.within(am, bm, sub, next) {
+					w.path = w.path[:depth]
+					return false
+				}
+			} else if !sameLevel(av, bv) {
+				w.path = w.path[:depth]
+				return false
+			}
+		}
+		w.path = w.path[:depth]
+	}
+	return true
+}
+
+// sameLevel reports whether the full walk, meeting a and b where a
+// subscribed path goes on below and one of them is no map, reports nothing
+// at or above it: they are equal, or two lists (whose changes are at
+// elements, which no key names).
+func sameLevel(a, b any) bool {
+	_, al := a.([]any)
+	_, bl := b.([]any)
+	return (al && bl) || Equal(a, b)
+}
