@@ -26,7 +26,7 @@ type simConfig struct {
 	longNames     bool // odd keys have 253-character names
 	// fieldsOnly leaves out handler whole, so that every handler that
 	// takes changes names fields and passes compare only the subscribed
-	// subtrees (rule P17a). Derived from keys, not drawn, so that the seeds
+	// subtrees (rule 5b). Derived from keys, not drawn, so that the seeds
 	// of recorded findings replay the same operations.
 	fieldsOnly bool
 }

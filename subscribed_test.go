@@ -103,7 +103,7 @@ func shapeDiffers(old, new map[string]any, root Path) bool {
 }
 
 // TestCompareIn checks the subtree compare that a pass uses when no
-// handler reads the whole object (rule P17a): for random pairs of
+// handler reads the whole object (rule 5b): for random pairs of
 // documents, comparers with list keys and ignored paths, and random sets
 // of roots of up to three keys (one root, or several, none at or below
 // another), compareIn returns exactly the changes of the full Compare at
@@ -198,7 +198,7 @@ func TestCompareIn(t *testing.T) {
 // TestSubscribedDispatch checks that a pass whose handlers all subscribe
 // to fields gives each handler the Changes the full diff gives it, and runs
 // exactly the handlers whose fields changed, while a change only outside
-// every subscribed subtree runs none (rule P17a).
+// every subscribed subtree runs none (rule 5b).
 func TestSubscribedDispatch(t *testing.T) {
 	ctx := context.Background()
 	b := newBus(t, &Options{ListKeys: map[string]string{"containers": "name"}})
