@@ -32,8 +32,13 @@ type Options struct {
 	Observer Observer
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
-	// Workers bounds how many objects are dispatched at once; 0 means 4.
+	// Workers bounds how many objects have handlers running at once; 0
+	// means 4.
 	Workers int
+	// Writers bounds how many objects have their record and status being
+	// written at once under Run, apart from Workers: a pass gives back its
+	// handler worker before it writes (rule 22a). 0 means 4 × Workers.
+	Writers int
 	// Ignore adds path patterns to ignore to those every bus ignores:
 	// metadata.resourceVersion, metadata.managedFields and
 	// metadata.generation, the per-write noise of an API server. A path
@@ -81,6 +86,8 @@ func (o *Options) check() error {
 	switch {
 	case o.Workers < 0:
 		return fmt.Errorf("opbus: Options.Workers is %d: expected a positive count, or 0 for the default", o.Workers)
+	case o.Writers < 0:
+		return fmt.Errorf("opbus: Options.Writers is %d: expected a positive count, or 0 for 4 × Workers", o.Writers)
 	case o.MaxBacklog < 0:
 		return fmt.Errorf("opbus: Options.MaxBacklog is %d: expected a positive bound, or 0 for the default", o.MaxBacklog)
 	case o.ShutdownTimeout < 0:
@@ -102,6 +109,7 @@ type Bus struct {
 	observer    Observer
 	log         *slog.Logger
 	workers     int
+	writers     int // Options.Writers (writestage.go)
 	backoff     Backoff
 	maxBacklog  int
 	shutdown    time.Duration
@@ -131,6 +139,8 @@ type Bus struct {
 	keys       map[Key]*keyState
 	ready      []*keyState
 	busy       []*keyState   // keys being dispatched by workers
+	handling   int           // Run's passes running handlers (writestage.go)
+	writing    int           // Run's passes writing (writestage.go)
 	queued     int           // states waiting across all keys
 	pending    int           // keys queued or busy
 	idle       chan struct{} // made by Wait while pending > 0; closed when it reaches 0
@@ -209,6 +219,7 @@ func New(opts *Options) (*Bus, error) {
 		observer:    opts.Observer,
 		log:         opts.Logger,
 		workers:     opts.Workers,
+		writers:     opts.Writers,
 		backoff:     opts.Backoff.withDefaults(),
 		maxBacklog:  opts.MaxBacklog,
 		shutdown:    opts.ShutdownTimeout,
@@ -232,6 +243,9 @@ func New(opts *Options) (*Bus, error) {
 	}
 	if b.workers <= 0 {
 		b.workers = 4
+	}
+	if b.writers <= 0 {
+		b.writers = 4 * b.workers
 	}
 	if b.maxBacklog <= 0 {
 		b.maxBacklog = 16

@@ -18,12 +18,27 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 	ks := d.ks
 	b.dropOrphans(d)
 	if finished {
+		b.toWrite(ctx, ks)
 		b.finishDelete(ctx, d)
 		return
 	}
 	if !b.runsOn(ks.key.Kind) {
 		ks.saved, ks.sunk = true, true // nothing to keep: rule 34a
 		return
+	}
+	if l := laneOf(ctx, ks); b.mergesWrite(l, d) {
+		// The next pass of the key writes for both (rule 22a).
+		if d.dirty {
+			ks.saved = false
+		}
+		b.publish(ctx, d, false)
+		l.deferred, l.owed = true, true
+		b.stats.merged.Add(1)
+		return
+	}
+	b.toWrite(ctx, ks)
+	if l := laneOf(ctx, ks); l != nil {
+		l.owed = false
 	}
 	if d.dirty || !ks.saved {
 		data, err := d.rec.encode(b.ids)
@@ -38,7 +53,7 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 			d.storeFailed()
 		}
 	}
-	b.publish(ctx, d)
+	b.publish(ctx, d, true)
 	if ks.saved && ks.sunk && ks.x != nil {
 		ks.x.storeFails = 0
 	}
@@ -55,9 +70,9 @@ func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
 	return b.store.Save(ctx, ks.key, data)
 }
 
-// publish records the slots of the pass for Status and hands them to the
-// sink if they changed (or an earlier call failed).
-func (b *Bus) publish(ctx context.Context, d *dispatch) {
+// publish records the slots of the pass for Status and, if write is set,
+// hands them to the sink if they changed (or an earlier call failed).
+func (b *Bus) publish(ctx context.Context, d *dispatch, write bool) {
 	ks := d.ks
 	summary := d.rec.slots.Summary()
 	b.mu.Lock()
@@ -79,6 +94,9 @@ func (b *Bus) publish(ctx context.Context, d *dispatch) {
 		if summary != before && b.log.Enabled(ctx, slog.LevelInfo) {
 			b.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
 		}
+	}
+	if !write {
+		return
 	}
 	if b.sink != nil && !ks.sunk {
 		if ks.abandoned.Load() {

@@ -52,8 +52,13 @@ func (b *Bus) Run(ctx context.Context) error {
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for range b.workers {
-		wg.Go(func() { b.work(hctx) })
+	for range b.workers + b.writers {
+		// Workers+Writers goroutines: at most Workers run handlers, at
+		// most Writers write (writestage.go).
+		wg.Go(func() {
+			l := &lane{}
+			b.work(context.WithValue(hctx, laneKey{}, l), l)
+		})
 	}
 
 	<-ctx.Done()
@@ -118,10 +123,11 @@ func (ks *keyState) failureDue() time.Time {
 	return due
 }
 
-func (b *Bus) work(ctx context.Context) {
+// work runs passes for Run with lane l, whose context ctx is.
+func (b *Bus) work(ctx context.Context, l *lane) {
 	for {
 		b.mu.Lock()
-		for len(b.ready) == 0 && !b.stopping {
+		for (len(b.ready) == 0 || b.handling >= b.workers) && !b.stopping {
 			b.wake.Wait()
 		}
 		if b.stopping {
@@ -129,14 +135,15 @@ func (b *Bus) work(ctx context.Context) {
 			return
 		}
 		b.mu.Unlock()
-		b.workOne(ctx)
+		b.workOne(ctx, l)
 	}
 }
 
-// workOne dispatches the first ready key, if any, with ctx.
-func (b *Bus) workOne(ctx context.Context) {
+// workOne dispatches the first ready key, if any, with ctx: under Run in
+// lane l, which takes a handler slot for it; with a nil l for Wait.
+func (b *Bus) workOne(ctx context.Context, l *lane) {
 	b.mu.Lock()
-	if len(b.ready) == 0 || b.stopping {
+	if len(b.ready) == 0 || b.stopping || (l != nil && b.handling >= b.workers) {
 		b.mu.Unlock()
 		return
 	}
@@ -149,15 +156,47 @@ func (b *Bus) workOne(ctx context.Context) {
 		return
 	}
 	b.acquire(ks)
+	if l != nil {
+		b.handling++
+		l.handling, l.ks = true, ks
+	}
 	b.mu.Unlock()
 
-	if _, _, err := b.step(ctx, ks, false, nil); err != nil {
-		b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+	if l == nil {
+		if _, _, err := b.step(ctx, ks, false, nil); err != nil {
+			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+		}
+	} else {
+		b.passes(ctx, l, ks)
 	}
 
 	b.mu.Lock()
+	if l != nil {
+		b.leave(l)
+		l.ks = nil
+	}
 	b.release(ks)
 	b.mu.Unlock()
+}
+
+// passes dispatches the states of ks in lane l: one, or while each pass
+// leaves its write to the next, up to maxMerged (rule 22a), all in one
+// handler slot.
+func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) {
+	for n := 1; ; n++ {
+		l.merge, l.deferred = n < maxMerged, false
+		_, ok, err := b.step(ctx, ks, false, nil)
+		if err != nil {
+			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+		}
+		if !ok || !l.deferred {
+			break
+		}
+	}
+	l.merge = false
+	if l.owed {
+		b.flush(ctx, ks)
+	}
 }
 
 // acquire makes the caller the only one dispatching ks; b.mu is held.

@@ -189,7 +189,7 @@ func (s *simRun) violate(tag, format string, args ...any) {
 func (s *simRun) startBus() error {
 	cfg := s.cfg
 	opts := &Options{
-		Store: s.store, Workers: cfg.workers, MaxBacklog: cfg.maxBacklog, ShutdownTimeout: simShutdownTimeout,
+		Store: s.store, Workers: cfg.workers, Writers: cfg.writers, MaxBacklog: cfg.maxBacklog, ShutdownTimeout: simShutdownTimeout,
 		Backoff:  Backoff{Initial: simBackoffInitial, Max: simBackoffMax, Factor: 2},
 		Ignore:   simIgnore,
 		Observer: simObserver{s},

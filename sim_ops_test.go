@@ -18,6 +18,7 @@ type simConfig struct {
 	incarnation   bool // Options.Incarnation returns metadata.uid
 	maxBacklog    int  // Options.MaxBacklog; 0 for the default
 	workers       int
+	writers       int // Options.Writers: 1 with an even count of workers, else the default
 	fileStore     bool
 	keys          int  // objects, 2–4
 	revisionBumps int  // from this generation of bus on, the spec handler's revision is r2; 0: never
@@ -32,8 +33,8 @@ type simConfig struct {
 }
 
 func (c simConfig) String() string {
-	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d fileStore=%v keys=%d revisionBump=%d fieldSwap=%d removed=%d longNames=%v fieldsOnly=%v",
-		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.fileStore, c.keys, c.revisionBumps, c.fieldSwap, c.removed, c.longNames, c.fieldsOnly)
+	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d writers=%d fileStore=%v keys=%d revisionBump=%d fieldSwap=%d removed=%d longNames=%v fieldsOnly=%v",
+		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.writers, c.fileStore, c.keys, c.revisionBumps, c.fieldSwap, c.removed, c.longNames, c.fieldsOnly)
 }
 
 // relists reports whether the bus of generation gen starts with the source
@@ -173,6 +174,9 @@ func genConfig(r *rand.Rand) simConfig {
 	}
 	c.longNames = c.fileStore && r.IntN(2) == 0
 	c.fieldsOnly = c.keys == 3
+	if c.workers%2 == 0 {
+		c.writers = 1 // derived, as fieldsOnly is: one write at a time behind several workers
+	}
 	return c
 }
 

@@ -11,11 +11,12 @@ type Stats struct {
 	Panicked   uint64 // handler runs that panicked
 	Retried    uint64 // retries scheduled
 	Coalesced  uint64 // backlogs coalesced
+	Merged     uint64 // passes whose record and status went with the next pass's write (rule 22a)
 	Queued     int    // states waiting now
 }
 
 type counters struct {
-	observed, dispatched, ran, failed, panicked, retried, coalesced atomic.Uint64
+	observed, dispatched, ran, failed, panicked, retried, coalesced, merged atomic.Uint64
 }
 
 // Stats returns the bus's counters.
@@ -31,6 +32,7 @@ func (b *Bus) Stats() Stats {
 		Panicked:   b.stats.panicked.Load(),
 		Retried:    b.stats.retried.Load(),
 		Coalesced:  b.stats.coalesced.Load(),
+		Merged:     b.stats.merged.Load(),
 		Queued:     q,
 	}
 }

@@ -15,7 +15,7 @@ func (b *Bus) Wait(ctx context.Context) error {
 	b.mu.Lock()
 	for !b.running && !b.closed && len(b.ready) > 0 {
 		b.mu.Unlock()
-		b.workOne(ctx)
+		b.workOne(ctx, nil)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

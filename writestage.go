@@ -1,0 +1,96 @@
+package opbus
+
+import "context"
+
+// Under Run, a pass runs its handlers in one of Options.Workers handler
+// slots and writes its record and status in one of Options.Writers write
+// slots (rule 22a): a slow store or API server holds a write slot, not a
+// handler worker. The key stays held until its write returns, so a value is
+// handled only once its record is durable and a key's passes stay in order.
+
+// lane is what one of Run's goroutines holds; it lives in that goroutine's
+// context so that commit, deep in a pass, can find it.
+type lane struct {
+	ks       *keyState // the key of its pass; nil between passes
+	handling bool      // holds a handler slot
+	writing  bool      // holds a write slot
+	// merge lets this pass leave its write to the next pass of its key
+	// when one is queued (the next pass writes both); deferred says this
+	// pass did, owed that a write is still to be made.
+	merge, deferred, owed bool
+}
+
+type laneKey struct{}
+
+// laneOf returns the lane of the pass of ks that ctx belongs to, or nil:
+// a Dispatch call holds no lane, even one made from inside a handler.
+func laneOf(ctx context.Context, ks *keyState) *lane {
+	if l, _ := ctx.Value(laneKey{}).(*lane); l != nil && l.ks == ks {
+		return l
+	}
+	return nil
+}
+
+// maxMerged bounds the passes of one key whose writes go as one.
+const maxMerged = 8
+
+// toWrite moves the pass of ctx from its handler slot to a write slot,
+// waiting for one while Options.Writers writes are under way.
+func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
+	l := laneOf(ctx, ks)
+	if l == nil || l.writing {
+		return
+	}
+	b.mu.Lock()
+	if l.handling {
+		l.handling = false
+		b.handling--
+		b.wake.Broadcast() // a handler slot is free
+	}
+	for b.writing >= b.writers {
+		b.wake.Wait()
+	}
+	b.writing++
+	l.writing = true
+	b.mu.Unlock()
+}
+
+// leave gives back the slots l holds; b.mu is held.
+func (b *Bus) leave(l *lane) {
+	if l.handling {
+		l.handling = false
+		b.handling--
+	}
+	if l.writing {
+		l.writing = false
+		b.writing--
+	}
+}
+
+// mergesWrite reports whether the pass d, which holds lane l, leaves its
+// write to the next pass of its key: one is queued and may be taken now,
+// and the bus is not stopping.
+func (b *Bus) mergesWrite(l *lane, d *dispatch) bool {
+	if l == nil || !l.merge || d.storeFail {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ks := d.ks
+	return !b.stopping && len(ks.queue) > 0 && !ks.blocked && !ks.retryDue
+}
+
+// flush writes what the passes of ks left to a next pass that did not come
+// (its state went aside, or its record could not be read).
+func (b *Bus) flush(ctx context.Context, ks *keyState) {
+	if ks.rec == nil {
+		return
+	}
+	d := &dispatch{b: b, ks: ks, rec: ks.rec}
+	b.commit(ctx, d, false)
+	b.mu.Lock()
+	if !d.due.IsZero() {
+		b.retryAt(ks, d.due)
+	}
+	b.mu.Unlock()
+}
