@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // gatedStore is a MemoryStore whose Saves of one key name wait for open
