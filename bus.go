@@ -122,7 +122,9 @@ type Bus struct {
 	due         DueFunc // Options.Due (timer.go)
 
 	mu         sync.Mutex
-	wake       *sync.Cond // workers, and Dispatch waiting for a busy key
+	wake       *sync.Cond // Dispatch waiting for a busy key, and shutdown waiting for passes
+	workable   *sync.Cond // Run's idle goroutines, waiting for a ready key and a free handler slot
+	writeFree  *sync.Cond // passes waiting for a write slot (writestage.go)
 	handlers   []*handler
 	collectors []*collector
 	owners     map[string]string // slot ID → what owns it
@@ -235,6 +237,8 @@ func New(opts *Options) (*Bus, error) {
 		keys:        map[Key]*keyState{},
 	}
 	b.wake = sync.NewCond(&b.mu)
+	b.workable = sync.NewCond(&b.mu)
+	b.writeFree = sync.NewCond(&b.mu)
 	if b.store == nil {
 		b.store = NewMemoryStore()
 	}

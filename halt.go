@@ -25,6 +25,7 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 	}
 	busy := slices.Clone(b.busy)
 	b.wake.Broadcast()
+	b.workable.Broadcast()
 	b.mu.Unlock()
 
 	cancel(cause)

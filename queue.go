@@ -249,7 +249,8 @@ func (b *Bus) schedule(ks *keyState) {
 	if ks.hasWork() && !ks.busy && !ks.queuedNow {
 		ks.queuedNow = true
 		b.ready = append(b.ready, ks)
-		b.wake.Signal()
+		b.wake.Signal() // Wait, when Run has not started
+		b.offerWork()
 	}
 	b.countPending()
 }

@@ -78,6 +78,7 @@ func (b *Bus) Run(ctx context.Context) error {
 		}
 	}
 	b.wake.Broadcast()
+	b.workable.Broadcast()
 	b.mu.Unlock()
 
 	drained := b.drained(&wg)
@@ -128,7 +129,7 @@ func (b *Bus) work(ctx context.Context, l *lane) {
 	for {
 		b.mu.Lock()
 		for (len(b.ready) == 0 || b.handling >= b.workers) && !b.stopping {
-			b.wake.Wait()
+			b.workable.Wait()
 		}
 		if b.stopping {
 			b.mu.Unlock()
@@ -159,6 +160,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	if l != nil {
 		b.handling++
 		l.handling, l.ks = true, ks
+		b.offerWork() // more ready keys for more free slots
 	}
 	b.mu.Unlock()
 

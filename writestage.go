@@ -45,10 +45,10 @@ func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 	if l.handling {
 		l.handling = false
 		b.handling--
-		b.wake.Broadcast() // a handler slot is free
+		b.offerWork()
 	}
 	for b.writing >= b.writers {
-		b.wake.Wait()
+		b.writeFree.Wait()
 	}
 	b.writing++
 	l.writing = true
@@ -60,10 +60,22 @@ func (b *Bus) leave(l *lane) {
 	if l.handling {
 		l.handling = false
 		b.handling--
+		b.offerWork()
 	}
 	if l.writing {
 		l.writing = false
 		b.writing--
+		b.writeFree.Signal() // only passes wait there, each for one slot
+	}
+}
+
+// offerWork wakes one idle goroutine of Run if a key is ready and a handler
+// slot free. Only idle goroutines wait on b.workable, each for exactly that,
+// and one that takes a key offers again, so one signal per chance is
+// enough; a broadcast would wake all Workers+Writers of them. b.mu is held.
+func (b *Bus) offerWork() {
+	if len(b.ready) > 0 && b.handling < b.workers {
+		b.workable.Signal()
 	}
 }
 
