@@ -18,7 +18,8 @@ import (
 type Options struct {
 	// Config says how to reach the API server, with whose credentials.
 	// The Source uses a copy; if it sets no rate limit (QPS, Burst and
-	// RateLimiter all zero), the copy gets [DefaultQPS] and [DefaultBurst].
+	// RateLimiter all zero), the copy gets [DefaultQPS] and [DefaultBurst]:
+	// no client-side rate limit.
 	Config *rest.Config
 	// Resources lists what to watch, at most one version of each kind.
 	Resources []Resource

@@ -67,13 +67,17 @@ type Source struct {
 	legacy map[string]bool
 }
 
-// DefaultQPS and DefaultBurst are the client-side rate limits of a Source
-// whose [Options].Config sets none. client-go's own defaults (5 requests a
-// second, bursts of 10) would hold back an operator that writes a record
-// for each change it handles.
+// DefaultQPS and DefaultBurst are the client-side rate limit of a Source
+// whose [Options].Config sets none: none at all (a negative QPS), as
+// controller-runtime's default is, on SIG API Machinery's advice: the API
+// server's priority and fairness protects it, and the bus bounds the
+// writes in flight (opbus.Options.Writers, Workers). A token bucket would
+// cap an operator that writes a record for each change it handles below
+// the rate of changes it is given (client-go's own default, 5 a second,
+// by far). Set Config.QPS and Burst to have one.
 const (
-	DefaultQPS   = 50
-	DefaultBurst = 100
+	DefaultQPS   = -1
+	DefaultBurst = 0
 )
 
 // New returns a Source for opts. It checks the options and builds clients
