@@ -65,7 +65,8 @@ var latencyRates = []int{100, 500}
 // Reported: p50-ms, p99-ms and max-ms of that latency; for scale,
 // watch-p50-ms and watch-p99-ms, the time from sending a patch to its
 // event at a bare informer in the same process (the API server's and
-// client-go's share), and patch-p50-ms, the patch request's round trip.
+// client-go's share), patch-p50-ms, the patch request's round trip, and
+// merged-passes, the passes whose record went with the next pass's write.
 func BenchmarkStatusLatency(b *testing.B) {
 	skipOnCluster(b)
 	env := kubetest.Shared(b)
@@ -138,12 +139,14 @@ func newLatencyBench(b *testing.B, env *kubetest.Env, workers int) *latencyBench
 	}
 	waitUntil(b, "the operator handles the first status of every Pod", time.Minute, func() bool { return warm.Load() == latencyPods })
 	settle(b, bus)
+	lb.bus = bus
 	return lb
 }
 
 // latencyBench is the state BenchmarkStatusLatency's variants share: the
 // Pods, and the times at which each sequence number was seen.
 type latencyBench struct {
+	bus   *opbus.Bus
 	load  dynamic.Interface
 	ns    string
 	names []string
@@ -187,6 +190,7 @@ func (lb *latencyBench) run(b *testing.B, rate int) {
 		rtt[i] = time.Since(sent[i])
 		return err
 	}
+	merged := lb.bus.Stats().Merged
 	b.ResetTimer()
 	if rate == 0 {
 		for i := range n {
@@ -256,6 +260,8 @@ func (lb *latencyBench) run(b *testing.B, rate int) {
 	b.ReportMetric(ms(percentile(watch, 50)), "watch-p50-ms")
 	b.ReportMetric(ms(percentile(watch, 99)), "watch-p99-ms")
 	b.ReportMetric(ms(percentile(rtt, 50)), "patch-p50-ms")
+	// passes whose record went with the next pass's write (opbus rule 22a)
+	b.ReportMetric(float64(lb.bus.Stats().Merged-merged), "merged-passes")
 	b.Logf("%d patches over %d Pods, %s: to the handler p50 %v, p90 %v, p99 %v, max %v; to the probe p50 %v, p99 %v (%d of %d seen); "+
 		"patch round trip p50 %v, p99 %v; all handled %v after the last was sent",
 		n, len(lb.names), map[bool]string{true: "one at a time", false: fmt.Sprintf("%d/s", rate)}[rate == 0],
