@@ -19,6 +19,9 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 	b.dropOrphans(d)
 	if finished {
 		b.toWrite(ctx, ks)
+		if l := laneOf(ctx, ks); l != nil {
+			l.owed = false // the incarnation's record goes with it
+		}
 		b.finishDelete(ctx, d)
 		return
 	}

@@ -185,6 +185,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 // leaves its write to the next, up to maxMerged (rule 22a), all in one
 // handler slot.
 func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) {
+	l.owed = false
 	for n := 1; ; n++ {
 		l.merge, l.deferred = n < maxMerged, false
 		_, ok, err := b.step(ctx, ks, false, nil)

@@ -215,3 +215,60 @@ func equal(t *testing.T, want, got any, msg ...any) {
 		t.Fatalf("%v: want %#v, got %#v", fmt.Sprint(msg...), want, got)
 	}
 }
+
+// A deletion queued behind merged passes ends the incarnation: their
+// record is never written, the deletion's is removed once, and every
+// state was handled (rule 22a).
+func TestMergedThenDeleted(t *testing.T) {
+	store := &countingDeletes{}
+	b := newBus(t, &Options{Store: store, Workers: 1})
+	gate := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var seen []string
+	must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+		img, _ := Get[string](ev.New, "spec.image")
+		seen = append(seen, img)
+		if img == "v1" {
+			started <- struct{}{}
+			<-gate
+		}
+		return Active(img), nil
+	}, On{Fields: []string{"spec.image"}}))
+	must(t, b.Handle("cleanup", func(ctx context.Context, ev *Event) (Status, error) {
+		seen = append(seen, "deleted")
+		return Status{}, nil
+	}, On{Types: []EventType{Delete}}))
+	stop := run(t, b)
+	ctx := context.Background()
+	must(t, b.Observe(ctx, podKey, doc("web", "v1")))
+	<-started
+	must(t, b.Observe(ctx, podKey, doc("web", "v2")))
+	must(t, b.ObserveDelete(ctx, podKey, doc("web", "v2")))
+	close(gate)
+	must(t, b.Wait(ctx))
+	must(t, stop())
+
+	equal(t, []string{"v1", "v2", "deleted"}, seen)
+	equal(t, 0, store.saves, "no record written for an incarnation that ended")
+	equal(t, 1, store.deletes)
+	data, err := store.Load(ctx, podKey)
+	must(t, err)
+	equal(t, []byte(nil), data)
+}
+
+// countingDeletes is a MemoryStore that counts Saves and Deletes; the
+// bus calls it from one pass at a time here.
+type countingDeletes struct {
+	MemoryStore
+	saves, deletes int
+}
+
+func (s *countingDeletes) Save(ctx context.Context, key Key, data []byte) error {
+	s.saves++
+	return s.MemoryStore.Save(ctx, key, data)
+}
+
+func (s *countingDeletes) Delete(ctx context.Context, key Key) error {
+	s.deletes++
+	return s.MemoryStore.Delete(ctx, key)
+}
