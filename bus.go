@@ -151,6 +151,7 @@ type Bus struct {
 	timerSeq   uint64                    // retry timers armed
 	ended      map[Key]string            // keys forgotten after their deletion → that incarnation
 	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
+	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write (writestage.go)
 	stripes    [64]sync.Mutex            // order a key's store writes with shutdown's (see stripe)
 	subs       sync.Map                  // kind → *subscribed, once the bus has started (subscribed.go)
 }

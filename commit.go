@@ -22,6 +22,7 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		if l := laneOf(ctx, ks); l != nil {
 			l.owed = false // the incarnation's record goes with it
 		}
+		b.settleOwed(ks)
 		b.finishDelete(ctx, d)
 		return
 	}
@@ -30,14 +31,24 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		return
 	}
 	if l := laneOf(ctx, ks); b.mergesWrite(l, d) {
-		// The next pass of the key writes for both (rule 22a).
-		if d.dirty {
-			ks.saved = false
+		// The next pass of the key writes for both (rule 22a). What
+		// this one would have written is kept for shutdown, which writes
+		// it should the next pass be abandoned (rule 16).
+		if data, err := d.rec.encode(b.ids); err == nil {
+			if d.dirty || !ks.saved {
+				ks.saved = false
+				b.mu.Lock()
+				if b.owed == nil {
+					b.owed = map[*keyState][]byte{}
+				}
+				b.owed[ks] = data
+				b.mu.Unlock()
+			}
+			b.publish(ctx, d, false)
+			l.deferred, l.owed = true, true
+			b.stats.merged.Add(1)
+			return
 		}
-		b.publish(ctx, d, false)
-		l.deferred, l.owed = true, true
-		b.stats.merged.Add(1)
-		return
 	}
 	b.toWrite(ctx, ks)
 	if l := laneOf(ctx, ks); l != nil {
@@ -57,6 +68,9 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		}
 	}
 	b.publish(ctx, d, true)
+	if ks.saved {
+		b.settleOwed(ks)
+	}
 	if ks.saved && ks.sunk && ks.x != nil {
 		ks.x.storeFails = 0
 	}

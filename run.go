@@ -372,13 +372,14 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		ks        *keyState
 		states    []observation
 		abandoned bool
-		taken     bool // states includes the record's pending states
+		taken     bool   // states includes the record's pending states
+		owed      []byte // the record of the passes before the abandoned one, merged into its write
 	}
 	var work []left
 	b.mu.Lock()
 	b.closed = true
 	for _, ks := range b.keys {
-		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken}
+		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken, owed: b.owed[ks]}
 		switch {
 		case ks.busy:
 			if in, ok := b.flying[ks]; ok && !in.retry && !in.relOnly() {
@@ -404,7 +405,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		if !ks.busy {
 			l.states = ks.dropRepeats(l.states)
 		}
-		if len(l.states) == 0 && !(ks.retryDue && ks.rec == nil) {
+		if len(l.states) == 0 && !(ks.retryDue && ks.rec == nil) && !(l.abandoned && l.owed != nil) {
 			continue
 		}
 		work = append(work, l)
@@ -415,7 +416,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	for _, l := range work {
-		if err := b.savePending(ctx, l.ks, l.states, l.abandoned, l.taken); err != nil {
+		if err := b.savePending(ctx, l.ks, l.states, l.abandoned, l.taken, l.owed); err != nil {
 			errs = append(errs, fmt.Errorf("opbus: saving pending states of %v: %w", l.ks.key, err))
 		}
 	}
@@ -459,8 +460,10 @@ func (ks *keyState) replacedBy(b *Bus, q []observation) bool {
 // savePending writes states as the pending states of ks's record. taken
 // says that states already holds the record's stored pending states (a
 // pass moved them to the queue), so they replace, not extend, the stored
-// ones.
-func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observation, abandoned, taken bool) error {
+// ones. owed is the record that passes before an abandoned one left to
+// its write (rule 22a), which the abandoned pass's results must not
+// take with them.
+func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observation, abandoned, taken bool, owed []byte) error {
 	if !b.runsOn(ks.key.Kind) {
 		return nil // no handler would take them: rule 34a
 	}
@@ -471,6 +474,12 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 	if abandoned {
 		ks.abandoned.Store(true) // the stuck pass's own writes are dropped
 		rec = nil
+	}
+	if rec == nil && abandoned && owed != nil {
+		var err error
+		if rec, err = decodeRecord(ks.key, owed, b.index); err != nil {
+			return err
+		}
 	}
 	if rec == nil {
 		var err error

@@ -106,3 +106,11 @@ func (b *Bus) flush(ctx context.Context, ks *keyState) {
 	}
 	b.mu.Unlock()
 }
+
+// settleOwed forgets the record a merged pass of ks left to a later write,
+// once that write is made or no longer due.
+func (b *Bus) settleOwed(ks *keyState) {
+	b.mu.Lock()
+	delete(b.owed, ks)
+	b.mu.Unlock()
+}

@@ -272,3 +272,64 @@ func (s *countingDeletes) Delete(ctx context.Context, key Key) error {
 	s.deletes++
 	return s.MemoryStore.Delete(ctx, key)
 }
+
+// A pass abandoned at shutdown does not take with it the passes whose
+// write was merged into its own: they were handled, and the next run
+// does not run them again (rules 16, 22a). Found by TestSimulation (seed
+// 363122091: a Create handler ran twice in one incarnation).
+func TestAbandonKeepsMergedPasses(t *testing.T) {
+	store := NewMemoryStore()
+	var mu sync.Mutex
+	var created, images []string
+	register := func(b *Bus, stuck chan struct{}) (started chan struct{}, gate chan struct{}) {
+		started, gate = make(chan struct{}, 1), make(chan struct{})
+		must(t, b.Handle("create", func(ctx context.Context, ev *Event) (Status, error) {
+			img, _ := Get[string](ev.New, "spec.image")
+			mu.Lock()
+			created = append(created, img)
+			mu.Unlock()
+			return Active(""), nil
+		}, On{Types: []EventType{Create}}))
+		must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+			img, _ := Get[string](ev.New, "spec.image")
+			mu.Lock()
+			images = append(images, img)
+			mu.Unlock()
+			if stuck != nil && img == "v1" {
+				started <- struct{}{}
+				<-gate
+			}
+			if stuck != nil && img == "v2" {
+				close(stuck)
+				select {} // ignores its context: shutdown abandons the pass
+			}
+			return Active(""), nil
+		}, On{Fields: []string{"spec.image"}}))
+		return started, gate
+	}
+	b := newBus(t, &Options{Store: store, ShutdownTimeout: 50 * time.Millisecond})
+	stuck := make(chan struct{})
+	started, gate := register(b, stuck)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	must(t, b.Observe(context.Background(), podKey, doc("web", "v1")))
+	<-started
+	must(t, b.Observe(context.Background(), podKey, doc("web", "v2")))
+	close(gate)
+	<-stuck // v1's pass left its write to v2's, which hangs
+	cancel()
+	must(t, <-done)
+	equal(t, uint64(1), b.Stats().Merged)
+
+	b2 := newBus(t, &Options{Store: store})
+	register(b2, nil)
+	stop := run(t, b2)
+	waitFor(t, "the abandoned state handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(images) == 3 })
+	must(t, b2.Wait(context.Background()))
+	must(t, stop())
+	mu.Lock()
+	defer mu.Unlock()
+	equal(t, []string{"v1"}, created, "the create handler ran once in the incarnation")
+	equal(t, []string{"v1", "v2", "v2"}, images, "only the abandoned pass's handler ran again")
+}
