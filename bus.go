@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,7 +38,8 @@ type Options struct {
 	Workers int
 	// Writers bounds how many objects have their record and status being
 	// written at once under Run, apart from Workers: a pass gives back its
-	// handler worker before it writes (rule 22a). 0 means 4 × Workers.
+	// handler worker before it writes (rule 22a). 0 means 4 × Workers
+	// (at most 65,536, as Workers).
 	Writers int
 	// Ignore adds path patterns to ignore to those every bus ignores:
 	// metadata.resourceVersion, metadata.managedFields and
@@ -86,6 +88,10 @@ func (o *Options) check() error {
 	switch {
 	case o.Workers < 0:
 		return fmt.Errorf("opbus: Options.Workers is %d: expected a positive count, or 0 for the default", o.Workers)
+	case o.Workers > maxWorkers:
+		return fmt.Errorf("opbus: Options.Workers is %d: expected at most %d", o.Workers, maxWorkers)
+	case o.Writers > maxWorkers:
+		return fmt.Errorf("opbus: Options.Writers is %d: expected at most %d", o.Writers, maxWorkers)
 	case o.Writers < 0:
 		return fmt.Errorf("opbus: Options.Writers is %d: expected a positive count, or 0 for 4 × Workers", o.Writers)
 	case o.MaxBacklog < 0:
@@ -95,6 +101,10 @@ func (o *Options) check() error {
 	}
 	return o.Backoff.check()
 }
+
+// maxWorkers bounds Options.Workers and Options.Writers: Run starts a
+// goroutine for each.
+const maxWorkers = 1 << 16
 
 // ErrClosed is returned by calls made after Run has returned.
 var ErrClosed = errors.New("opbus: bus is closed")
@@ -153,6 +163,7 @@ type Bus struct {
 	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
 	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write (writestage.go)
 	stripes    [64]sync.Mutex            // order a key's store writes with shutdown's (see stripe)
+	halted     atomic.Bool               // a halt began: nothing more is written (halt.go)
 	subs       sync.Map                  // kind → *subscribed, once the bus has started (subscribed.go)
 }
 
@@ -250,7 +261,7 @@ func New(opts *Options) (*Bus, error) {
 		b.workers = 4
 	}
 	if b.writers <= 0 {
-		b.writers = 4 * b.workers
+		b.writers = min(4*b.workers, maxWorkers)
 	}
 	if b.maxBacklog <= 0 {
 		b.maxBacklog = 16

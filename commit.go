@@ -81,7 +81,7 @@ func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
 	mu := b.stripe(ks.key)
 	mu.Lock()
 	defer mu.Unlock()
-	if ks.abandoned.Load() {
+	if b.dropped(ks) {
 		return errAbandoned
 	}
 	return b.store.Save(ctx, ks.key, data)
@@ -116,7 +116,7 @@ func (b *Bus) publish(ctx context.Context, d *dispatch, write bool) {
 		return
 	}
 	if b.sink != nil && !ks.sunk {
-		if ks.abandoned.Load() {
+		if b.dropped(ks) {
 			return // shutdown or a halt took the key from this pass
 		}
 		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.clone()); err != nil {
@@ -192,7 +192,7 @@ func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
 	quiet := !b.runsOn(ks.key.Kind) // nothing was kept: rule 34a
 	if quiet {
 		err = nil
-	} else if !ks.abandoned.Load() {
+	} else if !b.dropped(ks) {
 		err = b.store.Delete(ctx, ks.key)
 	}
 	mu.Unlock()

@@ -536,7 +536,7 @@ func (d *dispatch) event(h *handler, typ EventType, cur digest, coalesced bool) 
 // run calls h and records its result. A pass that shutdown abandoned
 // calls no more handlers.
 func (b *Bus) run(ctx context.Context, d *dispatch, h *handler, typ EventType, cur digest, coalesced bool) {
-	if d.ks.abandoned.Load() {
+	if b.dropped(d.ks) {
 		return
 	}
 	if b.runs != nil && !b.runs(h.id) {

@@ -28,6 +28,9 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 	b.workable.Broadcast()
 	b.mu.Unlock()
 
+	// Before the cancel: a pass that gets a write slot once a write
+	// returns to the cancel must find the bus halted (rule 22a).
+	b.halted.Store(true)
 	cancel(cause)
 	for _, ks := range busy {
 		// Under the stripe lock, so that a write already under way ends
@@ -61,4 +64,10 @@ func (b *Bus) drained(workers *sync.WaitGroup) <-chan struct{} {
 		close(done)
 	}()
 	return done
+}
+
+// dropped reports whether the results of the pass holding ks are to be
+// dropped: shutdown abandoned it, or the bus halted.
+func (b *Bus) dropped(ks *keyState) bool {
+	return ks.abandoned.Load() || b.halted.Load()
 }

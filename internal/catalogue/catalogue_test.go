@@ -155,6 +155,8 @@ func entries(t *testing.T) []entry {
 			"opbus: Options.Workers is -1: expected a positive count, or 0 for the default"},
 		{"options", "Writers: -1", func() error { _, err := opbus.New(&opbus.Options{Writers: -1}); return err },
 			"opbus: Options.Writers is -1: expected a positive count, or 0 for 4 × Workers"},
+		{"options", "Workers: 1 << 62", func() error { _, err := opbus.New(&opbus.Options{Workers: 1 << 62}); return err },
+			"opbus: Options.Workers is 4611686018427387904: expected at most 65536"},
 		{"options", "Backoff{Factor: 0.5}", func() error { _, err := opbus.New(&opbus.Options{Backoff: opbus.Backoff{Factor: 0.5}}); return err },
 			"opbus: Options.Backoff.Factor is 0.5: expected 1 or more (each retry waits at least as long as the last), or 0 for 2"},
 		{"options", "Backoff{Initial: time.Minute, Max: time.Second}", func() error {
