@@ -34,8 +34,10 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		// The next pass of the key writes for both (rule 22a). What
 		// this one would have written is kept for shutdown, which writes
 		// it should the next pass be abandoned (rule 16).
-		if data, err := d.rec.encode(b.ids); err == nil {
-			if d.dirty || !ks.saved {
+		var err error
+		if d.dirty || !ks.saved {
+			var data []byte
+			if data, err = d.rec.encode(b.ids); err == nil {
 				ks.saved = false
 				b.mu.Lock()
 				if b.owed == nil {
@@ -44,6 +46,8 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 				b.owed[ks] = data
 				b.mu.Unlock()
 			}
+		}
+		if err == nil {
 			b.publish(ctx, d, false)
 			l.deferred, l.owed = true, true
 			b.stats.merged.Add(1)
