@@ -109,10 +109,14 @@ func (b *Bus) armRetries() {
 	}
 }
 
-// failureDue returns when the earliest retry of a failed handler of ks is
-// due, or the zero time if none is; b.mu is held and ks is not busy.
+// failureDue returns when the earliest retry of a failed handler of ks,
+// or of a failed write of its record or status, is due, or the zero time
+// if none is; b.mu is held and ks is not busy.
 func (ks *keyState) failureDue() time.Time {
 	var due time.Time
+	if x := ks.x; x != nil && x.storeFails > 0 && (!ks.saved || !ks.sunk) {
+		due = x.storeDue
+	}
 	if ks.rec == nil {
 		return due
 	}

@@ -3,6 +3,7 @@ package opbus
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -116,4 +117,63 @@ func TestRunArmsEarlierRetries(t *testing.T) {
 			t.Fatalf("handler ran %d times, want 2 (its retry under Run)", n.Load())
 		}
 	})
+}
+
+// failingSaves is a MemoryStore whose first fail Saves fail.
+type failingSaves struct {
+	MemoryStore
+	mu         sync.Mutex
+	fail, good int
+}
+
+func (s *failingSaves) Save(ctx context.Context, key Key, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail > 0 {
+		s.fail--
+		return errors.New("store down")
+	}
+	s.good++
+	return s.MemoryStore.Save(ctx, key, data)
+}
+
+func (s *failingSaves) goodSaves() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.good
+}
+
+// A failed write of a record is a failure like a handler's: Settle waits
+// for its retry, before Run as under it, and Run arms the retry of one met
+// before it started (rule 27). Settle returned at once, with the record
+// unsaved, when the pass had run before Run took over; and nothing
+// retried it.
+func TestSettleWaitsForStoreRetries(t *testing.T) {
+	for _, withRun := range []bool{true, false} {
+		t.Run(map[bool]string{true: "with Run", false: "without Run"}[withRun], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				store := &failingSaves{fail: 2}
+				b := newBus(t, &Options{Store: store, Backoff: Backoff{Initial: time.Second, Jitter: -1}})
+				var runs atomic.Int32
+				must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+					runs.Add(1)
+					return Active(""), nil
+				}, On{}))
+				must(t, b.Observe(t.Context(), podKey, map[string]any{"a": 1}))
+				must(t, b.Wait(t.Context())) // the pass, before Run: its Save fails
+				if withRun {
+					stop := run(t, b)
+					defer func() { must(t, stop()) }()
+					synctest.Wait() // Run is running
+				}
+				must(t, b.Settle(t.Context()))
+				if got := store.goodSaves(); got != 1 {
+					t.Fatalf("Settle returned with %d good saves, want 1: the failed write was not retried", got)
+				}
+				if runs.Load() != 1 {
+					t.Fatalf("handler ran %d times, want 1: a failed write re-runs no handler", runs.Load())
+				}
+			})
+		})
+	}
 }
