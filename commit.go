@@ -58,20 +58,28 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 	if l := laneOf(ctx, ks); l != nil {
 		l.owed = false
 	}
+	together := false // record and status went in one write (rule 22b)
 	if d.dirty || !ks.saved {
 		data, err := d.rec.encode(b.ids)
 		if err == nil {
-			err = b.save(ctx, ks, data)
+			together, err = b.saveStatus(ctx, d, data)
+			if !together {
+				err = b.save(ctx, ks, data)
+			}
 		}
 		ks.saved = err == nil
 		if err != nil {
-			err = fmt.Errorf("opbus: saving record of %v: %w", ks.key, err)
-			b.log.Error("opbus: saving record", "key", ks.key.String(), "err", err)
+			what := "saving record"
+			if together {
+				what = "saving record and status"
+			}
+			err = fmt.Errorf("opbus: %s of %v: %w", what, ks.key, err)
+			b.log.Error("opbus: "+what, "key", ks.key.String(), "err", err)
 			d.errs = append(d.errs, err)
 			d.storeFailed()
 		}
 	}
-	b.publish(ctx, d, true)
+	b.publish(ctx, d, !together)
 	if ks.saved {
 		b.settleOwed(ks)
 	}
@@ -89,6 +97,33 @@ func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
 		return errAbandoned
 	}
 	return b.store.Save(ctx, ks.key, data)
+}
+
+// saveStatus writes the record data and the status of the pass in one
+// write, when the status has to be written and the store can (rule 22b).
+// It reports false, having written nothing, otherwise.
+func (b *Bus) saveStatus(ctx context.Context, d *dispatch, data []byte) (bool, error) {
+	ss, ok := b.store.(StatusStore)
+	if !ok || b.sink == nil {
+		return false, nil
+	}
+	ks := d.ks
+	b.publish(ctx, d, false) // notes whether the status changed
+	if ks.sunk {
+		return false, nil
+	}
+	mu := b.stripe(ks.key)
+	mu.Lock()
+	defer mu.Unlock()
+	if b.dropped(ks) {
+		return false, nil // save reports the abandoned pass
+	}
+	slots := d.rec.slots.clone()
+	together, err := ss.SaveStatus(ctx, b.sink, ks.key, data, ks.cur, slots.Summary(), slots)
+	if together && err == nil {
+		ks.sunk = true
+	}
+	return together, err
 }
 
 // publish records the slots of the pass for Status and, if write is set,
