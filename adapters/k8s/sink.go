@@ -168,32 +168,14 @@ func (sk *sink) putAnnotation(ctx context.Context, r *resource, key opbus.Key, o
 // writeAnnotation is putAnnotation's write; it returns the resource
 // version its write left the object at, "" if it wrote nothing.
 func (sk *sink) writeAnnotation(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status) (string, error) {
-	sk.mu.Lock()
-	k, known := sk.kept[key]
-	last := k.shown
-	known = known && k.hasShown
-	sk.mu.Unlock()
-	if !known {
-		if u, ok := r.cached(key); ok {
-			last = parseStatus(u.Object, sk.s.names.status)
-		} else {
-			last = parseStatus(obj, sk.s.names.status)
-		}
+	value, last, write, err := sk.annotationValue(r, key, obj, overall)
+	if err != nil || !write {
+		return "", err
 	}
-	if last == overall {
-		sk.setShown(key, overall)
-		return "", nil
-	}
-	var value any // nil removes the annotation
-	if !overall.IsZero() {
-		b, err := json.Marshal(overall)
-		if err != nil {
-			return "", fmt.Errorf("k8s: writing the status of %v: %w", key, err)
-		}
-		if err := checkSize(key, obj, sk.s.names.status, len(b)); err != nil {
+	if s, ok := value.(string); ok {
+		if err := checkSize(key, obj, sk.s.names.status, len(s)); err != nil {
 			return "", err
 		}
-		value = string(b)
 	}
 	meta := map[string]any{"annotations": map[string]any{sk.s.names.status: value}}
 	if id := uid(obj); id != "" {
@@ -214,6 +196,36 @@ func (sk *sink) writeAnnotation(ctx context.Context, r *resource, key opbus.Key,
 	sk.setShown(key, overall)
 	sk.s.emit(ctx, r, u, overall, last)
 	return u.GetResourceVersion(), nil
+}
+
+// annotationValue returns the value to write to AnnotationStatus for
+// overall (nil removes the annotation), the status last shown, and whether
+// a write is needed: none when the overall status is the one last shown.
+func (sk *sink) annotationValue(r *resource, key opbus.Key, obj map[string]any, overall opbus.Status) (value any, last opbus.Status, write bool, err error) {
+	sk.mu.Lock()
+	k, known := sk.kept[key]
+	last = k.shown
+	known = known && k.hasShown && k.uid == uid(obj)
+	sk.mu.Unlock()
+	if !known {
+		if u, ok := r.cached(key); ok {
+			last = parseStatus(u.Object, sk.s.names.status)
+		} else {
+			last = parseStatus(obj, sk.s.names.status)
+		}
+	}
+	if last == overall {
+		sk.setShown(key, overall)
+		return nil, last, false, nil
+	}
+	if overall.IsZero() {
+		return nil, last, true, nil
+	}
+	b, err := json.Marshal(overall)
+	if err != nil {
+		return nil, last, false, fmt.Errorf("k8s: writing the status of %v: %w", key, err)
+	}
+	return string(b), last, true, nil
 }
 
 func (sk *sink) setShown(key opbus.Key, s opbus.Status) {

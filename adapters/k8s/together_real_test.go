@@ -1,0 +1,152 @@
+package k8s_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/k8s"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
+)
+
+// patches keeps the merge patches an operator sends to one object.
+type patches struct {
+	mu     sync.Mutex
+	name   string
+	bodies []map[string]any
+}
+
+func (p *patches) wrap(t *testing.T, cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/"+p.name) && req.Body != nil {
+				body, err := io.ReadAll(req.Body)
+				if err != nil {
+					return nil, err
+				}
+				req.Body = io.NopCloser(bytes.NewReader(body))
+				var m map[string]any
+				if err := json.Unmarshal(body, &m); err != nil {
+					t.Errorf("a patch that is not JSON: %s", body)
+				}
+				p.mu.Lock()
+				p.bodies = append(p.bodies, m)
+				p.mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+// since returns the annotations each patch from the n-th on wrote.
+func (p *patches) since(n int) [][]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out [][]string
+	for _, b := range p.bodies[min(n, len(p.bodies)):] {
+		meta, _ := b["metadata"].(map[string]any)
+		ann, _ := meta["annotations"].(map[string]any)
+		var names []string
+		for _, n := range []string{k8s.AnnotationRecord, k8s.AnnotationStatus} {
+			if _, ok := ann[n]; ok {
+				names = append(names, n)
+			}
+		}
+		out = append(out, names)
+	}
+	return out
+}
+
+func (p *patches) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.bodies)
+}
+
+// TestRecordAndStatusOnePatch (rule K31, core rule 22b): on a kind whose
+// status is an annotation, a pass that changes the record and the status
+// writes both in one patch, under the object's uid; a pass that leaves the
+// status as it was writes the record alone. The records written so are
+// durable: a restarted operator runs nothing.
+func TestRecordAndStatusOnePatch(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	p := &patches{name: "web"}
+	var r runs
+	register := func(b *opbus.Bus) {
+		must(t, b.Handle("h", r.handler(func(ev *opbus.Event) opbus.Status {
+			v, _ := opbus.Get[string](ev.New, "metadata.labels.v")
+			return opbus.Active("v=" + v)
+		}), opbus.On{Fields: []string{"metadata.labels"}}))
+	}
+	opts := k8s.Options{Config: p.wrap(t, env.AdminConfig()), Resources: []k8s.Resource{{GVR: podsGVR, Namespaces: []string{ns}}}}
+	op := start(t, opts, register)
+
+	pod := obj(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","labels":{"v":"a"}},
+		"spec":{"containers":[{"name":"app","image":"busybox:1.36"}]}}`)
+	created, err := c.Resource(podsGVR).Namespace(ns).Create(t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shows := func(msg string) func() bool {
+		return func() bool {
+			v, _ := annotationOf(get(t, c, podsGVR, ns, "web"), k8s.AnnotationStatus)
+			var s opbus.Status
+			return json.Unmarshal([]byte(v), &s) == nil && s.Message == msg
+		}
+	}
+	both := []string{k8s.AnnotationRecord, k8s.AnnotationStatus}
+	eventually(t, "the first status", shows("v=a"))
+	first := p.since(0)
+	if len(first) == 0 || fmt.Sprint(first[len(first)-1]) != fmt.Sprint(both) {
+		t.Fatalf("the first pass's patches wrote %v; want the last to write %v together", first, both)
+	}
+	p.mu.Lock()
+	meta := p.bodies[len(p.bodies)-1]["metadata"].(map[string]any)
+	p.mu.Unlock()
+	if meta["uid"] != string(created.GetUID()) {
+		t.Errorf("the combined patch carries uid %v, want the Pod's %s as a precondition", meta["uid"], created.GetUID())
+	}
+
+	n := p.count()
+	patch(t, c, podsGVR, ns, "web", `{"metadata":{"labels":{"v":"b"}}}`)
+	eventually(t, "the second status", shows("v=b"))
+	steady(t, "the operator's patches after the status changed", 300*time.Millisecond, p.count)
+	if got := p.since(n); fmt.Sprint(got) != fmt.Sprint([][]string{both}) {
+		t.Errorf("a change of record and status: patches %v, want one writing %v", got, both)
+	}
+
+	n = p.count()
+	patch(t, c, podsGVR, ns, "web", `{"metadata":{"labels":{"w":"x"}}}`)
+	eventually(t, "the third run", func() bool { return r.count("h", "web") == 3 })
+	eventually(t, "the record of the third run", func() bool { return p.count() > n })
+	steady(t, "the operator's patches after the third run", 300*time.Millisecond, p.count)
+	if got := p.since(n); fmt.Sprint(got) != fmt.Sprint([][]string{{k8s.AnnotationRecord}}) {
+		t.Errorf("a change of the record alone: patches %v, want one writing the record", got)
+	}
+	op.stop(t)
+
+	var again runs
+	op = start(t, k8s.Options{Config: env.AdminConfig(), Resources: opts.Resources}, func(b *opbus.Bus) {
+		must(t, b.Handle("h", again.handler(nil), opbus.On{Fields: []string{"metadata.labels"}}))
+	})
+	eventually(t, "the restarted Source is ready", func() bool { return op.src.Ready() == nil })
+	steady(t, "runs after the restart", time.Second, again.total)
+	if n := again.total(); n != 0 {
+		t.Errorf("%d runs after the restart, want none: the records written with the statuses hold what was handled", n)
+	}
+}
