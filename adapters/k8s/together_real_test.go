@@ -150,3 +150,59 @@ func TestRecordAndStatusOnePatch(t *testing.T) {
 		t.Errorf("%d runs after the restart, want none: the records written with the statuses hold what was handled", n)
 	}
 }
+
+// TestRecordAndStatusRefusedApart (rule K31): when an admission policy
+// refuses the status annotation, the combined patch is refused for good
+// and made again as two writes: the record lands (a restarted operator
+// runs nothing), the status alone is refused, reported with one
+// StatusRefused Event, and no RecordRefused Event is made.
+func TestRecordAndStatusRefusedApart(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	policy := admissionPolicy(t, c, ns, "widgets",
+		fmt.Sprintf(`!has(object.metadata.annotations) || !(%q in object.metadata.annotations)`, k8s.AnnotationStatus),
+		"no opbus status on this widget",
+		fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}"}}}`, k8s.AnnotationStatus))
+	res := []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{ns}, Status: k8s.StatusAnnotation}}
+	var r runs
+	op := start(t, k8s.Options{Config: env.AdminConfig(), Resources: res}, func(b *opbus.Bus) {
+		must(t, b.Handle("h", r.handler(func(*opbus.Event) opbus.Status { return opbus.Active("done") }),
+			opbus.On{Fields: []string{"spec"}}))
+	})
+	w := obj(t, `{"apiVersion":"test.opbus.dev/v1","kind":"Widget","metadata":{"name":"w","labels":{%q:%q}},"spec":{"size":1}}`, refuseLabel, ns)
+	if _, err := c.Resource(widgetsGVR).Namespace(ns).Create(t.Context(), w, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the StatusRefused Event", func() bool { return len(refusalEvents(t, c, ns, k8s.ReasonStatusRefused)["w"]) > 0 })
+	got := get(t, c, widgetsGVR, ns, "w")
+	if v, _ := annotationOf(got, k8s.AnnotationRecord); !strings.Contains(v, `"h"`) {
+		t.Errorf("the record %q does not hold the handler's digest: the refused status took the record with it", v)
+	}
+	if _, ok := annotationOf(got, k8s.AnnotationStatus); ok {
+		t.Errorf("the status annotation is there despite the policy")
+	}
+	evs := refusalEvents(t, c, ns, k8s.ReasonStatusRefused)["w"]
+	if len(evs) != 1 || !strings.Contains(evs[0].Message, policy) {
+		t.Errorf("StatusRefused Events %+v, want one naming the policy %s", evs, policy)
+	}
+	if evs := refusalEvents(t, c, ns, k8s.ReasonRecordRefused)["w"]; len(evs) != 0 {
+		t.Errorf("RecordRefused Events %+v, want none: only the status is refused", evs)
+	}
+	if n := r.count("h", "w"); n != 1 {
+		t.Errorf("the handler ran %d times, want 1", n)
+	}
+	op.stop(t)
+
+	var again runs
+	op = start(t, k8s.Options{Config: env.AdminConfig(), Resources: res}, func(b *opbus.Bus) {
+		must(t, b.Handle("h", again.handler(nil), opbus.On{Fields: []string{"spec"}}))
+	})
+	eventually(t, "the restarted Source is ready", func() bool { return op.src.Ready() == nil })
+	steady(t, "runs after the restart", time.Second, again.total)
+	if n := again.total(); n != 0 {
+		t.Errorf("%d runs after the restart, want none: the record was saved apart from the refused status", n)
+	}
+}
