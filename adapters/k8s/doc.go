@@ -180,7 +180,9 @@
 // The bus's record of an object — the digests of the values its handlers
 // last handled, its status slots, its named values — is JSON in one
 // annotation, [AnnotationRecord], written with a JSON merge patch of that
-// annotation alone. It holds digests, not copies of the object: a few
+// annotation alone, or, on a kind whose status is [AnnotationStatus], of
+// both annotations when a pass changed both (one request: core rule
+// 22b). It holds digests, not copies of the object: a few
 // hundred bytes. The store reads records from the informer cache, never
 // from the API server, and refuses, with an error naming the object and
 // the sizes, a write that would take the object's annotations past the API
