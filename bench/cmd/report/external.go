@@ -40,7 +40,9 @@ type hookRow struct {
 }
 
 // hookOverheads reads the rows of the first table of examples/charm/BENCHMARKS.md that
-// has "tool calls" and "overhead ms" columns, keeping the hooks (rows with tool calls).
+// has "tool calls" and "overhead ms" columns and is not headed "before" (the figures of
+// an earlier commit, kept for comparison), keeping the hooks (rows with tool calls). A
+// cell gives its median first, as "**5.7** (3.5–6.6)": the range is left out.
 func (e *external) hookOverheads() []hookRow {
 	var rows []hookRow
 	calls, over := -1, -1
@@ -65,7 +67,7 @@ func (e *external) hookOverheads() []hookRow {
 					over = i
 				}
 			}
-			if calls < 0 || over < 0 {
+			if calls < 0 || over < 0 || strings.EqualFold(cells[0], "before") {
 				calls, over = -1, -1
 			}
 			continue
@@ -77,7 +79,8 @@ func (e *external) hookOverheads() []hookRow {
 		if err != nil || n == 0 {
 			continue
 		}
-		fig := strings.Trim(cells[over], "* ")
+		fig, _, _ := strings.Cut(strings.TrimSpace(cells[over]), " ")
+		fig = strings.Trim(fig, "*")
 		v, err := strconv.ParseFloat(fig, 64)
 		if err != nil {
 			continue

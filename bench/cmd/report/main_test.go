@@ -112,10 +112,13 @@ BenchmarkDispatch/pod-10k/workqueue-predicate-2	1000	     60000 ns/op	     2.6 c
 `
 
 const sampleCharm = "# charm\n\n" +
-	"| benchmark | tool calls | hook ms | tools ms | overhead ms |\n" +
+	"| before | tool calls | hook ms | tools ms | overhead ms |\n" +
+	"|---|---|---|---|---|\n" +
+	"| update-status | 8 | 75.4 | 62.3 | **99.0** |\n\n" +
+	"| after | tool calls | hook ms | tools ms | overhead ms |\n" +
 	"|---|---|---|---|---|\n" +
 	"| start-up | 0 | 6.4 | – | 6.4 |\n" +
-	"| update-status | 8 | 75.4 | 62.3 | **13.4** |\n" +
+	"| update-status | 8 | 75.4 (70.1–80.0) | 62.3 | **13.4** (1.7–13.9) |\n" +
 	"| config-changed | 9 | 70.0 | 62.0 | **8.0** |\n\n" +
 	"| other | tool calls | overhead ms |\n|---|---|---|\n| later table | 3 | 1.0 |\n"
 
