@@ -137,6 +137,7 @@ type simRun struct {
 	dispatches  map[string]int  // name → observations made with Dispatch
 	lost        map[int]lostRec // key → a Dispatch refused with ErrClosed
 	armed       bool
+	armedSeq    int             // the observation the armed block waits for: earlier passes may end before shutdown
 	chain       []chan struct{} // per key: closed when the last harness Dispatch returns
 	keyOps      []int           // per key: operations made, so a retried Dispatch stops once a newer state exists
 	obsSeq      int             // observations stamped into metadata.resourceVersion
@@ -309,7 +310,7 @@ func (s *simRun) handler(gen int, h simHandler) HandlerFunc {
 			!s.changedBetween(hk, f.seq, seqOf(doc), v) {
 			s.violate("backoff", "%s: handler %s ran again %v after failing on an unchanged value, before its retry was due (%v)", name, h.id, now.Sub(f.at), f.min)
 		}
-		block := s.armed && !fromDispatch && gen == s.gen
+		block := s.armed && !fromDispatch && gen == s.gen && seqOf(doc) >= s.armedSeq
 		if block {
 			s.armed = false
 			s.tm.abandon(ev.ID) // shutdown abandons this pass

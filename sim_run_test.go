@@ -45,6 +45,10 @@ func (s *simRun) restart(o simOp) {
 	if o.block && !simSkip["block"] && s.docs[o.key] != nil {
 		s.mu.Lock()
 		s.armed = true
+		// A handler of a pass that began before this update may be still
+		// running; blocking it could end before the shutdown, which would
+		// then not abandon it.
+		s.armedSeq = s.obsSeq + 1
 		s.mu.Unlock()
 		s.observe(simOp{kind: opUpdate, key: o.key, field: "replicas", n: s.rv + 1})
 		synctest.Wait()
