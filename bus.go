@@ -162,6 +162,9 @@ type Bus struct {
 	ended      map[Key]string            // keys forgotten after their deletion → that incarnation
 	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
 	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write (writestage.go)
+	parked     map[*keyState]parking     // busy keys that no lane holds while their write runs (pipeline.go)
+	writeCost  atomic.Int64              // a moving average of a write's time in ns (pipeline.go)
+	pipeAlways bool                      // tests: every write of Run's passes runs beside the next pass
 	stripes    [64]sync.Mutex            // order a key's store writes with shutdown's (see stripe)
 	halted     atomic.Bool               // a halt began: nothing more is written (halt.go)
 	subs       sync.Map                  // kind → *subscribed, once the bus has started (subscribed.go)

@@ -30,62 +30,63 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		ks.saved, ks.sunk = true, true // nothing to keep: rule 34a
 		return
 	}
-	if l := laneOf(ctx, ks); b.mergesWrite(l, d) {
-		// The next pass of the key writes for both (rule 22a). What
-		// this one would have written is kept for shutdown, which writes
-		// it should the next pass be abandoned (rule 16).
-		var err error
-		if d.dirty || !ks.saved {
-			var data []byte
-			if data, err = d.rec.encode(b.ids); err == nil {
-				ks.saved = false
-				b.mu.Lock()
-				if b.owed == nil {
-					b.owed = map[*keyState][]byte{}
-				}
-				b.owed[ks] = data
-				b.mu.Unlock()
-			}
-		}
-		if err == nil {
-			b.publish(ctx, d, false)
-			l.deferred, l.owed = true, true
+	l := laneOf(ctx, ks)
+	if merged := b.mergesWrite(l, d); (merged || b.holdsWrite(l, d)) && b.owe(ctx, d, l) {
+		if merged {
+			l.deferred = true
 			b.stats.merged.Add(1)
-			return
 		}
+		return
 	}
-	b.toWrite(ctx, ks)
-	if l := laneOf(ctx, ks); l != nil {
-		l.owed = false
+	pipe := l != nil && l.pipe && b.pipelines()
+	if pipe {
+		b.join(ctx, ks) // the write before has returned: it is not held
+	} else {
+		b.toWrite(ctx, ks)
 	}
-	together := false // record and status went in one write (rule 22b)
-	if d.dirty || !ks.saved {
+	if l != nil {
+		l.owed, l.unwritten = false, 0
+	}
+	w := b.prepareWrite(ctx, d)
+	switch {
+	case w == nil:
+		b.afterWrite(ks)
+	case pipe:
+		b.writeBeside(ctx, l, w) // rule 22c
+	default:
+		w.run(ctx, b)
+		b.finishWrite(w)
+	}
+}
+
+// owe leaves the write of the pass d, in lane l, to a later one: to the
+// next pass of its key, which is queued (rule 22a), or to the write after
+// the one under way (rule 22c). What it would have written is kept for
+// shutdown, which writes it should the pass that owes it be abandoned
+// (rule 16). It reports false, owing nothing, if the record cannot be
+// encoded: the pass then writes at once and reports that.
+func (b *Bus) owe(ctx context.Context, d *dispatch, l *lane) bool {
+	ks := d.ks
+	// With a write under way the store may not get its record: keep it
+	// whatever the pass changed.
+	if d.dirty || !ks.saved || l.w != nil {
 		data, err := d.rec.encode(b.ids)
-		if err == nil {
-			together, err = b.saveStatus(ctx, d, data)
-			if !together {
-				err = b.save(ctx, ks, data)
-			}
-		}
-		ks.saved = err == nil
 		if err != nil {
-			what := "saving record"
-			if together {
-				what = "saving record and status"
-			}
-			err = fmt.Errorf("opbus: %s of %v: %w", what, ks.key, err)
-			b.log.Error("opbus: "+what, "key", ks.key.String(), "err", err)
-			d.errs = append(d.errs, err)
-			d.storeFailed()
+			return false
 		}
+		if d.dirty || !ks.saved {
+			ks.saved = false
+		}
+		b.mu.Lock()
+		if b.owed == nil {
+			b.owed = map[*keyState][]byte{}
+		}
+		b.owed[ks] = data
+		b.mu.Unlock()
 	}
-	b.publish(ctx, d, !together)
-	if ks.saved {
-		b.settleOwed(ks)
-	}
-	if ks.saved && ks.sunk && ks.x != nil {
-		ks.x.storeFails = 0
-	}
+	b.publish(ctx, d, false)
+	l.owed = true
+	return true
 }
 
 // save writes the record of ks unless shutdown abandoned this pass.
@@ -99,31 +100,22 @@ func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
 	return b.store.Save(ctx, ks.key, data)
 }
 
-// saveStatus writes the record data and the status of the pass in one
-// write, when the status has to be written and the store can (rule 22b).
-// It reports false, having written nothing, otherwise.
-func (b *Bus) saveStatus(ctx context.Context, d *dispatch, data []byte) (bool, error) {
+// saveStatus makes the write w, of a record and a status, as one write
+// when the store can (rule 22b). It reports false, having written
+// nothing, otherwise.
+func (b *Bus) saveStatus(ctx context.Context, w *writeJob) (bool, error) {
 	ss, ok := b.store.(StatusStore)
-	if !ok || b.sink == nil {
+	if !ok {
 		return false, nil
 	}
-	ks := d.ks
-	b.publish(ctx, d, false) // notes whether the status changed
-	if ks.sunk {
-		return false, nil
-	}
+	ks := w.d.ks
 	mu := b.stripe(ks.key)
 	mu.Lock()
 	defer mu.Unlock()
 	if b.dropped(ks) {
 		return false, nil // save reports the abandoned pass
 	}
-	slots := d.rec.slots.clone()
-	together, err := ss.SaveStatus(ctx, b.sink, ks.key, data, ks.cur, slots.Summary(), slots)
-	if together && err == nil {
-		ks.sunk = true
-	}
-	return together, err
+	return ss.SaveStatus(ctx, b.sink, ks.key, w.data, w.cur, w.summary, w.slots)
 }
 
 // publish records the slots of the pass for Status and, if write is set,

@@ -73,6 +73,7 @@ type keyExtra struct {
 	loadFails  int                    // consecutive failures to load the record
 	storeFails int                    // consecutive failures to save the record or publish the status
 	storeDue   time.Time              // when the store or sink is tried again after storeFails
+	waiters    int                    // Dispatch calls waiting for the key, which Run leaves to them; under Bus.mu
 }
 
 // extra returns the extra state of ks, making it; b.mu is not held.
@@ -101,6 +102,9 @@ func (ks *keyState) endedInc() string {
 }
 
 func (ks *keyState) hasTimer() bool { return ks.x != nil && ks.x.timer != nil }
+
+// awaited reports whether a Dispatch call waits for ks; b.mu is held.
+func (ks *keyState) awaited() bool { return ks.x != nil && ks.x.waiters > 0 }
 
 // keyState returns the state of key, creating it; b.mu is held.
 func (b *Bus) keyState(key Key) *keyState {
@@ -246,13 +250,23 @@ func (b *Bus) bounds(x, y observation) bool { return b.incarnation != nil && x.i
 // schedule puts ks on the ready list if it has work and is not busy or
 // listed, and keeps the idle channel; b.mu is held.
 func (b *Bus) schedule(ks *keyState) {
-	if ks.hasWork() && !ks.busy && !ks.queuedNow {
+	if ks.hasWork() && !ks.queuedNow && (!ks.busy || b.isParked(ks)) {
 		ks.queuedNow = true
 		b.ready = append(b.ready, ks)
 		b.wake.Signal() // Wait, when Run has not started
 		b.offerWork()
 	}
 	b.countPending()
+}
+
+// isParked reports whether ks is busy only with a write that runs beside
+// (rule 22c), so that a lane may take it over; b.mu is held.
+func (b *Bus) isParked(ks *keyState) bool {
+	if len(b.parked) == 0 {
+		return false
+	}
+	_, ok := b.parked[ks]
+	return ok
 }
 
 // countPending recounts the keys with work (listed or being dispatched) and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -156,11 +157,14 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	b.ready[0] = nil
 	b.ready = b.ready[1:]
 	ks.queuedNow = false
-	if ks.busy || b.keys[ks.key] != ks { // held by Dispatch, or gone
+	if b.keys[ks.key] != ks || ks.awaited() || (ks.busy && !b.takeParked(l, ks)) {
+		// gone, left to a Dispatch call, or held by one or by a lane
 		b.mu.Unlock()
 		return
 	}
-	b.acquire(ks)
+	if !ks.busy {
+		b.acquire(ks)
+	}
 	if l != nil {
 		b.handling++
 		l.handling, l.ks = true, ks
@@ -172,38 +176,59 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 		if _, _, err := b.step(ctx, ks, false, nil); err != nil {
 			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
-	} else {
-		b.passes(ctx, l, ks)
 	}
+	parked := l != nil && b.passes(ctx, l, ks)
 
 	b.mu.Lock()
 	if l != nil {
 		b.leave(l)
 		l.ks = nil
 	}
-	b.release(ks)
+	if !parked {
+		b.release(ks)
+	}
 	b.mu.Unlock()
 }
 
 // passes dispatches the states of ks in lane l: one, or while each pass
 // leaves its write to the next, up to maxMerged (rule 22a), all in one
-// handler slot.
-func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) {
-	l.owed = false
-	for n := 1; ; n++ {
-		l.merge, l.deferred = n < maxMerged, false
+// handler slot; and, while a write runs beside (rule 22c), the states
+// that may run meanwhile. It reports whether it left ks parked on its
+// write (see park), still busy; l.w and l.owed are those of a key taken
+// over from its write.
+func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
+	l.unwritten, l.taken = 0, 0
+	for {
+		l.unwritten++
+		l.taken++
+		l.merge, l.deferred, l.pipe = l.unwritten < maxMerged, false, true
 		_, ok, err := b.step(ctx, ks, false, nil)
+		l.pipe = false
 		if err != nil {
 			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
-		if !ok || !l.deferred {
-			break
+		if ok && l.deferred {
+			continue
 		}
+		if ok || l.w != nil {
+			switch b.park(ctx, l, ks) {
+			case parkRun:
+				continue
+			case parkParked:
+				return true
+			}
+		}
+		break
 	}
 	l.merge = false
 	if l.owed {
 		b.flush(ctx, ks)
 	}
+	b.join(ctx, ks)
+	b.mu.Lock()
+	delete(b.flying, ks) // kept while a write of its state was under way
+	b.mu.Unlock()
+	return false
 }
 
 // acquire makes the caller the only one dispatching ks; b.mu is held.
@@ -290,7 +315,10 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		if !ks.busy {
 			break
 		}
+		x := ks.extraLocked()
+		x.waiters++
 		b.wake.Wait()
+		x.waiters--
 	}
 	b.acquire(ks)
 	// With nothing queued before it, the state needs no queue.
@@ -414,8 +442,18 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		}
 		work = append(work, l)
 	}
+	busy := slices.Clone(b.busy)
 	b.mu.Unlock()
 
+	for _, ks := range busy {
+		// An abandoned pass, or a write it runs beside the next (rule
+		// 22c), writes nothing from now on; under the stripe lock, so that
+		// a write under way ends first.
+		mu := b.stripe(ks.key)
+		mu.Lock()
+		ks.abandoned.Store(true)
+		mu.Unlock()
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.shutdown)
 	defer cancel()
 	var errs []error

@@ -30,11 +30,15 @@ type simConfig struct {
 	// subtrees (rule 5b). Derived from keys, not drawn, so that the seeds
 	// of recorded findings replay the same operations.
 	fieldsOnly bool
+	// pipeline makes every write of Run's passes run beside the next
+	// pass of its key (rule 22c), as slow stores do. Derived, as
+	// fieldsOnly is.
+	pipeline bool
 }
 
 func (c simConfig) String() string {
-	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d writers=%d fileStore=%v keys=%d revisionBump=%d fieldSwap=%d removed=%d longNames=%v fieldsOnly=%v",
-		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.writers, c.fileStore, c.keys, c.revisionBumps, c.fieldSwap, c.removed, c.longNames, c.fieldsOnly)
+	return fmt.Sprintf("listKeys=%v incarnation=%v maxBacklog=%d workers=%d writers=%d fileStore=%v keys=%d revisionBump=%d fieldSwap=%d removed=%d longNames=%v fieldsOnly=%v pipeline=%v",
+		c.listKeys, c.incarnation, c.maxBacklog, c.workers, c.writers, c.fileStore, c.keys, c.revisionBumps, c.fieldSwap, c.removed, c.longNames, c.fieldsOnly, c.pipeline)
 }
 
 // relists reports whether the bus of generation gen starts with the source
@@ -174,6 +178,7 @@ func genConfig(r *rand.Rand) simConfig {
 	}
 	c.longNames = c.fileStore && r.IntN(2) == 0
 	c.fieldsOnly = c.keys == 3
+	c.pipeline = c.listKeys != c.fileStore
 	if c.workers%2 == 0 {
 		c.writers = 1 // derived, as fieldsOnly is: one write at a time behind several workers
 	}

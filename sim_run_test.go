@@ -62,6 +62,7 @@ func (s *simRun) restart(o simOp) {
 	s.store.setQuiet(true) // CHOICE: no faults while pending work is saved; see the report
 	s.cancel()
 	start := time.Now()
+	defer func() { simBeside.Add(s.bus.Stats().Beside) }()
 	select {
 	case err := <-s.runDone:
 		if err != nil {
@@ -147,7 +148,7 @@ func (s *simRun) run(ops []simOp) {
 			return
 		}
 	}
-	s.store = &faultStore{inner: inner, onFault: func(name string) {
+	s.store = &faultStore{inner: inner, slow: s.cfg.pipeline, onFault: func(name string) {
 		s.mu.Lock()
 		s.excuse[name]++
 		s.mu.Unlock()
@@ -198,6 +199,7 @@ func (s *simRun) run(ops []simOp) {
 	}
 	s.store.setQuiet(true)
 	s.cancel()
+	defer func() { simBeside.Add(s.bus.Stats().Beside) }()
 	select {
 	case <-s.runDone:
 	case <-time.After(time.Hour):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // faultStore wraps the store of a simulation: the operations of a sequence
@@ -16,6 +17,9 @@ type faultStore struct {
 		Store
 		Lister
 	}
+	// slow makes each Save take a while of the bubble's clock, so that
+	// the operations that follow arrive while it writes (rule 22c).
+	slow    bool
 	mu      sync.Mutex
 	quiet   bool           // no faults: while a bus shuts down, and while the harness checks
 	pending map[string]int // key name + "/" + load|save|delete|corrupt → calls left to spoil
@@ -74,6 +78,11 @@ func (s *faultStore) Save(ctx context.Context, key Key, data []byte) error {
 		return errStoreFault
 	}
 	runtime.Gosched() // let other passes run while this one writes (rule 22a)
+	if s.slow {
+		// 1 to 24 ms, varied by the record so that writes of several
+		// keys end in changing orders.
+		time.Sleep(time.Duration(1+len(data)%24) * time.Millisecond)
+	}
 	return s.inner.Save(ctx, key, data)
 }
 

@@ -12,11 +12,12 @@ type Stats struct {
 	Retried    uint64 // retries scheduled
 	Coalesced  uint64 // backlogs coalesced
 	Merged     uint64 // passes whose record and status went with the next pass's write (rule 22a)
+	Beside     uint64 // passes whose handlers ran while the write of the pass before was under way (rule 22c)
 	Queued     int    // states waiting now
 }
 
 type counters struct {
-	observed, dispatched, ran, failed, panicked, retried, coalesced, merged atomic.Uint64
+	observed, dispatched, ran, failed, panicked, retried, coalesced, merged, beside atomic.Uint64
 }
 
 // Stats returns the bus's counters.
@@ -33,6 +34,7 @@ func (b *Bus) Stats() Stats {
 		Retried:    b.stats.retried.Load(),
 		Coalesced:  b.stats.coalesced.Load(),
 		Merged:     b.stats.merged.Load(),
+		Beside:     b.stats.beside.Load(),
 		Queued:     q,
 	}
 }

@@ -14,10 +14,18 @@ type lane struct {
 	ks       *keyState // the key of its pass; nil between passes
 	handling bool      // holds a handler slot
 	writing  bool      // holds a write slot
-	// merge lets this pass leave its write to the next pass of its key
-	// when one is queued (the next pass writes both); deferred says this
-	// pass did, owed that a write is still to be made.
+	// merge lets this pass leave its write to a later pass of its key
+	// (rule 22a) or hold it until the write under way returns (rule
+	// 22c); deferred says it left it to the next pass, which is queued;
+	// owed that a write is still to be made.
 	merge, deferred, owed bool
+	// unwritten counts the passes since the last write began, taken
+	// counts the passes since the key was taken: both bounded.
+	unwritten, taken int
+	// pipe lets this pass write beside the next pass of its key; w is
+	// such a write under way (pipeline.go).
+	pipe bool
+	w    *writeJob
 }
 
 type laneKey struct{}
@@ -34,11 +42,20 @@ func laneOf(ctx context.Context, ks *keyState) *lane {
 // maxMerged bounds the passes of one key whose writes go as one.
 const maxMerged = 8
 
+// maxTaken bounds the passes one goroutine of Run makes of a key before
+// it lets the key go, so that a Dispatch call waiting for a key whose
+// states keep coming while its writes are under way gets its turn.
+const maxTaken = 64
+
 // toWrite moves the pass of ctx from its handler slot to a write slot,
 // waiting for one while Options.Writers writes are under way.
 func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 	l := laneOf(ctx, ks)
-	if l == nil || l.writing {
+	if l == nil {
+		return
+	}
+	b.join(ctx, ks) // the write before, if it runs beside, goes first
+	if l.writing {
 		return
 	}
 	b.mu.Lock()
@@ -88,8 +105,13 @@ func (b *Bus) mergesWrite(l *lane, d *dispatch) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ks := d.ks
-	return !b.stopping && len(ks.queue) > 0 && !ks.blocked && !ks.retryDue
+	return !b.stopping && b.runnable(d.ks)
+}
+
+// runnable reports whether a queued state of ks may be dispatched now;
+// b.mu is held.
+func (b *Bus) runnable(ks *keyState) bool {
+	return len(ks.queue) > 0 && !ks.blocked && !ks.retryDue
 }
 
 // flush writes what the passes of ks left to a next pass that did not come

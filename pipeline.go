@@ -1,0 +1,330 @@
+package opbus
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Under Run, the write of a pass can run beside the next pass of its key
+// (rule 22c): when a state of the key arrives while its record is being
+// written, its handlers run at once. At most one write of a key is under
+// way: a pass that ends while it is holds its write until it returns
+// (holdsWrite), later passes merge into that one (rule 22a), and the write
+// after carries the latest record and status. A value still counts as
+// handled only once its record is durable, and a key's writes stay in
+// order: a pass takes in the outcome of the write before it (join) before
+// it writes its own. The key stays held by its lane throughout, so
+// retries, shutdown, halts, Wait and Dispatch see it busy, as during any
+// pass; the state of a pass whose write is owed or under way stays in
+// Bus.flying for shutdown.
+
+// pipeAfter is the average write time from which Run's passes write beside
+// the next pass: below it, a write is cheaper than handing it over to a
+// goroutine of its own.
+const pipeAfter = 100 * time.Microsecond
+
+// writeJob is the write of one pass's record and status, holding what it
+// needs of the pass so that it can run while the next pass changes the
+// key's record.
+type writeJob struct {
+	d        *dispatch
+	data     []byte         // the record to save; nil if it is saved already
+	cur      map[string]any // the object, for the sink
+	summary  Status
+	slots    Slots
+	put      bool          // the status goes to the sink
+	done     chan struct{} // closed once a job run beside the next pass ends
+	finished bool          // it has returned; under Bus.mu
+
+	// What the write did, read once it is done.
+	together bool  // record and status went as one write (rule 22b)
+	skipped  bool  // the status was not written: the pass was dropped
+	saveErr  error // of the record, or of both together
+	putErr   error // of the status alone
+}
+
+// pipelines reports whether a write of a lane's pass goes beside the next
+// pass: writes have been slow enough to be worth it.
+func (b *Bus) pipelines() bool {
+	return b.pipeAlways || b.writeCost.Load() >= int64(pipeAfter)
+}
+
+// prepareWrite notes the pass's status and returns the write its record
+// and status need, nil for none. It marks the record saved and the status
+// sunk, as they will be unless the write fails (finishWrite).
+func (b *Bus) prepareWrite(ctx context.Context, d *dispatch) *writeJob {
+	ks := d.ks
+	w := &writeJob{d: d}
+	if d.dirty || !ks.saved {
+		data, err := d.rec.encode(b.ids)
+		if err != nil {
+			ks.saved = false
+			b.writeFailed(d, "saving record", err)
+		} else {
+			w.data = data
+			ks.saved = true
+		}
+	}
+	b.publish(ctx, d, false) // notes whether the status changed
+	switch {
+	case b.sink == nil:
+		ks.sunk = true
+	case !ks.sunk:
+		w.put = true
+		w.cur, w.summary, w.slots = ks.cur, d.rec.slots.Summary(), d.rec.slots.clone()
+		ks.sunk = true
+	}
+	if w.data == nil && !w.put {
+		return nil
+	}
+	return w
+}
+
+// run makes the write of w: the record and status in one write when the
+// store can (rule 22b), else the record, then the status.
+func (w *writeJob) run(ctx context.Context, b *Bus) {
+	start := time.Now()
+	ks := w.d.ks
+	if w.data != nil {
+		if w.put {
+			w.together, w.saveErr = b.saveStatus(ctx, w)
+		}
+		if !w.together {
+			w.saveErr = b.save(ctx, ks, w.data)
+		}
+	}
+	if w.put && !w.together {
+		if b.dropped(ks) {
+			w.skipped = true // shutdown or a halt took the key from this pass
+		} else {
+			w.putErr = b.sink.PutStatus(ctx, ks.key, w.cur, w.summary, w.slots)
+		}
+	}
+	// A moving average over about eight writes; a lost update between
+	// two writers only delays it.
+	took := int64(time.Since(start))
+	avg := b.writeCost.Load()
+	b.writeCost.Store(avg + (took-avg)/8)
+}
+
+// finishWrite takes in the outcome of w: a failed write leaves the record
+// unsaved or the status unsunk, reports it, and asks for a retry.
+func (b *Bus) finishWrite(w *writeJob) {
+	d, ks := w.d, w.d.ks
+	if w.data != nil && w.saveErr != nil {
+		ks.saved = false
+		what := "saving record"
+		if w.together {
+			what = "saving record and status"
+		}
+		b.writeFailed(d, what, w.saveErr)
+	}
+	if w.put {
+		switch {
+		case w.together:
+			if w.saveErr != nil {
+				ks.sunk = false
+			}
+		case w.skipped:
+			ks.sunk = false
+		case w.putErr != nil:
+			ks.sunk = false
+			b.writeFailed(d, "publishing status", w.putErr)
+		}
+	}
+	b.afterWrite(ks)
+}
+
+// writeFailed reports a failed write of the pass d and asks for a retry.
+func (b *Bus) writeFailed(d *dispatch, what string, err error) {
+	err = fmt.Errorf("opbus: %s of %v: %w", what, d.ks.key, err)
+	b.log.Error("opbus: "+what, "key", d.ks.key.String(), "err", err)
+	d.errs = append(d.errs, err)
+	d.storeFailed()
+}
+
+// afterWrite forgets what merged passes owed and the store's failures
+// once the record and status are written.
+func (b *Bus) afterWrite(ks *keyState) {
+	if ks.saved {
+		b.settleOwed(ks)
+	}
+	if ks.saved && ks.sunk && ks.x != nil {
+		ks.x.storeFails = 0
+	}
+}
+
+// writeBeside starts w beside the next pass of its key, in lane l. w
+// waits for a write slot on its own goroutine and gives it back as soon as
+// it returns: the key's next states run meanwhile, whether the write
+// slots are all taken or the write is slow, and other keys' writes wait
+// for no handler.
+func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
+	w.done = make(chan struct{})
+	l.w = w
+	// The write's own context belongs to no lane: laneOf finds none.
+	go b.writeOut(context.WithValue(ctx, laneKey{}, (*lane)(nil)), w)
+}
+
+// writeOut makes the write w and, if its key is parked on it (no lane
+// holds the key: see park), ends the key's hold itself: it takes in the
+// outcome, makes the write a parked pass held, and lets the key go.
+func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
+	for w != nil {
+		ks := w.d.ks
+		b.mu.Lock()
+		for b.writing >= b.writers {
+			b.writeFree.Wait()
+		}
+		b.writing++
+		b.mu.Unlock()
+		w.run(ctx, b)
+		b.mu.Lock()
+		b.writing--
+		b.writeFree.Signal() // only writes wait there, each for one slot
+		w.finished = true
+		p, mine := b.parked[ks]
+		mine = mine && p.w == w
+		if mine {
+			delete(b.parked, ks)
+		}
+		b.mu.Unlock()
+		close(w.done)
+		if !mine {
+			return // a lane holds the key: it joins w
+		}
+		w = b.unpark(ctx, w, p.owed)
+	}
+}
+
+// unpark takes in the outcome of w, whose key was parked on it, on the
+// write's goroutine, which holds the key now. It returns the write that a
+// held pass owes, parked in turn, or lets the key go and returns nil.
+func (b *Bus) unpark(ctx context.Context, w *writeJob, owed bool) *writeJob {
+	ks := w.d.ks
+	b.finishWrite(w)
+	b.mu.Lock()
+	if w.d.storeFail {
+		b.retryAt(ks, w.d.due)
+	}
+	b.mu.Unlock()
+	if owed && !b.dropped(ks) && ks.rec != nil {
+		d := &dispatch{b: b, ks: ks, rec: ks.rec}
+		next := b.prepareWrite(ctx, d)
+		b.mu.Lock()
+		if !d.due.IsZero() {
+			b.retryAt(ks, d.due)
+		}
+		if next != nil {
+			next.done = make(chan struct{})
+			b.parked[ks] = parking{w: next}
+			b.mu.Unlock()
+			return next
+		}
+		b.mu.Unlock()
+		b.afterWrite(ks)
+	}
+	b.mu.Lock()
+	delete(b.flying, ks)
+	b.release(ks)
+	b.mu.Unlock()
+	return nil
+}
+
+// join waits for the write of ks that runs beside the pass of ctx, if one
+// does, and takes in its outcome, before that pass writes in turn.
+func (b *Bus) join(ctx context.Context, ks *keyState) {
+	l := laneOf(ctx, ks)
+	if l == nil || l.w == nil {
+		return
+	}
+	w := l.w
+	<-w.done
+	l.w = nil
+	b.finishWrite(w)
+	if w.d.storeFail {
+		b.mu.Lock()
+		b.retryAt(ks, w.d.due)
+		b.mu.Unlock()
+	}
+}
+
+// holdsWrite reports whether the pass d, which holds lane l, holds its
+// write until the write of the pass before, still under way beside it,
+// returns (rule 22c): the next state of the key can then run at once,
+// and the write after that one carries the latest record.
+func (b *Bus) holdsWrite(l *lane, d *dispatch) bool {
+	if l == nil || !l.pipe || !l.merge || l.w == nil || d.storeFail {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !l.w.finished && !b.stopping
+}
+
+// parking is a key that no lane holds while its write runs beside (rule
+// 22c): the write's goroutine lets it go when it returns, having made the
+// write that a held pass owes, unless a state of the key comes first and a
+// lane takes the key over.
+type parking struct {
+	w    *writeJob
+	owed bool // a held pass's write is to follow w
+}
+
+// Results of park.
+const (
+	parkNone   = iota // no write under way: the lane ends its passes
+	parkRun           // a state of the key may run now: the lane runs it
+	parkParked        // the key is parked: the lane lets go of it
+)
+
+// park decides, after a pass of ks in lane l, what the lane does while
+// the pass's write, or the write it holds its own for, runs beside: run
+// the next state of ks at once if one may run, else leave ks parked on
+// the write and take other keys' work. A write already returned is taken
+// in, and what a held pass owes is written, beside in turn.
+func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
+	for l.w != nil {
+		b.mu.Lock()
+		switch {
+		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !ks.awaited():
+			if !l.w.finished {
+				b.stats.beside.Add(1)
+			}
+			b.mu.Unlock()
+			return parkRun
+		case !l.w.finished:
+			if b.parked == nil {
+				b.parked = map[*keyState]parking{}
+			}
+			b.parked[ks] = parking{w: l.w, owed: l.owed}
+			b.mu.Unlock()
+			l.w, l.owed = nil, false
+			return parkParked
+		}
+		b.mu.Unlock()
+		if !l.owed {
+			return parkNone
+		}
+		l.merge, l.pipe = false, true
+		b.flush(ctx, ks) // joins l.w, then writes beside
+		l.pipe = false
+	}
+	return parkNone
+}
+
+// takeParked gives lane l the key ks parked on its write, for a state of
+// ks that may run now (see schedule); b.mu is held.
+func (b *Bus) takeParked(l *lane, ks *keyState) bool {
+	p, ok := b.parked[ks]
+	if !ok || l == nil {
+		return false
+	}
+	delete(b.parked, ks)
+	l.w, l.owed = p.w, p.owed
+	if !p.w.finished {
+		b.stats.beside.Add(1)
+	}
+	return true
+}
