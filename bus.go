@@ -163,6 +163,7 @@ type Bus struct {
 	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
 	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write (writestage.go)
 	parked     map[*keyState]parking     // busy keys that no lane holds while their write runs (pipeline.go)
+	awaiting   map[*keyState]int         // keys Dispatch calls wait for → how many
 	writeCost  atomic.Int64              // a moving average of a write's time in ns (pipeline.go)
 	pipeAlways bool                      // tests: every write of Run's passes runs beside the next pass
 	stripes    [64]sync.Mutex            // order a key's store writes with shutdown's (see stripe)

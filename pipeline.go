@@ -288,7 +288,7 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 	for l.w != nil {
 		b.mu.Lock()
 		switch {
-		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !ks.awaited():
+		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks):
 			if !l.w.finished {
 				b.stats.beside.Add(1)
 			}

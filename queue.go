@@ -73,7 +73,6 @@ type keyExtra struct {
 	loadFails  int                    // consecutive failures to load the record
 	storeFails int                    // consecutive failures to save the record or publish the status
 	storeDue   time.Time              // when the store or sink is tried again after storeFails
-	waiters    int                    // Dispatch calls waiting for the key, which Run leaves to them; under Bus.mu
 }
 
 // extra returns the extra state of ks, making it; b.mu is not held.
@@ -103,8 +102,10 @@ func (ks *keyState) endedInc() string {
 
 func (ks *keyState) hasTimer() bool { return ks.x != nil && ks.x.timer != nil }
 
-// awaited reports whether a Dispatch call waits for ks; b.mu is held.
-func (ks *keyState) awaited() bool { return ks.x != nil && ks.x.waiters > 0 }
+// awaited reports whether a Dispatch call waits for ks, which Run then
+// leaves to it; b.mu is held. (Not in keyExtra: the goroutine that holds
+// ks reads ks.x without b.mu.)
+func (b *Bus) awaited(ks *keyState) bool { return len(b.awaiting) > 0 && b.awaiting[ks] > 0 }
 
 // keyState returns the state of key, creating it; b.mu is held.
 func (b *Bus) keyState(key Key) *keyState {

@@ -157,7 +157,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	b.ready[0] = nil
 	b.ready = b.ready[1:]
 	ks.queuedNow = false
-	if b.keys[ks.key] != ks || ks.awaited() || (ks.busy && !b.takeParked(l, ks)) {
+	if b.keys[ks.key] != ks || b.awaited(ks) || (ks.busy && !b.takeParked(l, ks)) {
 		// gone, left to a Dispatch call, or held by one or by a lane
 		b.mu.Unlock()
 		return
@@ -315,10 +315,14 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		if !ks.busy {
 			break
 		}
-		x := ks.extraLocked()
-		x.waiters++
+		if b.awaiting == nil {
+			b.awaiting = map[*keyState]int{}
+		}
+		b.awaiting[ks]++
 		b.wake.Wait()
-		x.waiters--
+		if b.awaiting[ks]--; b.awaiting[ks] == 0 {
+			delete(b.awaiting, ks)
+		}
 	}
 	b.acquire(ks)
 	// With nothing queued before it, the state needs no queue.
