@@ -35,19 +35,33 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		if merged {
 			l.deferred = true
 			b.stats.merged.Add(1)
+		} else {
+			b.heldStatus(l, d)
 		}
 		return
 	}
 	pipe := l != nil && l.pipe && b.pipelines()
 	if pipe {
-		b.join(ctx, ks) // the write before has returned: it is not held
+		if l.w != nil {
+			// The write before is under way and this pass may not hold
+			// its write (shutdown, or a failed pass): no handler slot
+			// waits for it.
+			b.mu.Lock()
+			b.freeHandler(l)
+			b.mu.Unlock()
+			b.join(ctx, ks)
+		}
 	} else {
 		b.toWrite(ctx, ks)
 	}
 	if l != nil {
-		l.owed, l.unwritten = false, 0
+		l.owed, l.unwritten, l.full = false, 0, false
 	}
-	w := b.prepareWrite(ctx, d)
+	var before []statusSnap
+	if l != nil {
+		before, l.statuses = l.statuses, nil
+	}
+	w := b.prepareWrite(ctx, d, before)
 	switch {
 	case w == nil:
 		b.afterWrite(ks)

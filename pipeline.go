@@ -34,6 +34,7 @@ type writeJob struct {
 	summary  Status
 	slots    Slots
 	put      bool          // the status goes to the sink
+	before   []statusSnap  // statuses of held passes, for the sink before this one's
 	done     chan struct{} // closed once a job run beside the next pass ends
 	finished bool          // it has returned; under Bus.mu
 
@@ -50,10 +51,33 @@ func (b *Bus) pipelines() bool {
 	return b.pipeAlways || b.writeCost.Load() >= int64(pipeAfter)
 }
 
+// statusSnap is a status that a pass holding its write (holdsWrite)
+// published: the sink gets it, in order, before the status of the write
+// that carries the pass's record, so that no level a handler reported is
+// skipped (Kubernetes Events count each change of level).
+type statusSnap struct {
+	cur     map[string]any
+	summary Status
+	slots   Slots
+}
+
+// heldStatus notes the status of the held pass d, if it changed, for the
+// write that follows (at most maxMerged of them).
+func (b *Bus) heldStatus(l *lane, d *dispatch) {
+	if b.sink == nil || d.ks.sunk {
+		return
+	}
+	if n := len(l.statuses); n > 0 && l.statuses[n-1].slots.equal(d.rec.slots) {
+		return
+	}
+	l.statuses = append(l.statuses, statusSnap{d.ks.cur, d.rec.slots.Summary(), d.rec.slots.clone()})
+}
+
 // prepareWrite notes the pass's status and returns the write its record
-// and status need, nil for none. It marks the record saved and the status
+// and status need, nil for none; before are the statuses of held passes
+// not yet given to the sink. It marks the record saved and the status
 // sunk, as they will be unless the write fails (finishWrite).
-func (b *Bus) prepareWrite(ctx context.Context, d *dispatch) *writeJob {
+func (b *Bus) prepareWrite(ctx context.Context, d *dispatch, before []statusSnap) *writeJob {
 	ks := d.ks
 	w := &writeJob{d: d}
 	if d.dirty || !ks.saved {
@@ -74,6 +98,10 @@ func (b *Bus) prepareWrite(ctx context.Context, d *dispatch) *writeJob {
 		w.put = true
 		w.cur, w.summary, w.slots = ks.cur, d.rec.slots.Summary(), d.rec.slots.clone()
 		ks.sunk = true
+		if n := len(before); n > 0 && before[n-1].slots.equal(w.slots) {
+			before = before[:n-1] // this write's own status
+		}
+		w.before = before
 	}
 	if w.data == nil && !w.put {
 		return nil
@@ -86,6 +114,16 @@ func (b *Bus) prepareWrite(ctx context.Context, d *dispatch) *writeJob {
 func (w *writeJob) run(ctx context.Context, b *Bus) {
 	start := time.Now()
 	ks := w.d.ks
+	for _, s := range w.before {
+		if b.dropped(ks) {
+			break
+		}
+		if err := b.sink.PutStatus(ctx, ks.key, s.cur, s.summary, s.slots); err != nil {
+			// This write's own status still goes, and is retried.
+			b.log.Error("opbus: publishing a status held beside a write", "key", ks.key.String(), "status", s.summary.String(), "err", err)
+			break
+		}
+	}
 	if w.data != nil {
 		if w.put {
 			w.together, w.saveErr = b.saveStatus(ctx, w)
@@ -194,14 +232,14 @@ func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 		if !mine {
 			return // a lane holds the key: it joins w
 		}
-		w = b.unpark(ctx, w, p.owed)
+		w = b.unpark(ctx, w, p)
 	}
 }
 
 // unpark takes in the outcome of w, whose key was parked on it, on the
 // write's goroutine, which holds the key now. It returns the write that a
 // held pass owes, parked in turn, or lets the key go and returns nil.
-func (b *Bus) unpark(ctx context.Context, w *writeJob, owed bool) *writeJob {
+func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 	ks := w.d.ks
 	b.finishWrite(w)
 	b.mu.Lock()
@@ -209,9 +247,9 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, owed bool) *writeJob {
 		b.retryAt(ks, w.d.due)
 	}
 	b.mu.Unlock()
-	if owed && !b.dropped(ks) && ks.rec != nil {
+	if p.owed && !b.dropped(ks) && ks.rec != nil {
 		d := &dispatch{b: b, ks: ks, rec: ks.rec}
-		next := b.prepareWrite(ctx, d)
+		next := b.prepareWrite(ctx, d, p.statuses)
 		b.mu.Lock()
 		if !d.due.IsZero() {
 			b.retryAt(ks, d.due)
@@ -219,6 +257,7 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, owed bool) *writeJob {
 		if next != nil {
 			next.done = make(chan struct{})
 			b.parked[ks] = parking{w: next}
+			b.schedule(ks)
 			b.mu.Unlock()
 			return next
 		}
@@ -253,14 +292,25 @@ func (b *Bus) join(ctx context.Context, ks *keyState) {
 // holdsWrite reports whether the pass d, which holds lane l, holds its
 // write until the write of the pass before, still under way beside it,
 // returns (rule 22c): the next state of the key can then run at once,
-// and the write after that one carries the latest record.
+// and the write after that one carries the latest record. The status a
+// held pass changed still reaches the sink, before that write's (see
+// statusSnap).
+//
+// Past maxMerged passes since the write began, the pass still holds its
+// write, but the key takes no more states until that write returns
+// (lane.full): what is not durable stays bounded, and no goroutine of
+// Run waits for the write.
 func (b *Bus) holdsWrite(l *lane, d *dispatch) bool {
-	if l == nil || !l.pipe || !l.merge || l.w == nil || d.storeFail {
+	if l == nil || !l.pipe || l.w == nil || d.storeFail {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !l.w.finished && !b.stopping
+	if l.w.finished || b.stopping {
+		return false
+	}
+	l.full = l.full || !l.merge
+	return true
 }
 
 // parking is a key that no lane holds while its write runs beside (rule
@@ -268,8 +318,11 @@ func (b *Bus) holdsWrite(l *lane, d *dispatch) bool {
 // write that a held pass owes, unless a state of the key comes first and a
 // lane takes the key over.
 type parking struct {
-	w    *writeJob
-	owed bool // a held pass's write is to follow w
+	w        *writeJob
+	owed     bool         // a held pass's write is to follow w
+	full     bool         // no more states until w returns (lane.full)
+	passes   int          // lane.unwritten
+	statuses []statusSnap // the held passes' statuses for it (lane.statuses)
 }
 
 // Results of park.
@@ -288,7 +341,7 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 	for l.w != nil {
 		b.mu.Lock()
 		switch {
-		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks):
+		case !b.stopping && !l.full && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks):
 			if !l.w.finished {
 				b.stats.beside.Add(1)
 			}
@@ -298,9 +351,10 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 			if b.parked == nil {
 				b.parked = map[*keyState]parking{}
 			}
-			b.parked[ks] = parking{w: l.w, owed: l.owed}
+			b.parked[ks] = parking{w: l.w, owed: l.owed, full: l.full, passes: l.unwritten, statuses: l.statuses}
+			b.schedule(ks) // a due retry, or the lane's maxTaken: another lane may take it over
 			b.mu.Unlock()
-			l.w, l.owed = nil, false
+			l.w, l.owed, l.full, l.statuses = nil, false, false, nil
 			return parkParked
 		}
 		b.mu.Unlock()
@@ -318,11 +372,11 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 // ks that may run now (see schedule); b.mu is held.
 func (b *Bus) takeParked(l *lane, ks *keyState) bool {
 	p, ok := b.parked[ks]
-	if !ok || l == nil {
+	if !ok || l == nil || p.full {
 		return false
 	}
 	delete(b.parked, ks)
-	l.w, l.owed = p.w, p.owed
+	l.w, l.owed, l.unwritten, l.statuses = p.w, p.owed, p.passes, p.statuses
 	if !p.w.finished {
 		b.stats.beside.Add(1)
 	}

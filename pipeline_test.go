@@ -322,3 +322,43 @@ func TestParkedKeysFreeWorkers(t *testing.T) {
 		equal(t, []string(nil), runs2(n), "a handler ran again for a value whose record was written")
 	}
 }
+
+// orderSink records the overall statuses it is given.
+type orderSink struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *orderSink) PutStatus(ctx context.Context, key Key, obj map[string]any, overall Status, slots Slots) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, overall.Message)
+	return nil
+}
+
+// The statuses of passes that held their write reach the sink, in order,
+// before the status of the write that carries their record: a level a
+// handler reported is not skipped (rule 22c).
+func TestHeldStatusesReachSinkInOrder(t *testing.T) {
+	mem := NewMemoryStore()
+	store := newGatedStore("slow", mem)
+	sink := &orderSink{}
+	b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1})
+	b.pipeAlways = true
+	runs := imageRuns(t, b)
+	stop := run(t, b)
+	defer func() { must(t, stop()) }()
+	ctx := context.Background()
+
+	must(t, b.Observe(ctx, keyNamed("slow"), doc("slow", "v1")))
+	<-store.waiting
+	for i, img := range []string{"v2", "v3", "v4"} {
+		must(t, b.Observe(ctx, keyNamed("slow"), doc("slow", img)))
+		waitFor(t, img+"'s handler", func() bool { return len(runs("slow")) == i+2 })
+	}
+	close(store.open)
+	must(t, b.Settle(ctx))
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	equal(t, []string{"v1", "v2", "v3", "v4"}, sink.got, "the statuses the sink was given")
+}

@@ -164,6 +164,9 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	}
 	if !ks.busy {
 		b.acquire(ks)
+		if l != nil {
+			l.w, l.owed, l.full, l.unwritten, l.statuses = nil, false, false, 0, nil
+		}
 	}
 	if l != nil {
 		b.handling++
@@ -197,7 +200,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 // write (see park), still busy; l.w and l.owed are those of a key taken
 // over from its write.
 func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
-	l.unwritten, l.taken = 0, 0
+	l.taken = 0
 	for {
 		l.unwritten++
 		l.taken++

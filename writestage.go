@@ -26,6 +26,12 @@ type lane struct {
 	// such a write under way (pipeline.go).
 	pipe bool
 	w    *writeJob
+	// full says that the passes since w began reached maxMerged: the key
+	// takes no more states until w returns.
+	full bool
+	// statuses are those of the passes that held their write since it
+	// began, for the sink (statusSnap).
+	statuses []statusSnap
 }
 
 type laneKey struct{}
@@ -54,16 +60,14 @@ func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 	if l == nil {
 		return
 	}
+	b.mu.Lock()
+	b.freeHandler(l)
+	b.mu.Unlock()
 	b.join(ctx, ks) // the write before, if it runs beside, goes first
 	if l.writing {
 		return
 	}
 	b.mu.Lock()
-	if l.handling {
-		l.handling = false
-		b.handling--
-		b.offerWork()
-	}
 	for b.writing >= b.writers {
 		b.writeFree.Wait()
 	}
@@ -72,13 +76,19 @@ func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 	b.mu.Unlock()
 }
 
-// leave gives back the slots l holds; b.mu is held.
-func (b *Bus) leave(l *lane) {
+// freeHandler gives back the handler slot l holds, if it does; b.mu is
+// held.
+func (b *Bus) freeHandler(l *lane) {
 	if l.handling {
 		l.handling = false
 		b.handling--
 		b.offerWork()
 	}
+}
+
+// leave gives back the slots l holds; b.mu is held.
+func (b *Bus) leave(l *lane) {
+	b.freeHandler(l)
 	if l.writing {
 		l.writing = false
 		b.writing--
