@@ -55,7 +55,7 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		b.toWrite(ctx, ks)
 	}
 	if l != nil {
-		l.owed, l.unwritten, l.full = false, 0, false
+		l.owed, l.unwritten = false, 0
 	}
 	var before []statusSnap
 	if l != nil {

@@ -294,23 +294,16 @@ func (b *Bus) join(ctx context.Context, ks *keyState) {
 // returns (rule 22c): the next state of the key can then run at once,
 // and the write after that one carries the latest record. The status a
 // held pass changed still reaches the sink, before that write's (see
-// statusSnap).
-//
-// Past maxMerged passes since the write began, the pass still holds its
-// write, but the key takes no more states until that write returns
-// (lane.full): what is not durable stays bounded, and no goroutine of
-// Run waits for the write.
+// statusSnap). Past maxMerged passes since that write began, a pass does
+// not: it waits for the write, in no handler slot, so that what is not
+// durable stays bounded.
 func (b *Bus) holdsWrite(l *lane, d *dispatch) bool {
-	if l == nil || !l.pipe || l.w == nil || d.storeFail {
+	if l == nil || !l.pipe || !l.merge || l.w == nil || d.storeFail {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if l.w.finished || b.stopping {
-		return false
-	}
-	l.full = l.full || !l.merge
-	return true
+	return !l.w.finished && !b.stopping
 }
 
 // parking is a key that no lane holds while its write runs beside (rule
@@ -320,7 +313,6 @@ func (b *Bus) holdsWrite(l *lane, d *dispatch) bool {
 type parking struct {
 	w        *writeJob
 	owed     bool         // a held pass's write is to follow w
-	full     bool         // no more states until w returns (lane.full)
 	passes   int          // lane.unwritten
 	statuses []statusSnap // the held passes' statuses for it (lane.statuses)
 }
@@ -341,7 +333,11 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 	for l.w != nil {
 		b.mu.Lock()
 		switch {
-		case !b.stopping && !l.full && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks):
+		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks) && (l.handling || b.handling < b.workers):
+			if !l.handling { // given back while the pass waited for the write before
+				b.handling++
+				l.handling = true
+			}
 			if !l.w.finished {
 				b.stats.beside.Add(1)
 			}
@@ -351,10 +347,10 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 			if b.parked == nil {
 				b.parked = map[*keyState]parking{}
 			}
-			b.parked[ks] = parking{w: l.w, owed: l.owed, full: l.full, passes: l.unwritten, statuses: l.statuses}
+			b.parked[ks] = parking{w: l.w, owed: l.owed, passes: l.unwritten, statuses: l.statuses}
 			b.schedule(ks) // a due retry, or the lane's maxTaken: another lane may take it over
 			b.mu.Unlock()
-			l.w, l.owed, l.full, l.statuses = nil, false, false, nil
+			l.w, l.owed, l.statuses = nil, false, nil
 			return parkParked
 		}
 		b.mu.Unlock()
@@ -372,7 +368,7 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 // ks that may run now (see schedule); b.mu is held.
 func (b *Bus) takeParked(l *lane, ks *keyState) bool {
 	p, ok := b.parked[ks]
-	if !ok || l == nil || p.full {
+	if !ok || l == nil {
 		return false
 	}
 	delete(b.parked, ks)

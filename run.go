@@ -165,7 +165,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	if !ks.busy {
 		b.acquire(ks)
 		if l != nil {
-			l.w, l.owed, l.full, l.unwritten, l.statuses = nil, false, false, 0, nil
+			l.w, l.owed, l.unwritten, l.statuses = nil, false, 0, nil
 		}
 	}
 	if l != nil {

@@ -26,9 +26,6 @@ type lane struct {
 	// such a write under way (pipeline.go).
 	pipe bool
 	w    *writeJob
-	// full says that the passes since w began reached maxMerged: the key
-	// takes no more states until w returns.
-	full bool
 	// statuses are those of the passes that held their write since it
 	// began, for the sink (statusSnap).
 	statuses []statusSnap
