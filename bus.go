@@ -38,8 +38,9 @@ type Options struct {
 	Workers int
 	// Writers bounds how many objects have their record and status being
 	// written at once under Run, apart from Workers: a pass gives back its
-	// handler worker before it writes (rule 22a). 0 means 4 × Workers
-	// (at most 65,536, as Workers).
+	// handler worker before it writes (rule 22a), and when writes are
+	// slow the key's next states run while it writes (rule 22c). 0 means
+	// 4 × Workers (at most 65,536, as Workers).
 	Writers int
 	// Ignore adds path patterns to ignore to those every bus ignores:
 	// metadata.resourceVersion, metadata.managedFields and
@@ -134,7 +135,7 @@ type Bus struct {
 	mu         sync.Mutex
 	wake       *sync.Cond // Dispatch waiting for a busy key, and shutdown waiting for passes
 	workable   *sync.Cond // Run's idle goroutines, waiting for a ready key and a free handler slot
-	writeFree  *sync.Cond // passes waiting for a write slot (writestage.go)
+	writeFree  *sync.Cond // passes and writes waiting for a write slot (writestage.go, pipeline.go)
 	handlers   []*handler
 	collectors []*collector
 	owners     map[string]string // slot ID → what owns it

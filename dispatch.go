@@ -133,10 +133,12 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observa
 	err = b.pass(ctx, ks, &o, force)
 	b.mu.Lock()
 	if l := laneOf(ctx, ks); l == nil || (l.w == nil && !l.owed) {
+		delete(b.flying, ks)
+	} else {
 		// While its write is owed or runs beside, the state stays in
 		// flight for shutdown (rule 16): it is handled only once that
 		// write returns (passes forgets it then).
-		delete(b.flying, ks)
+		l.flying = true
 	}
 	b.mu.Unlock()
 	return o, true, err

@@ -19,6 +19,12 @@ import (
 // pass; the state of a pass whose write is owed or under way stays in
 // Bus.flying for shutdown.
 
+// maxHeld bounds the passes of a key that hold their write while one is
+// under way: more than maxMerged, since a write to a saturated API server
+// can take as long as eight of the key's states (a handler still runs at
+// most once more per value after a crash, whatever the number).
+const maxHeld = 64
+
 // pipeAfter is the average write time from which Run's passes write beside
 // the next pass: below it, a write is cheaper than handing it over to a
 // goroutine of its own.
@@ -62,7 +68,7 @@ type statusSnap struct {
 }
 
 // heldStatus notes the status of the held pass d, if it changed, for the
-// write that follows (at most maxMerged of them).
+// write that follows (at most maxHeld of them).
 func (b *Bus) heldStatus(l *lane, d *dispatch) {
 	if b.sink == nil || d.ks.sunk {
 		return
@@ -294,11 +300,11 @@ func (b *Bus) join(ctx context.Context, ks *keyState) {
 // returns (rule 22c): the next state of the key can then run at once,
 // and the write after that one carries the latest record. The status a
 // held pass changed still reaches the sink, before that write's (see
-// statusSnap). Past maxMerged passes since that write began, a pass does
+// statusSnap). Past maxHeld passes since that write began, a pass does
 // not: it waits for the write, in no handler slot, so that what is not
 // durable stays bounded.
 func (b *Bus) holdsWrite(l *lane, d *dispatch) bool {
-	if l == nil || !l.pipe || !l.merge || l.w == nil || d.storeFail {
+	if l == nil || !l.pipe || l.unwritten > maxHeld || l.w == nil || d.storeFail {
 		return false
 	}
 	b.mu.Lock()
@@ -350,7 +356,7 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 			b.parked[ks] = parking{w: l.w, owed: l.owed, passes: l.unwritten, statuses: l.statuses}
 			b.schedule(ks) // a due retry, or the lane's maxTaken: another lane may take it over
 			b.mu.Unlock()
-			l.w, l.owed, l.statuses = nil, false, nil
+			l.w, l.owed, l.statuses, l.flying = nil, false, nil, false // the write's goroutine forgets the flying state
 			return parkParked
 		}
 		b.mu.Unlock()
@@ -372,7 +378,7 @@ func (b *Bus) takeParked(l *lane, ks *keyState) bool {
 		return false
 	}
 	delete(b.parked, ks)
-	l.w, l.owed, l.unwritten, l.statuses = p.w, p.owed, p.passes, p.statuses
+	l.w, l.owed, l.unwritten, l.statuses, l.flying = p.w, p.owed, p.passes, p.statuses, true
 	if !p.w.finished {
 		b.stats.beside.Add(1)
 	}

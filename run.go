@@ -165,7 +165,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	if !ks.busy {
 		b.acquire(ks)
 		if l != nil {
-			l.w, l.owed, l.unwritten, l.statuses = nil, false, 0, nil
+			l.w, l.owed, l.unwritten, l.statuses, l.flying = nil, false, 0, nil, false
 		}
 	}
 	if l != nil {
@@ -228,9 +228,12 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		b.flush(ctx, ks)
 	}
 	b.join(ctx, ks)
-	b.mu.Lock()
-	delete(b.flying, ks) // kept while a write of its state was under way
-	b.mu.Unlock()
+	if l.flying {
+		l.flying = false
+		b.mu.Lock()
+		delete(b.flying, ks) // kept while a write of its state was under way
+		b.mu.Unlock()
+	}
 	return false
 }
 

@@ -29,6 +29,9 @@ type lane struct {
 	// statuses are those of the passes that held their write since it
 	// began, for the sink (statusSnap).
 	statuses []statusSnap
+	// flying says that Bus.flying keeps the state of the key's last pass
+	// while its write is owed or under way.
+	flying bool
 }
 
 type laneKey struct{}
@@ -57,14 +60,19 @@ func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 	if l == nil {
 		return
 	}
-	b.mu.Lock()
-	b.freeHandler(l)
-	b.mu.Unlock()
-	b.join(ctx, ks) // the write before, if it runs beside, goes first
+	if l.w != nil {
+		// The write before runs beside: it goes first, and no handler
+		// slot waits for it.
+		b.mu.Lock()
+		b.freeHandler(l)
+		b.mu.Unlock()
+		b.join(ctx, ks)
+	}
 	if l.writing {
 		return
 	}
 	b.mu.Lock()
+	b.freeHandler(l)
 	for b.writing >= b.writers {
 		b.writeFree.Wait()
 	}
