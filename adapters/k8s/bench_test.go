@@ -66,7 +66,9 @@ var latencyRates = []int{100, 500}
 // watch-p50-ms and watch-p99-ms, the time from sending a patch to its
 // event at a bare informer in the same process (the API server's and
 // client-go's share), patch-p50-ms, the patch request's round trip, and
-// merged-passes, the passes whose record went with the next pass's write.
+// merged-passes, the passes whose record went with the next pass's write,
+// and beside-passes, those that ran while the write before was under way
+// (opbus rule 22c).
 func BenchmarkStatusLatency(b *testing.B) {
 	skipOnCluster(b)
 	env := kubetest.Shared(b)
@@ -190,7 +192,7 @@ func (lb *latencyBench) run(b *testing.B, rate int) {
 		rtt[i] = time.Since(sent[i])
 		return err
 	}
-	merged := lb.bus.Stats().Merged
+	merged, beside := lb.bus.Stats().Merged, lb.bus.Stats().Beside
 	b.ResetTimer()
 	if rate == 0 {
 		for i := range n {
@@ -262,6 +264,7 @@ func (lb *latencyBench) run(b *testing.B, rate int) {
 	b.ReportMetric(ms(percentile(rtt, 50)), "patch-p50-ms")
 	// passes whose record went with the next pass's write (opbus rule 22a)
 	b.ReportMetric(float64(lb.bus.Stats().Merged-merged), "merged-passes")
+	b.ReportMetric(float64(lb.bus.Stats().Beside-beside), "beside-passes")
 	b.Logf("%d patches over %d Pods, %s: to the handler p50 %v, p90 %v, p99 %v, max %v; to the probe p50 %v, p99 %v (%d of %d seen); "+
 		"patch round trip p50 %v, p99 %v; all handled %v after the last was sent",
 		n, len(lb.names), map[bool]string{true: "one at a time", false: fmt.Sprintf("%d/s", rate)}[rate == 0],
