@@ -14,10 +14,10 @@ import (
 // after carries the latest record and status. A value still counts as
 // handled only once its record is durable, and a key's writes stay in
 // order: a pass takes in the outcome of the write before it (join) before
-// it writes its own. The key stays held by its lane throughout, so
-// retries, shutdown, halts, Wait and Dispatch see it busy, as during any
-// pass; the state of a pass whose write is owed or under way stays in
-// Bus.flying for shutdown.
+// it writes its own. The key stays busy throughout, held by a lane or
+// parked on its write (park), so retries, shutdown, halts, Wait and
+// Dispatch see it busy, as during any pass; the state of a pass whose
+// write is owed or under way stays in Bus.flying for shutdown.
 
 // maxHeld bounds the passes of a key that hold their write while one is
 // under way: more than maxMerged, since a write to a saturated API server
@@ -226,7 +226,7 @@ func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 		w.run(ctx, b)
 		b.mu.Lock()
 		b.writing--
-		b.writeFree.Signal() // only writes wait there, each for one slot
+		b.writeFree.Signal() // only passes and writes wait there, each for one slot
 		w.finished = true
 		p, mine := b.parked[ks]
 		mine = mine && p.w == w

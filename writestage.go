@@ -14,13 +14,13 @@ type lane struct {
 	ks       *keyState // the key of its pass; nil between passes
 	handling bool      // holds a handler slot
 	writing  bool      // holds a write slot
-	// merge lets this pass leave its write to a later pass of its key
-	// (rule 22a) or hold it until the write under way returns (rule
-	// 22c); deferred says it left it to the next pass, which is queued;
-	// owed that a write is still to be made.
+	// merge lets this pass leave its write to the next pass of its key,
+	// which is queued (rule 22a); deferred says it did; owed that a
+	// write is still to be made (merged, or held beside the write under
+	// way, rule 22c).
 	merge, deferred, owed bool
-	// unwritten counts the passes since the last write began, taken
-	// counts the passes since the key was taken: both bounded.
+	// unwritten counts the passes since the last write began (maxMerged,
+	// maxHeld), taken the passes since the lane took the key (maxTaken).
 	unwritten, taken int
 	// pipe lets this pass write beside the next pass of its key; w is
 	// such a write under way (pipeline.go).
@@ -97,7 +97,7 @@ func (b *Bus) leave(l *lane) {
 	if l.writing {
 		l.writing = false
 		b.writing--
-		b.writeFree.Signal() // only passes wait there, each for one slot
+		b.writeFree.Signal() // only passes and writes wait there, each for one slot
 	}
 }
 
