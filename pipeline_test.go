@@ -30,6 +30,20 @@ func imageRuns(t *testing.T, b *Bus) (runs func(name string) []string) {
 	}
 }
 
+// runsOnRestart dispatches img as the state of each of names to a new bus
+// on mem, and returns what its image handler ran for them.
+func runsOnRestart(t *testing.T, mem *MemoryStore, img string, names ...string) []string {
+	t.Helper()
+	b := newBus(t, &Options{Store: mem})
+	runs := imageRuns(t, b)
+	var ran []string
+	for _, n := range names {
+		must(t, b.Dispatch(context.Background(), keyNamed(n), doc(n, img)))
+		ran = append(ran, runs(n)...)
+	}
+	return ran
+}
+
 // A state that arrives while its object's record is being written runs
 // its handlers at once; its own write waits for the one before, and the
 // store ends with the latest record (rule 22c).
@@ -60,10 +74,7 @@ func TestWriteBesideNextPass(t *testing.T) {
 	must(t, stop())
 
 	// The record of v2 is durable: a new bus on the store runs nothing.
-	b2 := newBus(t, &Options{Store: mem})
-	runs2 := imageRuns(t, b2)
-	must(t, b2.Dispatch(ctx, keyNamed("slow"), doc("slow", "v2")))
-	equal(t, []string(nil), runs2("slow"), "a handler ran again for a value whose record was written")
+	equal(t, []string(nil), runsOnRestart(t, mem, "v2", "slow"), "a handler ran again for a value whose record was written")
 }
 
 // failOnce fails the first Save of each key, after letting the test see
@@ -113,10 +124,7 @@ func TestWriteBesideFails(t *testing.T) {
 	equal(t, []string{"v1", "v2"}, runs("a"), "a handler ran again after a failed write")
 	must(t, stop())
 
-	b2 := newBus(t, &Options{Store: mem})
-	runs2 := imageRuns(t, b2)
-	must(t, b2.Dispatch(ctx, keyNamed("a"), doc("a", "v2")))
-	equal(t, []string(nil), runs2("a"), "the record of v2 was not written")
+	equal(t, []string(nil), runsOnRestart(t, mem, "v2", "a"), "the record of v2 was not written")
 }
 
 // Shutdown while a write beside the next pass does not return: Run
@@ -144,10 +152,7 @@ func TestWriteBesideShutdown(t *testing.T) {
 
 	// Nothing of v1 or v2 reached the store: after a restart, v2 (the
 	// latest) is handled, once.
-	b2 := newBus(t, &Options{Store: mem})
-	runs2 := imageRuns(t, b2)
-	must(t, b2.Dispatch(ctx, keyNamed("slow"), doc("slow", "v2")))
-	equal(t, []string{"v2"}, runs2("slow"))
+	equal(t, []string{"v2"}, runsOnRestart(t, mem, "v2", "slow"))
 }
 
 // States that keep arriving while a write is under way all run at once:
@@ -181,10 +186,7 @@ func TestWriteHeldWhileWriting(t *testing.T) {
 	equal(t, uint64(3), b.Stats().Beside)
 	must(t, stop())
 
-	b2 := newBus(t, &Options{Store: mem})
-	runs2 := imageRuns(t, b2)
-	must(t, b2.Dispatch(ctx, keyNamed("slow"), doc("slow", "v4")))
-	equal(t, []string(nil), runs2("slow"), "a handler ran again for a value whose record was written")
+	equal(t, []string(nil), runsOnRestart(t, mem, "v4", "slow"), "a handler ran again for a value whose record was written")
 }
 
 // slowStore makes every Save take a while.
@@ -315,12 +317,7 @@ func TestParkedKeysFreeWorkers(t *testing.T) {
 	close(store.open)
 	must(t, b.Settle(ctx))
 	must(t, stop())
-	b2 := newBus(t, &Options{Store: mem})
-	runs2 := imageRuns(t, b2)
-	for _, n := range names {
-		must(t, b2.Dispatch(ctx, keyNamed(n), doc(n, "v2")))
-		equal(t, []string(nil), runs2(n), "a handler ran again for a value whose record was written")
-	}
+	equal(t, []string(nil), runsOnRestart(t, mem, "v2", names...), "a handler ran again for a value whose record was written")
 }
 
 // orderSink records the overall statuses it is given.
