@@ -61,15 +61,21 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 	if l != nil {
 		before, l.statuses = l.statuses, nil
 	}
-	w := b.prepareWrite(ctx, d, before)
 	switch {
-	case w == nil:
-		b.afterWrite(ks)
 	case pipe:
-		b.writeBeside(ctx, l, w) // rule 22c
+		if w := b.prepareWrite(ctx, d, before); w != nil {
+			b.writeBeside(ctx, l, w) // rule 22c
+		} else {
+			b.afterWrite(ks)
+		}
 	default:
-		w.run(ctx, b)
-		b.finishWrite(w)
+		var w writeJob
+		if b.fillWrite(ctx, d, before, &w) {
+			w.run(ctx, b)
+			b.finishWrite(&w)
+		} else {
+			b.afterWrite(ks)
+		}
 	}
 }
 

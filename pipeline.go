@@ -84,8 +84,19 @@ func (b *Bus) heldStatus(l *lane, d *dispatch) {
 // not yet given to the sink. It marks the record saved and the status
 // sunk, as they will be unless the write fails (finishWrite).
 func (b *Bus) prepareWrite(ctx context.Context, d *dispatch, before []statusSnap) *writeJob {
+	w := &writeJob{}
+	if !b.fillWrite(ctx, d, before, w) {
+		return nil
+	}
+	return w
+}
+
+// fillWrite is prepareWrite into w (a write made at once need not be on
+// the heap: every pass of the memory store makes one); it reports whether
+// there is anything to write.
+func (b *Bus) fillWrite(ctx context.Context, d *dispatch, before []statusSnap, w *writeJob) bool {
 	ks := d.ks
-	w := &writeJob{d: d}
+	w.d = d
 	if d.dirty || !ks.saved {
 		data, err := d.rec.encode(b.ids)
 		if err != nil {
@@ -109,10 +120,7 @@ func (b *Bus) prepareWrite(ctx context.Context, d *dispatch, before []statusSnap
 		}
 		w.before = before
 	}
-	if w.data == nil && !w.put {
-		return nil
-	}
-	return w
+	return w.data != nil || w.put
 }
 
 // run makes the write of w: the record and status in one write when the
