@@ -528,19 +528,7 @@ func TestAttack22cShutdownWritesReturnDuringDrain(t *testing.T) {
 	runs := imageRuns(t, b)
 	cancel, done := startRun(b)
 	ctx := context.Background()
-	for _, img := range []string{"v1", "v2"} {
-		for _, n := range names {
-			must(t, b.Observe(ctx, keyNamed(n), doc(n, img)))
-		}
-		waitFor(t, "every key's "+img, func() bool {
-			for _, n := range names {
-				if !slices.Contains(runs(n), img) || !isParked(b, n) {
-					return false
-				}
-			}
-			return true
-		})
-	}
+	observeParked(t, b, runs, names, "v1", "v2")
 	cancel(nil)
 	waitFor(t, "the bus stopping", func() bool { return b.isStopping() })
 	// States observed now are refused or queued for the next run.
@@ -622,19 +610,7 @@ func TestAttack22cHaltParked(t *testing.T) {
 	runs := imageRuns(t, b)
 	cancel, done := startRun(b)
 	ctx := context.Background()
-	for _, img := range []string{"v1", "v2"} {
-		for _, n := range names {
-			must(t, b.Observe(ctx, keyNamed(n), doc(n, img)))
-		}
-		waitFor(t, "every key's "+img, func() bool {
-			for _, n := range names {
-				if !slices.Contains(runs(n), img) || !isParked(b, n) {
-					return false
-				}
-			}
-			return true
-		})
-	}
+	observeParked(t, b, runs, names, "v1", "v2")
 	for _, n := range names {
 		must(t, b.Observe(ctx, keyNamed(n), doc(n, "v3")))
 	}
@@ -1434,6 +1410,26 @@ func TestAttack22cStubbornWriteAtStop(t *testing.T) {
 				}
 			}
 			noRerun(t, mem, map[string]string{"a": "v2"})
+		})
+	}
+}
+
+// observeParked observes each of imgs as the state of every key of names,
+// one image after the other, and waits until each key's handler ran for
+// it and the key is parked on its write.
+func observeParked(t *testing.T, b *Bus, runs func(string) []string, names []string, imgs ...string) {
+	t.Helper()
+	for _, img := range imgs {
+		for _, n := range names {
+			must(t, b.Observe(context.Background(), keyNamed(n), doc(n, img)))
+		}
+		waitFor(t, "every key's "+img, func() bool {
+			for _, n := range names {
+				if !slices.Contains(runs(n), img) || !isParked(b, n) {
+					return false
+				}
+			}
+			return true
 		})
 	}
 }
