@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -260,7 +259,7 @@ func New(opts *Options) (*Bus, error) {
 		b.store = NewMemoryStore()
 	}
 	if b.log == nil {
-		b.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		b.log = slog.New(slog.DiscardHandler)
 	}
 	if b.workers <= 0 {
 		b.workers = 4

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -100,7 +99,7 @@ func New(opts *Options) (*Source, error) {
 		s.names.ready = s.names.condition(opts.SummaryCondition)
 	}
 	if s.log == nil {
-		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	cfg := rest.CopyConfig(opts.Config)
 	if cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
