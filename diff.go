@@ -210,6 +210,10 @@ type walker struct {
 	out  Diff
 	tmp  Diff   // scratch for reordering sibling changes
 	span []span // scratch for sibling spans
+
+	mem  []member    // CompareJSON: the members of the containers being compared
+	ord  []int32     // CompareJSON: members in key order, indexes into mem
+	ends [2][]extent // CompareJSON: the containers of each side (jsonDoc.ends)
 }
 
 // span is the run out[from:to] of changes below one map key or list element.

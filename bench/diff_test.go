@@ -45,12 +45,11 @@ var diffPeers = []diffPeer{
 		decoded: func(in *input) (bool, error) {
 			return len(opbus.Compare(in.oldObj, in.newObj)) > 0, nil
 		},
+		// CompareJSON compares the texts without decoding them; only the
+		// values that differ are decoded, for the changes.
 		bytes: func(o, n []byte) (bool, error) {
-			a, b, err := unmarshalBoth(o, n)
-			if err != nil {
-				return false, err
-			}
-			return len(opbus.Compare(a, b)) > 0, nil
+			d, err := opbus.CompareJSON(o, n)
+			return len(d) > 0, err
 		},
 	},
 	{

@@ -1,0 +1,402 @@
+package opbus
+
+import (
+	"bytes"
+	"slices"
+)
+
+// CompareJSON returns the changes that turn the JSON text old into new, with
+// default settings. See [Comparer.CompareJSON].
+func CompareJSON(old, new []byte) (Diff, error) {
+	return defaultComparer.CompareJSON(old, new)
+}
+
+// CompareJSON returns the changes that turn the JSON text old into new: the
+// Diff that [Comparer.Compare] returns for the two texts decoded as
+// [Document] decodes (integers as int64, other numbers as float64), without
+// decoding them. Parts whose bytes are equal are equal; only values that
+// differ are decoded, for the changes' Old and New. Both texts are checked
+// in full: one that is not a single JSON value is an error that names it
+// (old or new) and the byte where it goes wrong, and no Diff.
+func (c *Comparer) CompareJSON(old, new []byte) (Diff, error) {
+	a := jsonDoc{data: old, side: "old"}
+	b := jsonDoc{data: new, side: "new"}
+	as, bs := a.space(0), b.space(0)
+	if bytes.Equal(trimSpace(old[as:]), trimSpace(new[bs:])) {
+		_, _, err := a.document() // new's bytes are old's: one check settles both
+		return nil, err
+	}
+	if as >= len(old) {
+		return nil, a.errorAt(as, "want a value")
+	}
+	if bs >= len(new) {
+		return nil, b.errorAt(bs, "want a value")
+	}
+	w := walkers.Get().(*walker)
+	defer func() {
+		clear(w.mem[:cap(w.mem)]) // they point into the caller's texts
+		w.mem, w.ord = w.mem[:0], w.ord[:0]
+		w.ends[0], w.ends[1] = w.ends[0][:0], w.ends[1][:0]
+		w.reset()
+		walkers.Put(w)
+	}()
+	w.c = c
+	a.ends, b.ends = &w.ends[0], &w.ends[1]
+	ae, be, err := w.diffJSON(&a, &b, as, bs, c.all, "", 0)
+	if err == nil {
+		err = a.end(ae)
+	}
+	if err == nil {
+		err = b.end(be)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w.out, nil
+}
+
+// end checks that nothing but whitespace follows the document's value.
+func (t *jsonDoc) end(i int) error {
+	if i = t.space(i); i < len(t.data) {
+		return t.errorAt(i, "want the end of the document after its value")
+	}
+	return nil
+}
+
+func trimSpace(d []byte) []byte {
+	for len(d) > 0 {
+		switch d[len(d)-1] {
+		case ' ', '\t', '\n', '\r':
+			d = d[:len(d)-1]
+			continue
+		}
+		break
+	}
+	return d
+}
+
+// A member is an object member or a list element of one side, found by
+// index: its key (decoded; nil for an element) and where its value lies.
+type member struct {
+	key    []byte
+	ks     int  // where the member starts: its key's quote, or its value
+	vs, ve int  // its value's bytes
+	same   bool // new's only: byte for byte the old member at the same place
+}
+
+// diffJSON compares the values at as and bs, which are known to differ
+// unless both are containers, and returns the indexes past them. depth is
+// the nesting of the containers that hold them.
+func (w *walker) diffJSON(a, b *jsonDoc, as, bs int, mask uint64, listKey string, depth int) (ae, be int, err error) {
+	switch ca, cb := a.data[as], b.data[bs]; {
+	case ca == '{' && cb == '{':
+		return w.diffJSONObject(a, b, as, bs, mask, depth+1)
+	case ca == '[' && cb == '[' && listKey == "":
+		return w.diffJSONList(a, b, as, bs, mask, depth+1)
+	}
+	// Anything else is decoded and compared as Compare compares it: two
+	// keyed lists, a change of type, two scalars with different bytes (1
+	// and 1.0 are equal numbers; "a" and "\u0061" equal strings).
+	if ae, err = a.skip(as, depth); err != nil {
+		return ae, be, err
+	}
+	if be, err = b.skip(bs, depth); err != nil {
+		return ae, be, err
+	}
+	av, _ := decodeText(a.data, as)
+	bv, _ := decodeText(b.data, bs)
+	w.diffKeyed(av, bv, mask, listKey)
+	return ae, be, nil
+}
+
+// index appends to w.mem the members of the object or list at i in t,
+// checking them, and returns the index past it. With ref, the members
+// ref[0:n] of the other side (old) stand at w.mem[from:from+n]: a member at
+// the same place whose bytes are the same is taken without a scan, so the
+// parts both sides share are read once.
+func (w *walker) index(t *jsonDoc, i, depth int, ref *jsonDoc, from, n int) (int, error) {
+	if depth > maxJSONDepth {
+		return i, t.errorAt(i, "nested past 10000 levels")
+	}
+	d := t.data
+	obj := d[i] == '{'
+	closer := byte(']')
+	if obj {
+		closer = '}'
+	}
+	j := t.space(i + 1)
+	if j < len(d) && d[j] == closer {
+		return j + 1, nil
+	}
+	for k := 0; ; k++ {
+		if k < n && w.sameAt(t, j, ref, from+k) {
+			r := w.mem[from+k]
+			at := j - r.ks
+			m := member{key: r.key, ks: j, vs: r.vs + at, ve: r.ve + at, same: true}
+			j = m.ve
+			w.mem = append(w.mem, m)
+		} else {
+			m := member{ks: j}
+			if obj {
+				if j >= len(d) || d[j] != '"' {
+					return j, t.errorAt(j, "want a string key in an object")
+				}
+				end, hard, err := t.str(j)
+				if err != nil {
+					return end, err
+				}
+				if hard {
+					m.key = []byte(decodeString(d[j:end], true))
+				} else {
+					m.key = d[j+1 : end-1]
+				}
+				if j = t.space(end); j >= len(d) || d[j] != ':' {
+					return j, t.errorAt(j, "want ':' after an object key")
+				}
+				j = t.space(j + 1)
+			}
+			m.vs = j
+			var err error
+			if j, err = t.skip(j, depth); err != nil {
+				return j, err
+			}
+			m.ve = j
+			w.mem = append(w.mem, m)
+		}
+		if j = t.space(j); j < len(d) && d[j] == ',' {
+			j = t.space(j + 1)
+			continue
+		}
+		if j < len(d) && d[j] == closer {
+			return j + 1, nil
+		}
+		if obj {
+			return j, t.errorAt(j, "want ',' or '}' after an object member")
+		}
+		return j, t.errorAt(j, "want ',' or ']' after a list element")
+	}
+}
+
+// sameAt reports whether t's bytes at j repeat those of the member w.mem[r]
+// of ref, to the end of its value: a number must also end where it does (12
+// is not the start of 123).
+func (w *walker) sameAt(t *jsonDoc, j int, ref *jsonDoc, r int) bool {
+	m := w.mem[r]
+	span := ref.data[m.ks:m.ve]
+	rest := t.data[j:]
+	if !bytes.HasPrefix(rest, span) {
+		return false
+	}
+	if len(rest) > len(span) && isDigit(span[len(span)-1]) {
+		switch c := rest[len(span)]; {
+		case isDigit(c), c == '.', c == 'e', c == 'E', c == '+', c == '-':
+			return false
+		}
+	}
+	return true
+}
+
+func (w *walker) diffJSONObject(a, b *jsonDoc, as, bs int, mask uint64, depth int) (ae, be int, err error) {
+	base := len(w.mem)
+	defer func() { w.mem = w.mem[:base] }()
+	if ae, err = w.index(a, as, depth, nil, 0, 0); err != nil {
+		return ae, be, err
+	}
+	na := len(w.mem) - base
+	if be, err = w.index(b, bs, depth, a, base, na); err != nil {
+		return ae, be, err
+	}
+	nb := len(w.mem) - base - na
+	aFrom, bFrom := base, base+na
+	start, spanStart := len(w.out), len(w.span)
+	if w.inOrder(aFrom, na, bFrom, nb) {
+		// The common case: the same keys in the same order (the same
+		// encoder made both), each once.
+		for k := range na {
+			am, bm := w.mem[aFrom+k], w.mem[bFrom+k]
+			if bm.same || bytes.Equal(a.data[am.vs:am.ve], b.data[bm.vs:bm.ve]) {
+				continue
+			}
+			if err = w.jsonMember(a, b, &am, &bm, mask, depth); err != nil {
+				return ae, be, err
+			}
+		}
+	} else {
+		// Keys in another order, added, removed or repeated (the last
+		// one counts, as in encoding/json): both sides sorted by key.
+		oa, ob := len(w.ord), 0
+		defer func() { w.ord = w.ord[:oa] }()
+		w.sortedKeys(aFrom, na)
+		ob = len(w.ord)
+		w.sortedKeys(bFrom, nb)
+		i, j := oa, ob
+		for i < ob || j < len(w.ord) {
+			var am, bm *member
+			switch {
+			case j == len(w.ord):
+				am = &member{}
+				*am = w.mem[w.ord[i]]
+			case i == ob:
+				bm = &member{}
+				*bm = w.mem[w.ord[j]]
+			default:
+				x, y := w.mem[w.ord[i]], w.mem[w.ord[j]]
+				switch bytes.Compare(x.key, y.key) {
+				case -1:
+					am = &x
+				case 1:
+					bm = &y
+				default:
+					am, bm = &x, &y
+				}
+			}
+			if am != nil {
+				i++
+			}
+			if bm != nil {
+				j++
+			}
+			if am != nil && bm != nil && bytes.Equal(a.data[am.vs:am.ve], b.data[bm.vs:bm.ve]) {
+				continue
+			}
+			if err = w.jsonMember(a, b, am, bm, mask, depth); err != nil {
+				return ae, be, err
+			}
+		}
+	}
+	w.sortSpans(start, spanStart)
+	return ae, be, nil
+}
+
+// inOrder reports whether both sides have the same keys in the same order,
+// none repeated.
+func (w *walker) inOrder(aFrom, na, bFrom, nb int) bool {
+	if na != nb {
+		return false
+	}
+	for k := range na {
+		if bm := w.mem[bFrom+k]; !bm.same && !bytes.Equal(w.mem[aFrom+k].key, bm.key) {
+			return false
+		}
+	}
+	if na <= 16 {
+		for i := aFrom; i < aFrom+na; i++ {
+			for j := i + 1; j < aFrom+na; j++ {
+				if bytes.Equal(w.mem[i].key, w.mem[j].key) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	oa := len(w.ord)
+	w.sortedKeys(aFrom, na)
+	distinct := len(w.ord) - oa
+	w.ord = w.ord[:oa]
+	return distinct == na
+}
+
+// sortedKeys appends to w.ord the members w.mem[from:from+n] in key order,
+// keeping of a repeated key only its last member.
+func (w *walker) sortedKeys(from, n int) {
+	o := len(w.ord)
+	for i := from; i < from+n; i++ {
+		w.ord = append(w.ord, int32(i))
+	}
+	s := w.ord[o:]
+	slices.SortStableFunc(s, func(x, y int32) int { return bytes.Compare(w.mem[x].key, w.mem[y].key) })
+	out := o
+	for i, m := range s {
+		if i+1 < len(s) && bytes.Equal(w.mem[m].key, w.mem[s[i+1]].key) {
+			continue
+		}
+		w.ord[out] = m
+		out++
+	}
+	w.ord = w.ord[:out]
+}
+
+// jsonMember compares an object member present on one side or both (am or
+// bm nil when absent), as diffMap compares a key.
+func (w *walker) jsonMember(a, b *jsonDoc, am, bm *member, mask uint64, depth int) error {
+	var k string
+	if am != nil {
+		k = string(am.key)
+	} else {
+		k = string(bm.key)
+	}
+	next, ignored, field := w.c.step(mask, len(w.path), MapKey(k))
+	if ignored {
+		return nil
+	}
+	from := len(w.out)
+	w.path = append(w.path, MapKey(k))
+	var err error
+	switch {
+	case bm == nil:
+		v, _ := decodeText(a.data, am.vs)
+		w.emit(OpRemove, v, nil, next, field)
+	case am == nil:
+		v, _ := decodeText(b.data, bm.vs)
+		w.emit(OpAdd, nil, v, next, field)
+	default:
+		_, _, err = w.diffJSON(a, b, am.vs, bm.vs, next, field, depth)
+	}
+	w.path = w.path[:len(w.path)-1]
+	w.record(k, from)
+	return err
+}
+
+// diffJSONList compares two lists by index, as diffList does.
+func (w *walker) diffJSONList(a, b *jsonDoc, as, bs int, mask uint64, depth int) (ae, be int, err error) {
+	base := len(w.mem)
+	defer func() { w.mem = w.mem[:base] }()
+	if ae, err = w.index(a, as, depth, nil, 0, 0); err != nil {
+		return ae, be, err
+	}
+	na := len(w.mem) - base
+	if be, err = w.index(b, bs, depth, a, base, na); err != nil {
+		return ae, be, err
+	}
+	nb := len(w.mem) - base - na
+	aFrom, bFrom := base, base+na
+	for i := range min(na, nb) {
+		am, bm := w.mem[aFrom+i], w.mem[bFrom+i]
+		if bm.same || bytes.Equal(a.data[am.vs:am.ve], b.data[bm.vs:bm.ve]) {
+			continue
+		}
+		next, ignored, field := w.c.step(mask, len(w.path), ListIndex(i))
+		if ignored {
+			continue
+		}
+		w.path = append(w.path, ListIndex(i))
+		_, _, err = w.diffJSON(a, b, am.vs, bm.vs, next, field, depth)
+		w.path = w.path[:len(w.path)-1]
+		if err != nil {
+			return ae, be, err
+		}
+	}
+	for i := na; i < nb; i++ {
+		w.jsonElement(b, w.mem[bFrom+i].vs, i, OpAdd, mask)
+	}
+	for i := nb; i < na; i++ {
+		w.jsonElement(a, w.mem[aFrom+i].vs, i, OpRemove, mask)
+	}
+	return ae, be, nil
+}
+
+// jsonElement reports list element i, at vs in t, added or removed.
+func (w *walker) jsonElement(t *jsonDoc, vs, i int, op Op, mask uint64) {
+	next, ignored, field := w.c.step(mask, len(w.path), ListIndex(i))
+	if ignored {
+		return
+	}
+	v, _ := decodeText(t.data, vs)
+	w.path = append(w.path, ListIndex(i))
+	if op == OpAdd {
+		w.emit(OpAdd, nil, v, next, field)
+	} else {
+		w.emit(OpRemove, v, nil, next, field)
+	}
+	w.path = w.path[:len(w.path)-1]
+}
