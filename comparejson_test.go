@@ -181,6 +181,11 @@ func TestCompareJSONAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(20, func() { _, _ = CompareJSON(x, y) }); n != 0 {
 		t.Errorf("equal Pods: %.0f allocations, want 0", n)
 	}
+	if raceEnabled {
+		// sync.Pool drops walkers at random under the race detector;
+		// scripts/test runs this test again without it.
+		return
+	}
 	z := bytes.Replace(x, []byte(`"resourceVersion": "`), []byte(`"resourceVersion": "9`), 1)
 	if bytes.Equal(z, x) {
 		t.Fatal("fixture has no resourceVersion")
