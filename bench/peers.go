@@ -34,7 +34,7 @@ const Opbus = "opbus"
 // DiffPeers are the entries of the BenchmarkDiff and BenchmarkDiffBytes families.
 var DiffPeers = []Peer{
 	{Name: Opbus, Returns: "diff", FullDiff: true,
-		Note: "opbus.Compare; from bytes it decodes with encoding/json."},
+		Note: "opbus.Compare; from bytes, opbus.CompareJSON, which compares the texts without decoding them and decodes only the values that differ."},
 	{Name: "jsondiff", Returns: "patch", FullDiff: true,
 		Note: "github.com/wI2L/jsondiff rejects int64, which client-go produces, so it is given encoding/json's float64 decoding of the same bytes (CompareWithoutMarshal); from bytes it is CompareJSON."},
 	{Name: "go-cmp", Returns: "text", FullDiff: true,

@@ -173,8 +173,8 @@ func targets(lib, peers *run, ext *external) []target {
 		decoded       bool
 	}{
 		{"Diff", "decoded", true},
-		// opbus has no decoder of its own: from bytes it is encoding/json, then Compare.
-		{"DiffBytes", "from JSON bytes: encoding/json decoding, then Compare", false},
+		// From bytes, opbus compares the texts themselves (CompareJSON).
+		{"DiffBytes", "from JSON bytes: CompareJSON", false},
 	} {
 		fam := peers.family(form.family)
 		if fam == nil {
