@@ -40,6 +40,18 @@ func headlines(lib, peers *run) []headline {
 			}
 		}
 	}
+	if fam := peers.family("DiffBytes"); fam != nil {
+		if t, ok := fam.median("pod", bench.Opbus, "sec/op"); ok {
+			peer, peerT := fam.fastest("pod", func(e string) bool {
+				i := info(bench.DiffPeers, e)
+				return e != bench.Opbus && i.FullDiff && !i.Baseline
+			})
+			if peer != "" {
+				hs = append(hs, headline{"the same diff from the Pods' JSON bytes (`CompareJSON`, `BenchmarkDiffBytes`)",
+					"the fastest full-diff peer from bytes, " + peer, t / peerT, fmtTime(t), fmtTime(peerT)})
+			}
+		}
+	}
 	bus, ok1 := peers.median("Dispatch/pod-10k/opbus", "sec/op")
 	wq, ok2 := peers.median("Dispatch/pod-10k/workqueue-predicate", "sec/op")
 	if ok1 && ok2 {

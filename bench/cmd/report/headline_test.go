@@ -24,8 +24,8 @@ func TestReadmeHeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := headlines(lib, peers)
-	if len(hs) != 5 {
-		t.Errorf("the recorded run gives %d headline ratios, want 5: %+v", len(hs), hs)
+	if len(hs) != 6 {
+		t.Errorf("the recorded run gives %d headline ratios, want 6: %+v", len(hs), hs)
 	}
 	var want bytes.Buffer
 	renderRun(&want, machine)
