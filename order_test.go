@@ -300,3 +300,58 @@ func TestRunTwiceAndClosed(t *testing.T) {
 		}
 	})
 }
+
+// Rule 5: a Dispatch that waits for its busy key queues its state when it
+// is called, so a state observed while it waits is handled after it, and
+// the bus ends on the latest state.
+func TestDispatchWaitingKeepsCallOrder(t *testing.T) {
+	t.Run("writes in the pass", func(t *testing.T) { dispatchWaitingKeepsCallOrder(t, false) })
+	t.Run("writes beside the next pass", func(t *testing.T) { dispatchWaitingKeepsCallOrder(t, true) })
+}
+
+func dispatchWaitingKeepsCallOrder(t *testing.T, beside bool) {
+	opts := &Options{Workers: 2}
+	if beside {
+		opts.Store = &slowStore{MemoryStore: NewMemoryStore(), took: 2 * time.Millisecond}
+	}
+	b := newBus(t, opts)
+	b.pipeAlways = beside
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var seen []string
+	must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+		img, _ := Get[string](ev.New, "spec.image")
+		mu.Lock()
+		seen = append(seen, img)
+		mu.Unlock()
+		if img == "hold" {
+			started <- struct{}{}
+			<-release
+		}
+		return Active(img), nil
+	}, On{Fields: []string{"spec.image"}}))
+	stop := run(t, b)
+	defer func() { must(t, stop()) }()
+	ctx := context.Background()
+	key := keyNamed("a")
+
+	must(t, b.Observe(ctx, key, doc("a", "hold")))
+	<-started
+	dispatched := make(chan error, 1)
+	go func() { dispatched <- b.Dispatch(ctx, key, doc("a", "v3")) }()
+	waitFor(t, "Dispatch to wait for the busy key", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.awaited(b.keys[key])
+	})
+	must(t, b.Observe(ctx, key, doc("a", "v4")))
+	close(release)
+	must(t, <-dispatched)
+	must(t, b.Wait(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"hold", "v3", "v4"}; !slices.Equal(seen, want) {
+		t.Errorf("handled %v, want %v: the state observed while Dispatch waited goes after Dispatch's", seen, want)
+	}
+}
