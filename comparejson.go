@@ -33,15 +33,10 @@ func (c *Comparer) CompareJSON(old, new []byte) (Diff, error) {
 		return nil, b.errorAt(bs, "want a value")
 	}
 	w := walkers.Get().(*walker)
-	defer func() {
-		clear(w.mem[:cap(w.mem)]) // they point into the caller's texts
-		w.mem, w.ord = w.mem[:0], w.ord[:0]
-		w.ends[0], w.ends[1] = w.ends[0][:0], w.ends[1][:0]
-		w.reset()
-		walkers.Put(w)
-	}()
+	defer w.resetJSON()
 	w.c = c
 	a.ends, b.ends = &w.ends[0], &w.ends[1]
+	a.late, b.late = &w.late[0], &w.late[1]
 	ae, be, err := w.diffJSON(&a, &b, as, bs, c.all, "", 0)
 	if err == nil {
 		err = a.end(ae)
@@ -53,6 +48,35 @@ func (c *Comparer) CompareJSON(old, new []byte) (Diff, error) {
 		return nil, err
 	}
 	return w.out, nil
+}
+
+// maxKept bounds the scratch a pooled walker keeps after a CompareJSON, in
+// elements of each buffer: a huge document's do not stay alive, nor make
+// every later call clear them.
+const maxKept = 1 << 15
+
+// resetJSON readies w for the pool after a CompareJSON.
+func (w *walker) resetJSON() {
+	clear(w.mem[:w.memTop]) // members point into the caller's texts
+	w.mem, w.ord, w.memTop, w.miss = w.mem[:0], w.ord[:0], 0, textMiss{}
+	if cap(w.mem) > maxKept {
+		w.mem = nil
+	}
+	if cap(w.ord) > maxKept {
+		w.ord = nil
+	}
+	for i := range w.ends {
+		w.ends[i] = w.ends[i][:0]
+		if cap(w.ends[i]) > maxKept {
+			w.ends[i] = nil
+		}
+		if len(w.late[i]) > maxKept {
+			w.late[i] = nil
+		}
+		clear(w.late[i])
+	}
+	w.reset()
+	walkers.Put(w)
 }
 
 // end checks that nothing but whitespace follows the document's value.
@@ -135,6 +159,7 @@ func (w *walker) index(t *jsonDoc, i, depth int, ref *jsonDoc, from, n int) (int
 			m := member{key: r.key, ks: j, vs: r.vs + at, ve: r.ve + at, same: true}
 			j = m.ve
 			w.mem = append(w.mem, m)
+			w.memTop = max(w.memTop, len(w.mem))
 		} else {
 			m := member{ks: j}
 			if obj {
@@ -162,6 +187,7 @@ func (w *walker) index(t *jsonDoc, i, depth int, ref *jsonDoc, from, n int) (int
 			}
 			m.ve = j
 			w.mem = append(w.mem, m)
+			w.memTop = max(w.memTop, len(w.mem))
 		}
 		if j = t.space(j); j < len(d) && d[j] == ',' {
 			j = t.space(j + 1)
@@ -177,14 +203,40 @@ func (w *walker) index(t *jsonDoc, i, depth int, ref *jsonDoc, from, n int) (int
 	}
 }
 
+// A textMiss records that old[from:at] equals new[from+shift:at+shift]
+// and that the next bytes differ (or new ends there): a member that lies
+// in that run is settled without comparing it again. Without it, a change
+// at the bottom of a deep document was compared from every level down.
+type textMiss struct {
+	from, at, shift int
+	ok              bool
+}
+
 // sameAt reports whether t's bytes at j repeat those of the member w.mem[r]
 // of ref, to the end of its value: a number must also end where it does (12
 // is not the start of 123).
 func (w *walker) sameAt(t *jsonDoc, j int, ref *jsonDoc, r int) bool {
 	m := w.mem[r]
-	span := ref.data[m.ks:m.ve]
+	return w.sameBytes(t, j, ref, m.ks, m.ve)
+}
+
+// sameRange reports whether a.data[as:ae] and b.data[bs:be] are the same
+// bytes, through w.miss as sameBytes.
+func (w *walker) sameRange(a *jsonDoc, as, ae int, b *jsonDoc, bs, be int) bool {
+	return ae-as == be-bs && w.sameBytes(b, bs, a, as, ae)
+}
+
+// sameBytes reports whether t's bytes at j repeat ref.data[ks:ve], a
+// member or element that ends there (see sameAt).
+func (w *walker) sameBytes(t *jsonDoc, j int, ref *jsonDoc, ks, ve int) bool {
+	span := ref.data[ks:ve]
 	rest := t.data[j:]
-	if !bytes.HasPrefix(rest, span) {
+	if x := w.miss; x.ok && x.shift == j-ks && x.from <= ks && ks <= x.at {
+		if ve > x.at {
+			return false
+		}
+	} else if !bytes.HasPrefix(rest, span) {
+		w.miss = textMiss{from: ks, at: ks + commonPrefix(span, rest), shift: j - ks, ok: true}
 		return false
 	}
 	if len(rest) > len(span) && isDigit(span[len(span)-1]) {
@@ -214,7 +266,7 @@ func (w *walker) diffJSONObject(a, b *jsonDoc, as, bs int, mask uint64, depth in
 		// encoder made both), each once.
 		for k := range na {
 			am, bm := w.mem[aFrom+k], w.mem[bFrom+k]
-			if bm.same || bytes.Equal(a.data[am.vs:am.ve], b.data[bm.vs:bm.ve]) {
+			if bm.same || w.sameRange(a, am.vs, am.ve, b, bm.vs, bm.ve) {
 				continue
 			}
 			if err = w.jsonMember(a, b, &am, &bm, mask, depth); err != nil {
@@ -256,7 +308,7 @@ func (w *walker) diffJSONObject(a, b *jsonDoc, as, bs int, mask uint64, depth in
 			if bm != nil {
 				j++
 			}
-			if am != nil && bm != nil && bytes.Equal(a.data[am.vs:am.ve], b.data[bm.vs:bm.ve]) {
+			if am != nil && bm != nil && w.sameRange(a, am.vs, am.ve, b, bm.vs, bm.ve) {
 				continue
 			}
 			if err = w.jsonMember(a, b, am, bm, mask, depth); err != nil {
@@ -347,42 +399,88 @@ func (w *walker) jsonMember(a, b *jsonDoc, am, bm *member, mask uint64, depth in
 	return err
 }
 
-// diffJSONList compares two lists by index, as diffList does.
+// diffJSONList compares two lists by index, as diffList does, walking both
+// in step: an element is read once, and nothing is kept per element.
 func (w *walker) diffJSONList(a, b *jsonDoc, as, bs int, mask uint64, depth int) (ae, be int, err error) {
-	base := len(w.mem)
-	defer func() { w.mem = w.mem[:base] }()
-	if ae, err = w.index(a, as, depth, nil, 0, 0); err != nil {
-		return ae, be, err
+	if depth > maxJSONDepth {
+		return as, bs, a.errorAt(as, "nested past 10000 levels")
 	}
-	na := len(w.mem) - base
-	if be, err = w.index(b, bs, depth, a, base, na); err != nil {
-		return ae, be, err
+	ia, ib := a.space(as+1), b.space(bs+1)
+	doneA, doneB := at(a, ia, ']'), at(b, ib, ']')
+	if doneA {
+		ae = ia + 1
 	}
-	nb := len(w.mem) - base - na
-	aFrom, bFrom := base, base+na
-	for i := range min(na, nb) {
-		am, bm := w.mem[aFrom+i], w.mem[bFrom+i]
-		if bm.same || bytes.Equal(a.data[am.vs:am.ve], b.data[bm.vs:bm.ve]) {
-			continue
+	if doneB {
+		be = ib + 1
+	}
+	for i := 0; !doneA || !doneB; i++ {
+		var ea, eb int
+		switch {
+		case !doneA && !doneB:
+			if ea, err = a.skip(ia, depth); err != nil {
+				return ea, eb, err
+			}
+			if w.sameBytes(b, ib, a, ia, ea) {
+				eb = ib + (ea - ia)
+				break
+			}
+			if eb, err = b.skip(ib, depth); err != nil {
+				return ea, eb, err
+			}
+			next, ignored, field := w.c.step(mask, len(w.path), ListIndex(i))
+			if ignored {
+				break
+			}
+			w.path = append(w.path, ListIndex(i))
+			_, _, err = w.diffJSON(a, b, ia, ib, next, field, depth)
+			w.path = w.path[:len(w.path)-1]
+			if err != nil {
+				return ea, eb, err
+			}
+		case !doneB: // new's elements past old's end, added
+			if eb, err = b.skip(ib, depth); err != nil {
+				return ae, eb, err
+			}
+			w.jsonElement(b, ib, i, OpAdd, mask)
+		default: // old's elements past new's end, removed
+			if ea, err = a.skip(ia, depth); err != nil {
+				return ea, be, err
+			}
+			w.jsonElement(a, ia, i, OpRemove, mask)
 		}
-		next, ignored, field := w.c.step(mask, len(w.path), ListIndex(i))
-		if ignored {
-			continue
+		if !doneA {
+			if ia, doneA, err = a.nextElement(ea); err != nil {
+				return ia, be, err
+			}
+			if doneA {
+				ae = ia
+			}
 		}
-		w.path = append(w.path, ListIndex(i))
-		_, _, err = w.diffJSON(a, b, am.vs, bm.vs, next, field, depth)
-		w.path = w.path[:len(w.path)-1]
-		if err != nil {
-			return ae, be, err
+		if !doneB {
+			if ib, doneB, err = b.nextElement(eb); err != nil {
+				return ae, ib, err
+			}
+			if doneB {
+				be = ib
+			}
 		}
-	}
-	for i := na; i < nb; i++ {
-		w.jsonElement(b, w.mem[bFrom+i].vs, i, OpAdd, mask)
-	}
-	for i := nb; i < na; i++ {
-		w.jsonElement(a, w.mem[aFrom+i].vs, i, OpRemove, mask)
 	}
 	return ae, be, nil
+}
+
+// at reports whether t holds c at i.
+func at(t *jsonDoc, i int, c byte) bool { return i < len(t.data) && t.data[i] == c }
+
+// nextElement moves past the list element that ends at e: to the next
+// element, or past the list's end (done).
+func (t *jsonDoc) nextElement(e int) (i int, done bool, err error) {
+	switch i = t.space(e); {
+	case at(t, i, ','):
+		return t.space(i + 1), false, nil
+	case at(t, i, ']'):
+		return i + 1, true, nil
+	}
+	return i, false, t.errorAt(i, "want ',' or ']' after a list element")
 }
 
 // jsonElement reports list element i, at vs in t, added or removed.
@@ -399,4 +497,18 @@ func (w *walker) jsonElement(t *jsonDoc, vs, i int, op Op, mask uint64) {
 		w.emit(OpRemove, v, nil, next, field)
 	}
 	w.path = w.path[:len(w.path)-1]
+}
+
+// commonPrefix returns the length of the longest common prefix of x and y,
+// comparing in blocks (bytes.Equal is vectorised) before bytes.
+func commonPrefix(x, y []byte) int {
+	n := min(len(x), len(y))
+	i := 0
+	for i+256 <= n && bytes.Equal(x[i:i+256], y[i:i+256]) {
+		i += 256
+	}
+	for i < n && x[i] == y[i] {
+		i++
+	}
+	return i
 }

@@ -360,3 +360,83 @@ func FuzzCompareJSON(f *testing.F) {
 		}
 	})
 }
+
+// Adversarial shapes for CompareJSON, each of whose time was once many
+// times encoding/json's (BenchmarkCompareJSONShapes measures them against
+// it): a repeated key at the root whose first member new repeats, a change
+// at the bottom of a document nested 3,000 deep with padding at every
+// level, and a long list.
+func jsonShapes() []struct {
+	name     string
+	old, new []byte
+} {
+	deep := func(leaf, pad string) string {
+		return strings.Repeat(`{"a":`, 3000) + leaf + strings.Repeat(pad+`}`, 3000)
+	}
+	after := `,"p":"` + strings.Repeat("x", 90) + `"`
+	before := func(leaf string) string {
+		return strings.Repeat(`{"p":"`+strings.Repeat("x", 90)+`","a":`, 3000) + leaf + strings.Repeat(`}`, 3000)
+	}
+	return []struct {
+		name     string
+		old, new []byte
+	}{
+		{"repeated-key-deep", []byte(`{"k":` + deep("1", after) + `,"k":` + deep("2", after) + `}`), []byte(`{"k":` + deep("1", after) + `,"z":[]}`)},
+		{"deep-padded", []byte(before("1")), []byte(before("2"))},
+		{"long-list", []byte("[" + strings.Repeat("1,", 1<<17) + "1]"), []byte("[" + strings.Repeat("1,", 1<<17) + "2]")},
+	}
+}
+
+func TestCompareJSONShapes(t *testing.T) {
+	for _, s := range jsonShapes() {
+		t.Run(s.name, func(t *testing.T) {
+			checkCompareJSON(t, defaultComparer, s.old, s.new)
+			checkCompareJSON(t, defaultComparer, s.new, s.old)
+			if d, err := CompareJSON(s.old, s.new); err != nil || len(d) == 0 {
+				t.Fatalf("CompareJSON = %v, %v; want changes", d, err)
+			}
+		})
+	}
+}
+
+// A pooled walker keeps no huge scratch after a huge call.
+func TestCompareJSONDropsHugeScratch(t *testing.T) {
+	big1 := []byte("[" + strings.Repeat("1,", 1<<16) + "1]")
+	big2 := []byte("[" + strings.Repeat("1,", 1<<16) + "2]")
+	w := walkers.Get().(*walker)
+	w.mem = append(w.mem, make([]member, 1<<16)...)
+	w.memTop = len(w.mem)
+	w.resetJSON()
+	if _, err := CompareJSON(big1, big2); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 { // whichever walker the pool hands out
+		w := walkers.Get().(*walker)
+		if cap(w.mem) > maxKept || cap(w.ends[0]) > maxKept || cap(w.ends[1]) > maxKept || len(w.mem) != 0 {
+			t.Errorf("a pooled walker keeps mem %d/%d, ends %d, %d", len(w.mem), cap(w.mem), cap(w.ends[0]), cap(w.ends[1]))
+		}
+		defer walkers.Put(w)
+	}
+}
+
+// BenchmarkCompareJSONShapes: CompareJSON on the adversarial shapes, and
+// encoding/json decoding both texts, for scale.
+func BenchmarkCompareJSONShapes(b *testing.B) {
+	for _, s := range jsonShapes() {
+		b.Run(s.name+"/comparejson", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := CompareJSON(s.old, s.new); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(s.name+"/unmarshal", func(b *testing.B) {
+			for b.Loop() {
+				var x, y any
+				if json.Unmarshal(s.old, &x) != nil || json.Unmarshal(s.new, &y) != nil {
+					b.Fatal("bad shape")
+				}
+			}
+		})
+	}
+}

@@ -21,42 +21,58 @@ type jsonDoc struct {
 	// ends, when not nil, records where each container checked so far
 	// ends, in the order they start: a container checked once is then
 	// skipped in O(log n), so a change nested deep in a document costs one
-	// read of it, not one per level.
+	// read of it, not one per level. late holds those checked out of that
+	// order (a member taken as the other side's bytes, read later).
 	ends *[]extent
+	late *map[int]int
 }
 
 // extent is where a container starts and ends.
 type extent struct{ start, end int }
 
-// open notes a container starting at i and returns its place in t.ends,
-// or -1 when t records none or i is not past the last one noted.
+// Places open returns besides an index into ends.
+const (
+	noted     = -1 // t records nothing
+	notedLate = -2 // the container goes into t.late
+)
+
+// open notes a container starting at i and returns where it is noted.
 func (t *jsonDoc) open(i int) int {
 	if t.ends == nil {
-		return -1
+		return noted
 	}
 	e := *t.ends
 	if len(e) > 0 && e[len(e)-1].start >= i {
-		return -1
+		return notedLate
 	}
 	*t.ends = append(e, extent{start: i, end: -1})
 	return len(e)
 }
 
-// close notes that the container noted at k ends at end.
-func (t *jsonDoc) close(k, end int) {
-	if k >= 0 {
+// close notes that the container opened at start, noted at k, ends at end.
+func (t *jsonDoc) close(k, start, end int) {
+	switch {
+	case k >= 0:
 		(*t.ends)[k].end = end
+	case k == notedLate:
+		if *t.late == nil {
+			*t.late = map[int]int{}
+		}
+		(*t.late)[start] = end
 	}
 }
 
 // skip returns the index past the value at i, checked before when it is a
-// container t.ends knows, or checked now.
+// container t knows, or checked now.
 func (t *jsonDoc) skip(i, depth int) (int, error) {
 	if t.ends != nil && i < len(t.data) && (t.data[i] == '{' || t.data[i] == '[') {
 		e := *t.ends
 		k, found := slices.BinarySearchFunc(e, i, func(x extent, i int) int { return cmp.Compare(x.start, i) })
 		if found && e[k].end >= 0 {
 			return e[k].end, nil
+		}
+		if end, ok := (*t.late)[i]; ok {
+			return end, nil
 		}
 	}
 	return t.value(i, depth)
@@ -91,7 +107,7 @@ var strClass = func() (t [256]uint8) {
 // errorAt reports a syntax error at byte i, naming the side.
 func (t *jsonDoc) errorAt(i int, what string) error {
 	if i >= len(t.data) {
-		return fmt.Errorf("opbus: %s JSON: unexpected end of input (%s)", t.side, what)
+		return fmt.Errorf("opbus: %s JSON: unexpected end of input at byte %d: %s", t.side, len(t.data), what)
 	}
 	return fmt.Errorf("opbus: %s JSON: invalid character %q at byte %d: %s", t.side, t.data[i], i, what)
 }
@@ -249,7 +265,7 @@ func (t *jsonDoc) object(i, depth int) (end int, err error) {
 	k := t.open(i)
 	defer func() {
 		if err == nil {
-			t.close(k, end)
+			t.close(k, i, end)
 		}
 	}()
 	d := t.data
@@ -289,7 +305,7 @@ func (t *jsonDoc) array(i, depth int) (end int, err error) {
 	k := t.open(i)
 	defer func() {
 		if err == nil {
-			t.close(k, end)
+			t.close(k, i, end)
 		}
 	}()
 	d := t.data
