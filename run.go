@@ -288,10 +288,7 @@ func (b *Bus) remember(key Key, inc string) {
 // decides, as a Juju hook does by failing the hook; the next Dispatch of
 // key runs them again whatever their backoff. With Run, the bus retries
 // them as for an observed state. ctx is passed to the handlers. After Run
-// has begun to stop, Dispatch returns [ErrClosed] and handles nothing; a
-// call that was waiting for its key then returns an error wrapping
-// ErrClosed, its state saved as pending (it was queued when the call was
-// made, before any state observed while it waited).
+// has begun to stop, Dispatch returns [ErrClosed] and handles nothing.
 func (b *Bus) Dispatch(ctx context.Context, key Key, obj map[string]any) error {
 	return b.dispatchNow(ctx, key, observation{new: obj})
 }
@@ -315,13 +312,9 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		return err
 	}
 	var ks *keyState
-	var mine uint64 // the state's seq, once it is queued
 	for {
 		if b.stopping {
 			b.mu.Unlock()
-			if mine != 0 {
-				return fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", key, ErrClosed)
-			}
 			return ErrClosed
 		}
 		ks = b.keyState(key)
@@ -332,34 +325,23 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 			b.awaiting = map[*keyState]int{}
 		}
 		b.awaiting[ks]++
-		if mine == 0 {
-			// Queued now, not once the key is free, so that a state
-			// observed while this call waits goes after it (rule 5).
-			b.push(ks, o)
-			mine = b.seq
-			b.relay(key, o, to)
-		}
 		b.wake.Wait()
 		if b.awaiting[ks]--; b.awaiting[ks] == 0 {
 			delete(b.awaiting, ks)
 		}
 	}
 	b.acquire(ks)
+	// With nothing queued before it, the state needs no queue.
 	var first *observation
-	switch {
-	case mine != 0: // queued while the key was busy
-	case len(ks.queue) == 0 && !ks.deleting && !ks.blocked:
-		// With nothing queued before it, the state needs no queue.
+	if len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
 		b.seq++
 		o.seq = b.seq
 		first = &o
-		mine = b.seq
-		b.relay(key, o, to)
-	default:
+	} else {
 		b.push(ks, o)
-		mine = b.seq
-		b.relay(key, o, to)
 	}
+	mine := b.seq
+	b.relay(key, o, to)
 	b.mu.Unlock()
 
 	for {
@@ -369,9 +351,7 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 			err = fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", key)
 			break
 		}
-		if got.seq >= mine {
-			// Its own pass, or a later state's that absorbed it when the
-			// backlog was coalesced (rule 5).
+		if got.seq == mine {
 			err = perr
 			break
 		}

@@ -120,7 +120,7 @@ func (b *Bus) mergesWrite(l *lane, d *dispatch) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !b.stopping && b.runnable(d.ks) && !b.awaited(d.ks) // an awaited key goes to its Dispatch call
+	return !b.stopping && b.runnable(d.ks)
 }
 
 // runnable reports whether a queued state of ks may be dispatched now;
