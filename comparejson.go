@@ -99,11 +99,11 @@ func trimSpace(d []byte) []byte {
 	return d
 }
 
-// A member is an object member or a list element of one side, found by
-// index: its key (decoded; nil for an element) and where its value lies.
+// A member is an object member of one side, found by index: its key
+// (decoded) and where its value lies.
 type member struct {
 	key    []byte
-	ks     int  // where the member starts: its key's quote, or its value
+	ks     int  // where the member starts: its key's quote
 	vs, ve int  // its value's bytes
 	same   bool // new's only: byte for byte the old member at the same place
 }
@@ -133,7 +133,7 @@ func (w *walker) diffJSON(a, b *jsonDoc, as, bs int, mask uint64, listKey string
 	return ae, be, nil
 }
 
-// index appends to w.mem the members of the object or list at i in t,
+// index appends to w.mem the members of the object at i in t,
 // checking them, and returns the index past it. With ref, the members
 // ref[0:n] of the other side (old) stand at w.mem[from:from+n]: a member at
 // the same place whose bytes are the same is taken without a scan, so the
@@ -143,63 +143,47 @@ func (w *walker) index(t *jsonDoc, i, depth int, ref *jsonDoc, from, n int) (int
 		return i, t.errorAt(i, "nested past 10000 levels")
 	}
 	d := t.data
-	obj := d[i] == '{'
-	closer := byte(']')
-	if obj {
-		closer = '}'
-	}
 	j := t.space(i + 1)
-	if j < len(d) && d[j] == closer {
+	if at(t, j, '}') {
 		return j + 1, nil
 	}
 	for k := 0; ; k++ {
+		m := member{ks: j}
 		if k < n && w.sameAt(t, j, ref, from+k) {
 			r := w.mem[from+k]
-			at := j - r.ks
-			m := member{key: r.key, ks: j, vs: r.vs + at, ve: r.ve + at, same: true}
-			j = m.ve
-			w.mem = append(w.mem, m)
-			w.memTop = max(w.memTop, len(w.mem))
+			shift := j - r.ks
+			m = member{key: r.key, ks: j, vs: r.vs + shift, ve: r.ve + shift, same: true}
 		} else {
-			m := member{ks: j}
-			if obj {
-				if j >= len(d) || d[j] != '"' {
-					return j, t.errorAt(j, "want a string key in an object")
-				}
-				end, hard, err := t.str(j)
-				if err != nil {
-					return end, err
-				}
-				if hard {
-					m.key = []byte(decodeString(d[j:end], true))
-				} else {
-					m.key = d[j+1 : end-1]
-				}
-				if j = t.space(end); j >= len(d) || d[j] != ':' {
-					return j, t.errorAt(j, "want ':' after an object key")
-				}
-				j = t.space(j + 1)
+			if !at(t, j, '"') {
+				return j, t.errorAt(j, "want a string key in an object")
 			}
-			m.vs = j
-			var err error
-			if j, err = t.skip(j, depth); err != nil {
-				return j, err
+			end, hard, err := t.str(j)
+			if err != nil {
+				return end, err
 			}
-			m.ve = j
-			w.mem = append(w.mem, m)
-			w.memTop = max(w.memTop, len(w.mem))
+			if hard {
+				m.key = []byte(decodeString(d[j:end], true))
+			} else {
+				m.key = d[j+1 : end-1]
+			}
+			if j = t.space(end); !at(t, j, ':') {
+				return j, t.errorAt(j, "want ':' after an object key")
+			}
+			m.vs = t.space(j + 1)
+			if m.ve, err = t.skip(m.vs, depth); err != nil {
+				return m.ve, err
+			}
 		}
-		if j = t.space(j); j < len(d) && d[j] == ',' {
+		w.mem = append(w.mem, m)
+		w.memTop = max(w.memTop, len(w.mem))
+		switch j = t.space(m.ve); {
+		case at(t, j, ','):
 			j = t.space(j + 1)
-			continue
-		}
-		if j < len(d) && d[j] == closer {
+		case at(t, j, '}'):
 			return j + 1, nil
-		}
-		if obj {
+		default:
 			return j, t.errorAt(j, "want ',' or '}' after an object member")
 		}
-		return j, t.errorAt(j, "want ',' or ']' after a list element")
 	}
 }
 

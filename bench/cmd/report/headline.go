@@ -22,14 +22,18 @@ type headline struct {
 
 // headlines returns the headline ratios that lib (the root package and fsm/) and peers
 // (the bench module) hold; a ratio whose benchmarks did not run is left out.
+// fullDiffPeer reports whether entry e of the diff families is a peer
+// that computes a full diff (not opbus, not a yardstick).
+func fullDiffPeer(e string) bool {
+	i := info(bench.DiffPeers, e)
+	return e != bench.Opbus && i.FullDiff && !i.Baseline
+}
+
 func headlines(lib, peers *run) []headline {
 	var hs []headline
 	if fam := peers.family("Diff"); fam != nil {
 		if t, ok := fam.median("pod", bench.Opbus, "sec/op"); ok {
-			peer, peerT := fam.fastest("pod", func(e string) bool {
-				i := info(bench.DiffPeers, e)
-				return e != bench.Opbus && i.FullDiff && !i.Baseline
-			})
+			peer, peerT := fam.fastest("pod", fullDiffPeer)
 			if peer != "" {
 				hs = append(hs, headline{"diff of a Pod whose container died (decoded objects, `BenchmarkDiff`)",
 					"the fastest full-diff peer, " + peer, t / peerT, fmtTime(t), fmtTime(peerT)})
@@ -42,10 +46,7 @@ func headlines(lib, peers *run) []headline {
 	}
 	if fam := peers.family("DiffBytes"); fam != nil {
 		if t, ok := fam.median("pod", bench.Opbus, "sec/op"); ok {
-			peer, peerT := fam.fastest("pod", func(e string) bool {
-				i := info(bench.DiffPeers, e)
-				return e != bench.Opbus && i.FullDiff && !i.Baseline
-			})
+			peer, peerT := fam.fastest("pod", fullDiffPeer)
 			if peer != "" {
 				hs = append(hs, headline{"the same diff from the Pods' JSON bytes (`CompareJSON`, `BenchmarkDiffBytes`)",
 					"the fastest full-diff peer from bytes, " + peer, t / peerT, fmtTime(t), fmtTime(peerT)})
