@@ -109,13 +109,14 @@ func (d *dispatch) correlation() string {
 // given, one that needs no queue), and dispatches it. It returns the
 // observation it took (ok false if there was none) and the errors of its
 // pass. force is Dispatch's: take the queue even while it waits for a
-// retry, and run failing handlers whatever their backoff.
-func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observation) (o observation, ok bool, err error) {
+// retry, and run failing handlers whatever their backoff; own is its
+// state's seq (0 for a lane; see take).
+func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observation, own uint64) (o observation, ok bool, err error) {
 	b.mu.Lock()
 	if given != nil {
 		o, ok = *given, true
 	} else {
-		o, ok = b.take(ks, force)
+		o, ok = b.take(ks, force, own)
 	}
 	if ok {
 		fl := o
@@ -184,7 +185,7 @@ func (b *Bus) pass(ctx context.Context, ks *keyState, op *observation, force boo
 			b.log.Info("opbus: resuming states left pending by an earlier run", "key", ks.key.String(), "states", len(p))
 			b.mu.Lock()
 			b.unshift(ks, append(os, o)...)
-			o, _ = b.take(ks, true)
+			o, _ = b.take(ks, true, o.seq) // a pending state, or o itself
 			b.flying[ks] = o
 			ks.taken = true
 			b.mu.Unlock()

@@ -300,3 +300,166 @@ func TestRunTwiceAndClosed(t *testing.T) {
 		}
 	})
 }
+
+// Rule 5: a Dispatch that waits for its busy key queues its state when it
+// is called, so a state observed while it waits is handled after it, and
+// the bus ends on the latest state.
+func TestDispatchWaitingKeepsCallOrder(t *testing.T) {
+	t.Run("writes in the pass", func(t *testing.T) { dispatchWaitingKeepsCallOrder(t, false) })
+	t.Run("writes beside the next pass", func(t *testing.T) { dispatchWaitingKeepsCallOrder(t, true) })
+}
+
+func dispatchWaitingKeepsCallOrder(t *testing.T, beside bool) {
+	opts := &Options{Workers: 2}
+	if beside {
+		opts.Store = &slowStore{MemoryStore: NewMemoryStore(), took: 2 * time.Millisecond}
+	}
+	b := newBus(t, opts)
+	b.pipeAlways = beside
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var seen []string
+	must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+		img, _ := Get[string](ev.New, "spec.image")
+		mu.Lock()
+		seen = append(seen, img)
+		mu.Unlock()
+		if img == "hold" {
+			started <- struct{}{}
+			<-release
+		}
+		return Active(img), nil
+	}, On{Fields: []string{"spec.image"}}))
+	stop := run(t, b)
+	defer func() { must(t, stop()) }()
+	ctx := context.Background()
+	key := keyNamed("a")
+
+	must(t, b.Observe(ctx, key, doc("a", "hold")))
+	<-started
+	dispatched := make(chan error, 1)
+	go func() { dispatched <- b.Dispatch(ctx, key, doc("a", "v3")) }()
+	waitFor(t, "Dispatch to wait for the busy key", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.awaited(b.keys[key])
+	})
+	must(t, b.Observe(ctx, key, doc("a", "v4")))
+	close(release)
+	must(t, <-dispatched)
+	must(t, b.Wait(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"hold", "v3", "v4"}; !slices.Equal(seen, want) {
+		t.Errorf("handled %v, want %v: the state observed while Dispatch waited goes after Dispatch's", seen, want)
+	}
+}
+
+// Rule 5 with more than one caller, a bounded backlog and a deletion: each
+// waiting Dispatch keeps its place in call order, its state is never
+// coalesced into a later one, and it returns its own pass's errors.
+func TestDispatchWaitingCases(t *testing.T) {
+	type setup struct {
+		b       *Bus
+		key     Key
+		release chan struct{}
+		seen    func() []string
+	}
+	start := func(t *testing.T, opts *Options) setup {
+		b := newBus(t, opts)
+		release := make(chan struct{})
+		started := make(chan struct{}, 1)
+		var mu sync.Mutex
+		var seen []string
+		must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+			img, _ := Get[string](ev.Object(), "spec.image")
+			if ev.Type == Delete {
+				img = "delete " + img
+			}
+			mu.Lock()
+			seen = append(seen, img)
+			mu.Unlock()
+			switch img {
+			case "hold":
+				started <- struct{}{}
+				<-release
+			case "bad":
+				return Status{}, Permanent(errors.New("bad image"))
+			}
+			return Active(img), nil
+		}, On{Fields: []string{"spec.image"}, Types: []EventType{Create, Update, Delete}}))
+		stop := run(t, b)
+		t.Cleanup(func() { must(t, stop()) })
+		key := keyNamed("a")
+		must(t, b.Observe(context.Background(), key, doc("a", "hold")))
+		<-started
+		return setup{b: b, key: key, release: release, seen: func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(seen)
+		}}
+	}
+	dispatch := func(s setup, image string, waiting int) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- s.b.Dispatch(context.Background(), s.key, doc("a", image)) }()
+		waitFor(t, fmt.Sprintf("%d Dispatch calls to wait", waiting), func() bool {
+			s.b.mu.Lock()
+			defer s.b.mu.Unlock()
+			return s.b.awaiting[s.b.keys[s.key]] == waiting
+		})
+		return done
+	}
+	ctx := context.Background()
+
+	t.Run("two callers", func(t *testing.T) {
+		s := start(t, &Options{Workers: 2})
+		d1 := dispatch(s, "d1", 1)
+		must(t, s.b.Observe(ctx, s.key, doc("a", "v")))
+		d2 := dispatch(s, "d2", 2)
+		close(s.release)
+		must(t, <-d1)
+		must(t, <-d2)
+		must(t, s.b.Wait(ctx))
+		if got, want := s.seen(), []string{"hold", "d1", "v", "d2"}; !slices.Equal(got, want) {
+			t.Errorf("handled %v, want %v", got, want)
+		}
+	})
+	t.Run("bounded backlog", func(t *testing.T) {
+		s := start(t, &Options{Workers: 2, MaxBacklog: 1})
+		d := dispatch(s, "bad", 1)
+		for _, img := range []string{"v1", "v2", "v3"} {
+			must(t, s.b.Observe(ctx, s.key, doc("a", img)))
+		}
+		close(s.release)
+		if err := <-d; err == nil || !strings.Contains(err.Error(), "bad image") {
+			t.Errorf("Dispatch returned %v, want its own pass's error (bad image)", err)
+		}
+		must(t, s.b.Wait(ctx))
+		if got, want := s.seen(), []string{"hold", "bad", "v3"}; !slices.Equal(got, want) {
+			t.Errorf("handled %v, want %v: the observed states coalesce, the Dispatch's does not", got, want)
+		}
+	})
+	t.Run("deleted and created again", func(t *testing.T) {
+		s := start(t, &Options{Workers: 2, Incarnation: func(obj map[string]any) string {
+			uid, _ := Get[string](obj, "metadata.uid")
+			return uid
+		}})
+		d := dispatch(s, "d", 1)
+		must(t, s.b.ObserveDelete(ctx, s.key, doc("a", "d")))
+		again := doc("a", "new")
+		again["metadata"].(map[string]any)["uid"] = "2"
+		must(t, s.b.Observe(ctx, s.key, again))
+		close(s.release)
+		must(t, <-d)
+		must(t, s.b.Wait(ctx))
+		if got, want := s.seen(), []string{"hold", "d", "delete d", "new"}; !slices.Equal(got, want) {
+			t.Errorf("handled %v, want %v", got, want)
+		}
+		_, slots, err := s.b.Status(ctx, s.key)
+		must(t, err)
+		if got := slots["image"].Message; got != "new" {
+			t.Errorf("image slot %q, want the new incarnation's", got)
+		}
+	})
+}

@@ -16,6 +16,7 @@ type observation struct {
 	deleted   bool
 	retry     bool        // a scheduled retry of the current state
 	coalesced bool        // states before this one were skipped
+	awaited   bool        // a Dispatch call waits to handle it itself: only that call takes it
 	rel       []relChange // changes of related objects, applied before new (related.go)
 }
 
@@ -122,6 +123,24 @@ func (b *Bus) keyState(key Key) *keyState {
 		b.keys[key] = ks
 	}
 	return ks
+}
+
+// heldHead reports whether the next queued state of ks is one a waiting
+// Dispatch call handles itself, not a lane; b.mu is held.
+func (ks *keyState) heldHead() bool { return len(ks.queue) > 0 && ks.queue[0].awaited }
+
+// heldFor reports whether the next queued state of ks is one that a
+// Dispatch call other than the one of state own handles; b.mu is held.
+func (ks *keyState) heldFor(own uint64) bool { return ks.heldHead() && ks.queue[0].seq != own }
+
+// disown leaves the state seq, if still queued in ks, to whoever takes the
+// queue next: its Dispatch call returns without handling it; b.mu is held.
+func (ks *keyState) disown(seq uint64) {
+	for i := range ks.queue {
+		if ks.queue[i].seq == seq {
+			ks.queue[i].awaited = false
+		}
+	}
 }
 
 func (ks *keyState) hasWork() bool {
@@ -283,9 +302,10 @@ func (b *Bus) countPending() {
 // take pops the next observation of ks: a due retry first, then the queue
 // unless it is blocked. force is Dispatch's: it retries an unfinished
 // deletion, or takes the queue, without waiting for the retry timer, and
-// leaves other due retries to the workers; b.mu is held, and the caller
-// holds ks busy.
-func (b *Bus) take(ks *keyState, force bool) (observation, bool) {
+// leaves other due retries to the workers. own is the state of the
+// Dispatch call that asks (0 for a lane): a state another call awaits is
+// left to that call. b.mu is held, and the caller holds ks busy.
+func (b *Bus) take(ks *keyState, force bool, own uint64) (observation, bool) {
 	if (ks.retryDue && !force) || (force && ks.deleting) {
 		// A deletion in progress goes before anything queued behind it.
 		// Other retries are the workers': Dispatch handles the queue.
@@ -294,6 +314,9 @@ func (b *Bus) take(ks *keyState, force bool) (observation, bool) {
 		return observation{retry: true}, true
 	}
 	if len(ks.queue) > 0 && (!ks.blocked || force) {
+		if ks.heldFor(own) {
+			return observation{}, false // its Dispatch call takes it (rule 5)
+		}
 		o := ks.queue[0]
 		ks.queue[0] = observation{}
 		ks.queue = ks.queue[1:]

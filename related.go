@@ -236,10 +236,11 @@ func (b *Bus) relay(key Key, o observation, to []Key) {
 
 // supersedes reports whether the queued observation x may be coalesced
 // into y, the next one: two updates of one incarnation, or changes of
-// related objects next to an update. Deletions and incarnation boundaries
+// related objects next to an update. Deletions, incarnation boundaries
+// and a state a Dispatch call awaits (it returns that state's errors)
 // stay.
 func (b *Bus) supersedes(x, y observation) bool {
-	if x.deleted || y.deleted {
+	if x.deleted || y.deleted || x.awaited {
 		return false
 	}
 	return x.relOnly() || y.relOnly() || !b.bounds(x, y)

@@ -176,7 +176,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	b.mu.Unlock()
 
 	if l == nil {
-		if _, _, err := b.step(ctx, ks, false, nil); err != nil {
+		if _, _, err := b.step(ctx, ks, false, nil, 0); err != nil {
 			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
 	}
@@ -205,7 +205,7 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		l.unwritten++
 		l.taken++
 		l.merge, l.deferred, l.pipe = l.unwritten < maxMerged, false, true
-		_, ok, err := b.step(ctx, ks, false, nil)
+		_, ok, err := b.step(ctx, ks, false, nil, 0)
 		l.pipe = false
 		if err != nil {
 			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
@@ -288,7 +288,10 @@ func (b *Bus) remember(key Key, inc string) {
 // decides, as a Juju hook does by failing the hook; the next Dispatch of
 // key runs them again whatever their backoff. With Run, the bus retries
 // them as for an observed state. ctx is passed to the handlers. After Run
-// has begun to stop, Dispatch returns [ErrClosed] and handles nothing.
+// has begun to stop, Dispatch returns [ErrClosed] and handles nothing; a
+// call that was waiting for its busy key then returns an error wrapping
+// ErrClosed, its state (queued when the call was made, before any state
+// observed while it waited) saved as pending.
 func (b *Bus) Dispatch(ctx context.Context, key Key, obj map[string]any) error {
 	return b.dispatchNow(ctx, key, observation{new: obj})
 }
@@ -311,43 +314,50 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		b.mu.Unlock()
 		return err
 	}
-	var ks *keyState
-	for {
-		if b.stopping {
-			b.mu.Unlock()
-			return ErrClosed
-		}
-		ks = b.keyState(key)
-		if !ks.busy {
-			break
-		}
-		if b.awaiting == nil {
-			b.awaiting = map[*keyState]int{}
-		}
-		b.awaiting[ks]++
-		b.wake.Wait()
-		if b.awaiting[ks]--; b.awaiting[ks] == 0 {
-			delete(b.awaiting, ks)
-		}
+	if b.stopping {
+		b.mu.Unlock()
+		return ErrClosed
 	}
-	b.acquire(ks)
-	// With nothing queued before it, the state needs no queue.
+	ks := b.keyState(key)
 	var first *observation
-	if len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
+	if !ks.busy && len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
+		// With nothing queued before it, the state needs no queue.
 		b.seq++
 		o.seq = b.seq
 		first = &o
 	} else {
+		// Queued now, even while the key is busy, so that a state observed
+		// while this call waits goes after it (rule 5). Only this call
+		// takes it, and it is never coalesced away: the call returns its
+		// pass's errors. Queued, it also keeps ks in b.keys.
+		o.awaited = true
 		b.push(ks, o)
 	}
 	mine := b.seq
 	b.relay(key, o, to)
+	if err := b.hold(ks, mine); err != nil {
+		b.mu.Unlock()
+		return err
+	}
 	b.mu.Unlock()
 
 	for {
-		got, ok, perr := b.step(ctx, ks, true, first)
+		got, ok, perr := b.step(ctx, ks, true, first, mine)
 		first = nil
 		if !ok {
+			b.mu.Lock()
+			if ks.heldFor(mine) {
+				// Another waiting call's state is next, older than this
+				// one: leave the key to it, and wait.
+				b.release(ks)
+				err = b.hold(ks, mine)
+				b.mu.Unlock()
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			b.mu.Unlock()
 			err = fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", key)
 			break
 		}
@@ -370,9 +380,38 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		}
 	}
 	b.mu.Lock()
+	ks.disown(mine) // left queued: the next pass of the key takes it
 	b.release(ks)
 	b.mu.Unlock()
 	return err
+}
+
+// hold waits until no one else dispatches ks and no other Dispatch
+// call's state is next, then makes the call whose state is seq the holder
+// of ks; b.mu is held. Run leaves an awaited
+// key to the call. If the bus begins to stop meanwhile, the state stays
+// queued, to be saved as pending, and hold returns an error wrapping
+// [ErrClosed].
+func (b *Bus) hold(ks *keyState, seq uint64) error {
+	for {
+		if b.stopping {
+			ks.disown(seq)
+			return fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", ks.key, ErrClosed)
+		}
+		if !ks.busy && !ks.heldFor(seq) {
+			break
+		}
+		if b.awaiting == nil {
+			b.awaiting = map[*keyState]int{}
+		}
+		b.awaiting[ks]++
+		b.wake.Wait()
+		if b.awaiting[ks]--; b.awaiting[ks] == 0 {
+			delete(b.awaiting, ks)
+		}
+	}
+	b.acquire(ks)
+	return nil
 }
 
 // resumePending schedules the keys whose records hold states an earlier

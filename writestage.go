@@ -123,10 +123,10 @@ func (b *Bus) mergesWrite(l *lane, d *dispatch) bool {
 	return !b.stopping && b.runnable(d.ks)
 }
 
-// runnable reports whether a queued state of ks may be dispatched now;
-// b.mu is held.
+// runnable reports whether a queued state of ks may be dispatched now by
+// a lane; b.mu is held.
 func (b *Bus) runnable(ks *keyState) bool {
-	return len(ks.queue) > 0 && !ks.blocked && !ks.retryDue
+	return len(ks.queue) > 0 && !ks.blocked && !ks.retryDue && !ks.heldHead()
 }
 
 // flush writes what the passes of ks left to a next pass that did not come
