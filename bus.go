@@ -156,6 +156,7 @@ type Bus struct {
 	queued     int           // states waiting across all keys
 	pending    int           // keys queued or busy
 	idle       chan struct{} // made by Wait while pending > 0; closed when it reaches 0
+	readied    chan struct{} // made by Wait before Run, while a key is busy; closed when a key becomes ready
 	stats      counters
 	seq        uint64                    // observations pushed, for Dispatch to find its own
 	timerSeq   uint64                    // retry timers armed

@@ -463,3 +463,96 @@ func TestDispatchWaitingCases(t *testing.T) {
 		}
 	})
 }
+
+// Rule 5 for a call that finds its key free: its state needs no queue, but
+// its pass may put it back behind states that go first — the deletion of
+// the incarnation it replaces, or states the record left pending — and a
+// state observed meanwhile past the backlog bound must not coalesce it
+// away: the call handles its own state and returns nil.
+func TestDispatchGivenStateGoesBack(t *testing.T) {
+	ctx := context.Background()
+	key := keyNamed("a")
+	t.Run("behind the deletion of a replaced incarnation", func(t *testing.T) {
+		b := newBus(t, &Options{MaxBacklog: 1, Incarnation: func(obj map[string]any) string {
+			uid, _ := Get[string](obj, "metadata.uid")
+			return uid
+		}})
+		withUID := func(image, uid string) map[string]any {
+			d := doc("a", image)
+			d["metadata"].(map[string]any)["uid"] = uid
+			return d
+		}
+		inDelete, release := make(chan struct{}), make(chan struct{})
+		var mu sync.Mutex
+		var seen []string
+		must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+			img, _ := Get[string](ev.Object(), "spec.image")
+			mu.Lock()
+			seen = append(seen, ev.Type.String()+" "+img)
+			mu.Unlock()
+			if ev.Type == Delete {
+				close(inDelete)
+				<-release
+			}
+			return Active(img), nil
+		}, On{Fields: []string{"spec.image"}, Types: []EventType{Create, Update, Delete}}))
+		must(t, b.Dispatch(ctx, key, withUID("1", "u1")))
+		done := make(chan error, 1)
+		go func() { done <- b.Dispatch(ctx, key, withUID("2", "u2")) }()
+		<-inDelete
+		must(t, b.Observe(ctx, key, withUID("3", "u2")))
+		close(release)
+		must(t, <-done)
+		must(t, b.Wait(ctx))
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"create 1", "delete 1", "create 2", "update 3"}; !slices.Equal(seen, want) {
+			t.Errorf("handled %v, want %v", seen, want)
+		}
+	})
+	t.Run("behind pending states", func(t *testing.T) {
+		mem := NewMemoryStore()
+		b1 := newBus(t, &Options{Store: mem, Workers: 1, ShutdownTimeout: 20 * time.Millisecond})
+		started := make(chan struct{}, 1)
+		must(t, b1.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+			if img, _ := Get[string](ev.New, "spec.image"); img == "1" {
+				started <- struct{}{}
+				<-ctx.Done()
+			}
+			return Active("ok"), nil
+		}, On{Fields: []string{"spec.image"}}))
+		stop := run(t, b1)
+		must(t, b1.Observe(ctx, key, doc("a", "1")))
+		<-started
+		must(t, b1.Observe(ctx, key, doc("a", "2")))
+		must(t, stop()) // 1, abandoned, and 2 are saved as pending
+
+		b2 := newBus(t, &Options{Store: mem, MaxBacklog: 1})
+		inPending, release := make(chan struct{}), make(chan struct{})
+		var mu sync.Mutex
+		var seen []string
+		must(t, b2.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+			img, _ := Get[string](ev.New, "spec.image")
+			mu.Lock()
+			seen = append(seen, img)
+			mu.Unlock()
+			if img == "2" {
+				close(inPending)
+				<-release
+			}
+			return Active(img), nil
+		}, On{Fields: []string{"spec.image"}}))
+		done := make(chan error, 1)
+		go func() { done <- b2.Dispatch(ctx, key, doc("a", "5")) }()
+		<-inPending
+		must(t, b2.Observe(ctx, key, doc("a", "6")))
+		close(release)
+		must(t, <-done)
+		must(t, b2.Wait(ctx))
+		mu.Lock()
+		defer mu.Unlock()
+		if n := len(seen); n < 3 || !slices.Equal(seen[n-3:], []string{"2", "5", "6"}) {
+			t.Errorf("handled %v, want it to end with 2, 5, 6", seen)
+		}
+	})
+}

@@ -273,6 +273,10 @@ func (b *Bus) schedule(ks *keyState) {
 	if ks.hasWork() && !ks.queuedNow && (!ks.busy || b.isParked(ks)) {
 		ks.queuedNow = true
 		b.ready = append(b.ready, ks)
+		if b.readied != nil {
+			close(b.readied) // a Wait without Run dispatches it
+			b.readied = nil
+		}
 		b.wake.Signal() // Wait, when Run has not started
 		b.offerWork()
 	}

@@ -319,6 +319,11 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		return ErrClosed
 	}
 	ks := b.keyState(key)
+	// Only this call takes its state, and the state is never coalesced
+	// away: the call returns its pass's errors. Marked also when it needs no
+	// queue, since its pass may put it back in the queue behind states that
+	// go first (pending ones, or the deletion of a replaced incarnation).
+	o.awaited = true
 	var first *observation
 	if !ks.busy && len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
 		// With nothing queued before it, the state needs no queue.
@@ -327,10 +332,8 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		first = &o
 	} else {
 		// Queued now, even while the key is busy, so that a state observed
-		// while this call waits goes after it (rule 5). Only this call
-		// takes it, and it is never coalesced away: the call returns its
-		// pass's errors. Queued, it also keeps ks in b.keys.
-		o.awaited = true
+		// while this call waits goes after it (rule 5). Queued, it also
+		// keeps ks in b.keys.
 		b.push(ks, o)
 	}
 	mine := b.seq

@@ -12,33 +12,45 @@ import (
 // the calling goroutine, so that a program or test can Observe and Wait
 // without Run; after Run has stopped, queued states are an error.
 func (b *Bus) Wait(ctx context.Context) error {
-	b.mu.Lock()
-	for !b.running && !b.closed && len(b.ready) > 0 {
-		b.mu.Unlock()
-		b.workOne(ctx, nil)
-		if err := ctx.Err(); err != nil {
+	for {
+		b.mu.Lock()
+		for !b.running && !b.closed && len(b.ready) > 0 {
+			b.mu.Unlock()
+			b.workOne(ctx, nil)
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			b.mu.Lock()
+		}
+		if b.pending == 0 {
+			b.mu.Unlock()
+			return nil
+		}
+		if err := b.undispatched(); err != nil {
+			b.mu.Unlock()
 			return err
 		}
-		b.mu.Lock()
-	}
-	if b.pending == 0 {
+		if b.idle == nil {
+			b.idle = make(chan struct{})
+		}
+		idle := b.idle
+		var readied chan struct{}
+		if !b.running && !b.closed {
+			// A Dispatch call holds a key: states observed meanwhile
+			// become ready when it returns, for this Wait to dispatch.
+			if b.readied == nil {
+				b.readied = make(chan struct{})
+			}
+			readied = b.readied
+		}
 		b.mu.Unlock()
-		return nil
-	}
-	if err := b.undispatched(); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	if b.idle == nil {
-		b.idle = make(chan struct{})
-	}
-	idle := b.idle
-	b.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+		select {
+		case <-idle:
+			return nil
+		case <-readied:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

@@ -177,3 +177,45 @@ func TestSettleWaitsForStoreRetries(t *testing.T) {
 		})
 	}
 }
+
+// Without Run, a Wait made while a Dispatch call holds a key dispatches
+// the state observed meanwhile once the call returns, rather than waiting
+// until its context ends.
+func TestWaitWithoutRunWhileDispatchHoldsKey(t *testing.T) {
+	b := newBus(t, nil)
+	started, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
+		img, _ := Get[string](ev.New, "spec.image")
+		mu.Lock()
+		seen = append(seen, img)
+		mu.Unlock()
+		if img == "1" {
+			close(started)
+			<-release
+		}
+		return Active(img), nil
+	}, On{Fields: []string{"spec.image"}}))
+	ctx := context.Background()
+	key := keyNamed("a")
+	dispatched := make(chan error, 1)
+	go func() { dispatched <- b.Dispatch(ctx, key, doc("a", "1")) }()
+	<-started
+	must(t, b.Observe(ctx, key, doc("a", "2")))
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() { waited <- b.Wait(wctx) }()
+	time.Sleep(20 * time.Millisecond) // let Wait find the key busy
+	close(release)
+	must(t, <-dispatched)
+	if err := <-waited; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[1] != "2" {
+		t.Errorf("handled %v, want [1 2]", seen)
+	}
+}
