@@ -391,10 +391,9 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 
 // hold waits until no one else dispatches ks and no other Dispatch
 // call's state is next, then makes the call whose state is seq the holder
-// of ks; b.mu is held. Run leaves an awaited
-// key to the call. If the bus begins to stop meanwhile, the state stays
-// queued, to be saved as pending, and hold returns an error wrapping
-// [ErrClosed].
+// of ks; b.mu is held. Run leaves an awaited key to the call. If the bus
+// begins to stop meanwhile, the state stays queued, to be saved as
+// pending, and hold returns an error wrapping [ErrClosed].
 func (b *Bus) hold(ks *keyState, seq uint64) error {
 	for {
 		if b.stopping {
