@@ -16,8 +16,8 @@ import (
 // the one way to observe a Go struct, such as a typed Kubernetes object or
 // a configuration struct, whose JSON form follows its field tags.
 // encoding/json encodes v, and the result is decoded with integers as int64
-// (uint64 past its range) and other numbers as float64, as client-go
-// decodes objects. v's JSON form
+// (uint64 past its range, json.Number past that, so that they stay exact)
+// and other numbers as float64, as client-go decodes objects. v's JSON form
 // must be an object. The door ([Bus.Observe], [Bus.Dispatch]) converts the
 // plain Go values whose JSON form is evident — a map[string]string, a
 // []string, a named string type — by itself; a struct, or a value with its
@@ -42,8 +42,8 @@ func Document(v any) (map[string]any, error) {
 }
 
 // plainNumbers replaces, in place, each json.Number in v with an int64 when
-// it is an integer that fits (a uint64 past the int64 range), else a
-// float64 when it fits one.
+// it is an integer that fits (a uint64 past the int64 range; a longer
+// integer stays a json.Number), else a float64 when it fits one.
 func plainNumbers(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -60,6 +60,9 @@ func plainNumbers(v any) any {
 		}
 		if u, err := strconv.ParseUint(string(x), 10, 64); err == nil {
 			return u
+		}
+		if _, ok := bigInteger(string(x)); ok {
+			return x // an integer past uint64: exact, as float64 would not be
 		}
 		if f, err := strconv.ParseFloat(string(x), 64); err == nil {
 			return f
@@ -185,8 +188,11 @@ func decodeValue(v any, at Path, out any) error {
 		switch {
 		case n.isInt && n.i >= 0:
 			u = uint64(n.i)
-		case !n.isInt && n.f == math.Trunc(n.f) && n.f >= 0 && n.f < 1<<64:
-			u = uint64(n.f) // a uint64 past the int64 range
+		case n.big != "":
+			var err error
+			if u, err = strconv.ParseUint(n.big, 10, 64); err != nil {
+				return mismatch(v, at, t.String(), "out of its range")
+			}
 		case !n.isInt && n.f != math.Trunc(n.f):
 			return mismatch(v, at, t.String(), "not a whole number")
 		default:
@@ -202,11 +208,8 @@ func decodeValue(v any, at Path, out any) error {
 		if !ok {
 			return mismatch(v, at, t.String(), "")
 		}
-		f := n.f
-		if n.isInt {
-			f = float64(n.i)
-		}
-		if rv.OverflowFloat(f) {
+		f := n.float()
+		if math.IsInf(f, 0) || rv.OverflowFloat(f) {
 			return mismatch(v, at, t.String(), "out of its range")
 		}
 		rv.SetFloat(f)

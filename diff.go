@@ -675,10 +675,7 @@ func elementKey(e any, field string) (string, bool) {
 		if !ok {
 			return "", false
 		}
-		if n.isInt {
-			return strconv.FormatInt(n.i, 10), true
-		}
-		return strconv.FormatFloat(n.f, 'g', -1, 64), true
+		return n.text(), true
 	}
 }
 

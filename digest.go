@@ -176,10 +176,13 @@ func (e *encoder) value(v any, mask uint64, listKey string) error {
 		return e.list(x, mask, listKey)
 	default:
 		n, ok := asNumber(v)
-		if !ok || (!n.isInt && (math.IsNaN(n.f) || math.IsInf(n.f, 0))) {
+		if !ok || math.IsNaN(n.f) || math.IsInf(n.f, 0) {
 			return validate(v, e.path)
 		}
-		if n.isInt {
+		if n.big != "" {
+			e.buf = append(e.buf, 'I')
+			e.str(n.big)
+		} else if n.isInt {
 			e.buf = binary.BigEndian.AppendUint64(append(e.buf, 'i'), uint64(n.i))
 		} else {
 			e.buf = binary.BigEndian.AppendUint64(append(e.buf, 'd'), math.Float64bits(n.f))

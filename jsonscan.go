@@ -331,8 +331,8 @@ func (t *jsonDoc) array(i, depth int) (end int, err error) {
 
 // decodeText returns the value of the checked text d[i:], as the bus's
 // documents hold it: maps, lists, strings, bools, nil, and numbers as
-// [Document] makes them (int64, uint64 past its range, else float64, else a
-// json.Number); and the index past it.
+// [Document] makes them (int64, uint64 past its range, a json.Number for a
+// longer integer, else float64, else a json.Number); and the index past it.
 func decodeText(d []byte, i int) (any, int) {
 	t := jsonDoc{data: d}
 	switch c := d[i]; {
@@ -402,6 +402,9 @@ func decodeNumber(n []byte) any {
 	}
 	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
 		return u
+	}
+	if _, ok := bigInteger(s); ok {
+		return json.Number(s)
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		return f

@@ -10,12 +10,15 @@ import (
 	"strings"
 )
 
-// number is a JSON number in a form that compares by value: integers that fit
-// in int64 compare exactly, everything else as float64.
+// number is a JSON number in a form that compares by value: integers
+// compare exactly at any size (those past the int64 range, such as a large
+// uint64 or a long json.Number, by their decimal digits), other numbers as
+// float64.
 type number struct {
 	i     int64
 	f     float64
-	isInt bool
+	big   string // an integer past the int64 range, in decimal; i and f unset
+	isInt bool   // an integer in the int64 range, in i
 }
 
 // asNumber reports v as a number if it is one of the numeric types that
@@ -30,14 +33,7 @@ func asNumber(v any) (number, bool) {
 	case int:
 		return number{i: int64(n), isInt: true}, true
 	case json.Number:
-		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-			return number{i: i, isInt: true}, true
-		}
-		f, err := strconv.ParseFloat(string(n), 64)
-		if err != nil {
-			return number{}, false
-		}
-		return floatNumber(f), true
+		return parseNumber(string(n))
 	case int32:
 		return number{i: int64(n), isInt: true}, true
 	case int16:
@@ -60,30 +56,99 @@ func asNumber(v any) (number, bool) {
 	return number{}, false
 }
 
+// parseNumber reads the text of a json.Number: an integer literal exactly,
+// whatever its size, anything else as a float64.
+func parseNumber(s string) (number, bool) {
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err == nil {
+		return number{i: i, isInt: true}, true
+	}
+	if digits, ok := bigInteger(s); ok && errors.Is(err, strconv.ErrRange) {
+		return number{big: digits}, true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return number{}, false
+	}
+	return floatNumber(f), true
+}
+
+// bigInteger returns the decimal integer literal s without leading zeros,
+// and whether s is one.
+func bigInteger(s string) (string, bool) {
+	sign, digits := "", s
+	if strings.HasPrefix(digits, "-") {
+		sign, digits = "-", digits[1:]
+	}
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return "", false
+	}
+	if trimmed := strings.TrimLeft(digits, "0"); trimmed != "" {
+		digits = trimmed
+	} else {
+		return "0", true
+	}
+	return sign + digits, true
+}
+
 func uintNumber(u uint64) number {
 	if u <= math.MaxInt64 {
 		return number{i: int64(u), isInt: true}
 	}
-	return number{f: float64(u)}
+	return number{big: strconv.FormatUint(u, 10)}
 }
 
-// floatNumber keeps integral floats in the int64 range as integers, so that
-// 3.0 and int64(3) are one value.
+// floatNumber keeps integral floats as integers, so that 3.0 and int64(3)
+// are one value, and 1e19 and uint64(1e19) another: those past the int64
+// range by their exact value (every float64 that large is integral).
 func floatNumber(f float64) number {
-	if f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
-		return number{i: int64(f), isInt: true}
+	if f >= -(1<<63) && f < 1<<63 {
+		if f == math.Trunc(f) {
+			return number{i: int64(f), isInt: true}
+		}
+		return number{f: f}
 	}
-	return number{f: f}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return number{f: f}
+	}
+	return number{big: strconv.FormatFloat(f, 'f', 0, 64)}
 }
 
 func (a number) equal(b number) bool {
 	if a.isInt && b.isInt {
 		return a.i == b.i
 	}
+	if a.big != "" || b.big != "" {
+		return a.big == b.big // an integer past int64 equals only itself
+	}
 	if a.isInt || b.isInt {
 		return false // an integral value never equals a non-integral one
 	}
 	return a.f == b.f
+}
+
+// float returns a as the nearest float64.
+func (a number) float() float64 {
+	switch {
+	case a.isInt:
+		return float64(a.i)
+	case a.big != "":
+		f, _ := strconv.ParseFloat(a.big, 64) // ±Inf past float64's range
+		return f
+	}
+	return a.f
+}
+
+// text returns a in decimal, as a keyed list's key: integers exactly,
+// other numbers in their shortest form.
+func (a number) text() string {
+	switch {
+	case a.isInt:
+		return strconv.FormatInt(a.i, 10)
+	case a.big != "":
+		return a.big
+	}
+	return strconv.FormatFloat(a.f, 'g', -1, 64)
 }
 
 // kind classifies a JSON-like value for comparison.
@@ -119,7 +184,8 @@ func kindOf(v any) kind {
 }
 
 // Equal reports whether two JSON-like values are equal, comparing numbers by
-// value across int, int64, float64 and json.Number. It allocates nothing.
+// value across int, int64, uint64, float64 and json.Number; integers compare
+// exactly at any size. It allocates nothing for numbers in the int64 range.
 func Equal(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
@@ -308,7 +374,7 @@ func validate(v any, at Path) error {
 		}
 		return &ValueError{Path: clonePath(at), Value: v, Reason: fmt.Sprintf("unsupported type %T: expected map[string]any, []any, string, bool, nil or a number", v)}
 	}
-	if !n.isInt && (math.IsNaN(n.f) || math.IsInf(n.f, 0)) {
+	if math.IsNaN(n.f) || math.IsInf(n.f, 0) {
 		return &ValueError{Path: clonePath(at), Value: v, Reason: "not a finite number: JSON has no NaN or infinity"}
 	}
 	return nil
