@@ -10,7 +10,8 @@ import (
 // halt stops the bus at once (see [ErrHalt]): no worker takes more work,
 // the passes in flight are abandoned so that none of their results is
 // written, and their handlers' context is cancelled with cause. It waits
-// up to abandonAfter for the workers and Dispatch calls to return.
+// up to abandonAfter for the workers, the Dispatch calls and the store
+// writes under way to return.
 func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, cause error) {
 	b.mu.Lock()
 	b.stopping = true
@@ -33,20 +34,28 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 	b.halted.Store(true)
 	cancel(cause)
 	for _, ks := range busy {
-		// Under the stripe lock, so that a write already under way ends
-		// before the bus says it stopped, and none starts after.
-		mu := b.stripe(ks.key)
-		mu.Lock()
 		ks.abandoned.Store(true)
-		mu.Unlock()
 	}
-
-	drained := b.drained(workers)
+	// A write under way holds its key's stripe lock: wait for it to end
+	// before saying the bus stopped, but no longer than for the handlers,
+	// so that a store that ignores its cancelled context cannot hang the
+	// halt. None starts after: writes check halted under the lock.
+	settled := make(chan struct{})
+	go func() {
+		for _, ks := range busy {
+			mu := b.stripe(ks.key)
+			mu.Lock()
+			//lint:ignore SA2001 an empty critical section is the barrier
+			mu.Unlock()
+		}
+		<-b.drained(workers)
+		close(settled)
+	}()
 	select {
-	case <-drained:
+	case <-settled:
 		b.log.Warn("opbus: halted: running handlers cancelled, nothing more written", "cause", cause, "passes", len(busy))
 	case <-time.After(abandonAfter):
-		b.log.Error("opbus: halted: handlers ignored their cancelled context; abandoning them, their results are not written", "cause", cause, "passes", len(busy))
+		b.log.Error("opbus: halted: handlers or store writes ignored their cancelled context; abandoning them, nothing more is written", "cause", cause, "passes", len(busy))
 	}
 }
 

@@ -79,3 +79,62 @@ func TestHaltCancelsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// stuckStore's Save blocks, ignoring its context, once stuck is set, until
+// release is closed.
+type stuckStore struct {
+	MemoryStore
+	calls   atomic.Int32 // Save calls begun
+	stuck   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *stuckStore) Save(ctx context.Context, key Key, data []byte) error {
+	s.calls.Add(1)
+	if s.stuck.Load() {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.MemoryStore.Save(ctx, key, data)
+}
+
+// TestHaltWithStuckStoreWrite: a store write that ignores its cancelled
+// context does not hang a halt: Run returns once abandonAfter has passed,
+// as for a handler that ignores it, and the bus begins no write after that,
+// even once the stuck one returns. In real time: a goroutine waiting for a mutex is not
+// durably blocked, so a synctest bubble's clock would not move.
+func TestHaltWithStuckStoreWrite(t *testing.T) {
+	store := &stuckStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	defer close(store.release)
+	b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: time.Hour})
+	var r recorder
+	must(t, b.Handle("h", r.handle, On{Fields: []string{"x"}}))
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	store.stuck.Store(true)
+	must(t, b.Observe(t.Context(), podKey, map[string]any{"x": 1}))
+	<-store.entered // the record's write is under way, and stuck
+	store.stuck.Store(false)
+	other := Key{Kind: "Pod", Namespace: "default", Name: "other"}
+	must(t, b.Observe(t.Context(), other, map[string]any{"x": 1}))
+
+	start := time.Now()
+	cancel(fmt.Errorf("lease lost: %w", ErrHalt))
+	select {
+	case err := <-done:
+		must(t, err)
+		if took := time.Since(start); took < abandonAfter {
+			t.Errorf("Run returned %v after the halt, before abandonAfter (%v), with a write under way", took, abandonAfter)
+		}
+	case <-time.After(abandonAfter + 30*time.Second):
+		t.Fatal("Run did not return after the halt: it waits for a store write that ignores its context")
+	}
+	calls := store.calls.Load()
+	store.release <- struct{}{} // the stuck write returns
+	time.Sleep(100 * time.Millisecond)
+	if c := store.calls.Load(); c != calls {
+		t.Errorf("the halted bus began %d more writes once the stuck one returned", c-calls)
+	}
+}
