@@ -34,11 +34,20 @@ func (c *Comparer) CompareJSON(old, new []byte) (Diff, error) {
 		return nil, b.errorAt(bs, "want a value")
 	}
 	w := walkers.Get().(*walker)
-	defer w.resetJSON()
+	defer func() {
+		w.trimJSON()
+		walkers.Put(w)
+	}()
+	return w.compareJSON(c, &a, &b, as, bs)
+}
+
+// compareJSON compares the documents a and b, whose values start at as and
+// bs, with c.
+func (w *walker) compareJSON(c *Comparer, a, b *jsonDoc, as, bs int) (Diff, error) {
 	w.c = c
 	a.ends, b.ends = &w.ends[0], &w.ends[1]
 	a.late, b.late = &w.late[0], &w.late[1]
-	ae, be, err := w.diffJSON(&a, &b, as, bs, c.all, "", 0)
+	ae, be, err := w.diffJSON(a, b, as, bs, c.all, "", 0)
 	if err == nil {
 		err = a.end(ae)
 	}
@@ -56,8 +65,9 @@ func (c *Comparer) CompareJSON(old, new []byte) (Diff, error) {
 // every later call clear them.
 const maxKept = 1 << 15
 
-// resetJSON readies w for the pool after a CompareJSON.
-func (w *walker) resetJSON() {
+// trimJSON readies w for the pool after a CompareJSON: emptied, and without
+// scratch past maxKept.
+func (w *walker) trimJSON() {
 	clear(w.mem[:w.memTop]) // members point into the caller's texts
 	w.mem, w.ord, w.memTop, w.miss = w.mem[:0], w.ord[:0], 0, textMiss{}
 	if cap(w.mem) > maxKept {
@@ -77,7 +87,6 @@ func (w *walker) resetJSON() {
 		clear(w.late[i])
 	}
 	w.reset()
-	walkers.Put(w)
 }
 
 // end checks that nothing but whitespace follows the document's value.

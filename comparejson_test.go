@@ -401,21 +401,30 @@ func TestCompareJSONShapes(t *testing.T) {
 
 // A pooled walker keeps no huge scratch after a huge call.
 func TestCompareJSONDropsHugeScratch(t *testing.T) {
-	big1 := []byte("[" + strings.Repeat("1,", 1<<16) + "1]")
-	big2 := []byte("[" + strings.Repeat("1,", 1<<16) + "2]")
-	w := walkers.Get().(*walker)
-	w.mem = append(w.mem, make([]member, 1<<16)...)
-	w.memTop = len(w.mem)
-	w.resetJSON()
-	if _, err := CompareJSON(big1, big2); err != nil {
+	var sb strings.Builder
+	for i := range 1 << 16 {
+		fmt.Fprintf(&sb, `"k%d":[{"a":1}],`, i)
+	}
+	big1 := []byte(`{` + sb.String() + `"last":1}`)
+	big2 := []byte(`{` + sb.String() + `"last":2}`)
+	// A walker of its own, not the pool's: under -race the pool drops
+	// what it is given at random, and would hand out fresh walkers.
+	w := &walker{}
+	a, b := jsonDoc{data: big1, side: "old"}, jsonDoc{data: big2, side: "new"}
+	d, err := w.compareJSON(defaultComparer, &a, &b, 0, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for range 4 { // whichever walker the pool hands out
-		w := walkers.Get().(*walker)
-		if cap(w.mem) > maxKept || cap(w.ends[0]) > maxKept || cap(w.ends[1]) > maxKept || len(w.mem) != 0 {
-			t.Errorf("a pooled walker keeps mem %d/%d, ends %d, %d", len(w.mem), cap(w.mem), cap(w.ends[0]), cap(w.ends[1]))
-		}
-		defer walkers.Put(w)
+	if len(d) != 1 {
+		t.Fatalf("compareJSON = %v, want one change", d)
+	}
+	grown := cap(w.mem) + cap(w.ends[0]) + cap(w.ends[1]) + cap(w.ord)
+	if grown <= maxKept {
+		t.Fatalf("the walker's scratch is %d elements after a 65,537-member object, want past maxKept (%d): the test no longer makes it grow", grown, maxKept)
+	}
+	w.trimJSON()
+	if cap(w.mem) > maxKept || cap(w.ord) > maxKept || cap(w.ends[0]) > maxKept || cap(w.ends[1]) > maxKept || len(w.mem) != 0 || w.memTop != 0 {
+		t.Errorf("a trimmed walker keeps mem %d/%d, ord %d, ends %d, %d", len(w.mem), cap(w.mem), cap(w.ord), cap(w.ends[0]), cap(w.ends[1]))
 	}
 }
 
