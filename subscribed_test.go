@@ -268,3 +268,39 @@ func TestSubscribedWhole(t *testing.T) {
 		t.Errorf("subscribed of a kind with a whole-object handler: %+v, want whole", s)
 	}
 }
+
+// A handler of status.containerStatuses[name=app].state on an unkeyed list
+// runs when two elements swap places and the app's state changes with it,
+// though the diff, by index, shows only the names moving: the app (at
+// [1], waiting) and the side car (at [0], running) swap, and the app is
+// now running. Found by TestSimulation, seed 277919526, with coalescing.
+func TestMatchFieldOfSwappedElements(t *testing.T) {
+	b := newBus(t, nil)
+	var r recorder
+	must(t, b.Handle("app", r.handle, On{Fields: []string{"status.containerStatuses[name=app].state"}}))
+	ctx := context.Background()
+	statuses := func(pairs ...string) map[string]any {
+		var l []any
+		for i := 0; i < len(pairs); i += 2 {
+			l = append(l, map[string]any{"name": pairs[i], "state": pairs[i+1]})
+		}
+		return map[string]any{"status": map[string]any{"containerStatuses": l}}
+	}
+	steps := []struct {
+		obj  map[string]any
+		runs int
+	}{
+		{statuses("app", "waiting", "side", "waiting"), 1},
+		{statuses("side", "running", "app", "waiting"), 1}, // the app's state is unchanged
+		{statuses("app", "running", "side", "waiting"), 2},
+	}
+	for i, s := range steps {
+		must(t, b.Dispatch(ctx, podKey, s.obj))
+		if got := r.count(); got != s.runs {
+			t.Fatalf("step %d: the handler ran %d times, want %d", i+1, got, s.runs)
+		}
+	}
+	if ev := r.last(); len(ev.Changes) != 1 || ev.Changes[0].New != "running" {
+		t.Errorf("the last run's changes = %v, want the app's state turning running", ev.Changes)
+	}
+}

@@ -139,13 +139,21 @@ func touches(cmp *Comparer, d Diff, fields []Path) bool {
 
 // mayOverlap reports whether a change at the concrete path c may change
 // the value at the field f: c is at, below or above a path f may stand
-// for. Unlike [Path.overlaps], a [SegIndex] and a [SegMatch] may address
+// for, or changes the field by which f matches a list element
+// ([name=app]) in an element f may stand for. Unlike [Path.overlaps], a [SegIndex] and a [SegMatch] may address
 // the same element, and so may two [SegMatch] segments on different fields.
 func mayOverlap(f, c Path) bool {
 	n := min(len(f), len(c))
 	for i := 0; i < n; i++ {
 		if !maySame(f[i], c[i]) {
 			return false
+		}
+		if f[i].Kind == SegMatch && i+1 < len(c) && c[i+1].Kind == SegKey && c[i+1].Key == f[i].Key {
+			// The element's match field changed: which element f
+			// selects may have, though the diff, naming elements by
+			// index, shows no change below it at f's path (two
+			// elements swapped, each taking the other's value there).
+			return true
 		}
 	}
 	return true
