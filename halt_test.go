@@ -102,8 +102,8 @@ func (s *stuckStore) Save(ctx context.Context, key Key, data []byte) error {
 // TestHaltWithStuckStoreWrite: a store write that ignores its cancelled
 // context does not hang a halt: Run returns once abandonAfter has passed,
 // as for a handler that ignores it, and the bus begins no write after that,
-// even once the stuck one returns. In real time: a goroutine waiting for a mutex is not
-// durably blocked, so a synctest bubble's clock would not move.
+// even once the stuck one returns. In real time: a goroutine waiting for a
+// mutex is not durably blocked, so a synctest bubble's clock would not move.
 func TestHaltWithStuckStoreWrite(t *testing.T) {
 	store := &stuckStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	defer close(store.release)

@@ -140,8 +140,9 @@ func touches(cmp *Comparer, d Diff, fields []Path) bool {
 // mayOverlap reports whether a change at the concrete path c may change
 // the value at the field f: c is at, below or above a path f may stand
 // for, or changes the field by which f matches a list element
-// ([name=app]) in an element f may stand for. Unlike [Path.overlaps], a [SegIndex] and a [SegMatch] may address
-// the same element, and so may two [SegMatch] segments on different fields.
+// ([name=app]) in an element f may stand for. Unlike [Path.overlaps], a
+// [SegIndex] and a [SegMatch] may address the same element, and so may two
+// [SegMatch] segments on different fields.
 func mayOverlap(f, c Path) bool {
 	n := min(len(f), len(c))
 	for i := 0; i < n; i++ {

@@ -83,9 +83,7 @@ func bigInteger(s string) (string, bool) {
 	if digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return "", false
 	}
-	if trimmed := strings.TrimLeft(digits, "0"); trimmed != "" {
-		digits = trimmed
-	} else {
+	if digits = strings.TrimLeft(digits, "0"); digits == "" {
 		return "0", true
 	}
 	return sign + digits, true
