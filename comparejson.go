@@ -14,8 +14,9 @@ func CompareJSON(old, new []byte) (Diff, error) {
 // CompareJSON returns the changes that turn the JSON text old into new: the
 // Diff that [Comparer.Compare] returns for the two texts decoded as
 // [Document] decodes (integers as int64, exact past its range; other numbers
-// as float64), without decoding them. Parts whose bytes are equal are equal; only values that
-// differ are decoded, for the changes' Old and New. Both texts are checked
+// as float64), without decoding them. Parts whose bytes are equal are
+// equal; only values that differ are decoded, for the changes' Old and
+// New. Both texts are checked
 // in full: one that is not a single JSON value is an error that names it
 // (old or new) and the byte where it goes wrong, and no Diff.
 func (c *Comparer) CompareJSON(old, new []byte) (Diff, error) {
