@@ -210,6 +210,10 @@ type walker struct {
 	out  Diff
 	tmp  Diff   // scratch for reordering sibling changes
 	span []span // scratch for sibling spans
+	// check makes the walk also check the new side as admission does
+	// (precompare); bad records that it holds a value admission would
+	// convert or report.
+	check, bad bool
 
 	mem    []member       // CompareJSON: the members of the containers being compared
 	ord    []int32        // CompareJSON: members in key order, indexes into mem
@@ -232,6 +236,7 @@ func (w *walker) reset() {
 	clear(w.tmp[:cap(w.tmp)])
 	w.tmp = w.tmp[:0]
 	w.span = w.span[:0]
+	w.check, w.bad = false, false
 }
 
 // emit records a change at the current path; mask is the pattern state
@@ -239,6 +244,9 @@ func (w *walker) reset() {
 // content is all ignored counts as absent, so a map that appears only to
 // hold the library's own annotation is no change.
 func (w *walker) emit(op Op, old, new any, mask uint64, listKey string) {
+	if w.check && op != OpRemove && !w.c.plain(new, mask, len(w.path), listKey) {
+		w.bad = true
+	}
 	if mask&w.c.ignores != 0 {
 		var inOld, inNew bool
 		old, inOld = w.c.strip(old, mask, len(w.path), listKey)
@@ -319,6 +327,9 @@ func (w *walker) diffKeyed(a, b any, mask uint64, listKey string) {
 		}
 	default:
 		if kindOf(b) != kindMap && kindOf(b) != kindList && Equal(a, b) {
+			if w.check && !plain(b, 0) {
+				w.bad = true
+			}
 			return
 		}
 	}
@@ -517,7 +528,7 @@ func (w *walker) diffKeyedList(a, b []any, mask uint64, field string) bool {
 	// case, decided without reading a key (bench BenchmarkDiff/pod-equal).
 	first := 0
 	if len(a) == len(b) {
-		for first < len(a) && Equal(a[first], b[first]) {
+		for first < len(a) && w.equal(a[first], b[first]) {
 			first++
 		}
 		if first == len(a) {
@@ -529,8 +540,8 @@ func (w *walker) diffKeyedList(a, b []any, mask uint64, field string) bool {
 	if len(a) == len(b) && sameDistinctKeys(a, b, field) {
 		start, spanStart := len(w.out), len(w.span)
 		for i := first; i < len(a); i++ {
-			if Equal(a[i], b[i]) {
-				continue
+			if i > first && w.equal(a[i], b[i]) {
+				continue // (a[first] and b[first] differ: the loop above stopped there)
 			}
 			k, _ := elementKey(a[i], field)
 			from := len(w.out)

@@ -215,6 +215,9 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		d.old, d.new = o.old, o.new
 	default:
 		d.old, d.new = ks.cur, o.new
+		if p := o.pre; p != nil && d.old != nil && sameMap(p.base, d.old) && p.cmp == b.cmpFor(ks.key.Kind) {
+			d.scoped, d.scopedd = p.diff, true // what Observe found (precompare.go)
+		}
 	}
 	if o.deleted && o.new == nil {
 		d.new = ks.cur

@@ -18,6 +18,7 @@ type observation struct {
 	coalesced bool        // states before this one were skipped
 	awaited   bool        // a Dispatch call waits to handle it itself: only that call takes it
 	rel       []relChange // changes of related objects, applied before new (related.go)
+	pre       *preDiff    // the subscribed changes from the state observed before (precompare.go)
 }
 
 // keyState is what the bus keeps per object. Fields below "owned by the
@@ -26,6 +27,7 @@ type observation struct {
 type keyState struct {
 	key       Key
 	queue     []observation
+	last      map[string]any    // the latest observed state: the base of the next one's precompare
 	published Slots             // the slots as of the last commit (nil: none), for Status
 	values    map[string]string // the values as of the last commit, for Value
 	x         *keyExtra         // what only some keys need; made under Bus.mu
@@ -162,7 +164,8 @@ func (b *Bus) incarnationOf(obj map[string]any) (id string, err error) {
 }
 
 // admit checks an observation at the door, puts its documents in canonical
-// form and fills in its incarnation.
+// form and fills in its incarnation. An update of a state the bus holds is
+// checked by the walk that compares it with that state (precompare.go).
 func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	if err := key.validate(); err != nil {
 		return err
@@ -172,16 +175,26 @@ func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	}
 	b.mu.Lock()
 	cmp := b.cmpFor(key.Kind)
+	var base map[string]any
+	if ks := b.keys[key]; ks != nil && b.frozen && b.rel == nil && !o.deleted && !o.hasOld {
+		base = ks.last // handlers are registered (frozen): what they read is known
+	}
 	b.mu.Unlock()
+	if base != nil && o.new != nil {
+		o.pre = b.precompare(key.Kind, cmp, base, o.new)
+	}
 	var err error
-	if o.deleted {
-		if o.new != nil {
-			if o.new, err = cmp.admitDocument(o.new); err != nil {
-				return within(err, "opbus: last state of %v", key)
-			}
+	switch {
+	case o.pre != nil: // admitted as it was compared
+	case o.deleted && o.new == nil:
+	case o.deleted:
+		if o.new, err = cmp.admitDocument(o.new); err != nil {
+			return within(err, "opbus: last state of %v", key)
 		}
-	} else if o.new, err = cmp.admitDocument(o.new); err != nil {
-		return within(err, "opbus: state of %v", key)
+	default:
+		if o.new, err = cmp.admitDocument(o.new); err != nil {
+			return within(err, "opbus: state of %v", key)
+		}
 	}
 	if o.hasOld && o.old != nil {
 		if o.old, err = cmp.admitDocument(o.old); err != nil {
@@ -217,6 +230,7 @@ func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
 func (b *Bus) push(ks *keyState, o observation) {
 	b.seq++
 	o.seq = b.seq
+	ks.observed(&o)
 	if len(ks.queue) >= b.maxBacklog {
 		b.coalesce(ks, &o)
 	}
@@ -227,6 +241,17 @@ func (b *Bus) push(ks *keyState, o observation) {
 		b.observer.Observed(ks.key, b.queued)
 	}
 	b.schedule(ks)
+}
+
+// observed notes o as the latest state observed of ks, the base of the
+// next one's precompare; b.mu is held.
+func (ks *keyState) observed(o *observation) {
+	switch {
+	case o.deleted:
+		ks.last = nil
+	case o.new != nil:
+		ks.last = o.new
+	}
 }
 
 // coalesce shortens the backlog of ks before o joins it: each run of

@@ -329,6 +329,7 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		// With nothing queued before it, the state needs no queue.
 		b.seq++
 		o.seq = b.seq
+		ks.observed(&o)
 		first = &o
 	} else {
 		// Queued now, even while the key is busy, so that a state observed

@@ -1,0 +1,151 @@
+package opbus
+
+import (
+	"reflect"
+	"slices"
+)
+
+// A preDiff is what Observe found comparing a state with the one observed
+// before it, base: the changes within the subscribed subtrees (as
+// dispatch.subscribed computes them), found by the walk that checks the
+// state at the door. A pass whose state before is base, under the same
+// Comparer, takes them instead of walking both states again.
+type preDiff struct {
+	base map[string]any
+	cmp  *Comparer
+	diff Diff
+}
+
+// precompare admits new, the state of key after base, in one walk with
+// the diff of the subscribed subtrees. It returns nil, having admitted
+// nothing, when some handler reads the whole object, or when
+// Comparer.precompare declines. The admission walk and the comparison
+// each cost about a walk of a Pod (bench BenchmarkDispatch); together
+// they cost one.
+func (b *Bus) precompare(kind string, cmp *Comparer, base, new map[string]any) *preDiff {
+	s := b.subscribedOf(kind)
+	if s.whole {
+		return nil
+	}
+	diff, ok := cmp.precompare(base, new, s.tree)
+	if !ok {
+		return nil
+	}
+	return &preDiff{base: base, cmp: cmp, diff: diff}
+}
+
+// precompare returns c.compareIn(base, new, t) and whether new is plain
+// (c.plain, as admitDocument checks it), for base that is: the subtrees
+// of t are checked as the diff walks them, the rest of new by
+// plainOutside. It reports false when new is not plain, or compareIn
+// declines (then the parts of new it did not reach are unchecked).
+func (c *Comparer) precompare(base, new map[string]any, t *keyTree) (Diff, bool) {
+	if !c.plainOutside(new, t, c.all, 0) {
+		return nil, false
+	}
+	w := walkers.Get().(*walker)
+	w.c, w.check = c, true
+	ok := w.within(base, new, t, c.all) && !w.bad
+	out := w.out
+	w.reset()
+	walkers.Put(w)
+	if !ok {
+		return nil, false
+	}
+	return out, true
+}
+
+// plainOutside is c.plain for the parts of the map m, at depth with
+// pattern state mask, that lie outside the subscribed paths of t: a value
+// at a path of t is left to the walk that compares it, a map on the way
+// to one is walked with the tree below, and whatever else is on the way
+// (a list where t goes on below) is checked whole.
+func (c *Comparer) plainOutside(m map[string]any, t *keyTree, mask uint64, depth int) bool {
+	for k, e := range m {
+		var next uint64
+		var field string
+		if mask&c.ignores != 0 {
+			// Else no ignore pattern is alive here or below: c.plain
+			// needs no state.
+			var ignored bool
+			if next, ignored, field = c.step(mask, depth, MapKey(k)); ignored {
+				continue
+			}
+		}
+		if i, found := slices.BinarySearch(t.keys, k); found {
+			sub := t.kids[i]
+			if sub == nil {
+				continue // compared, and checked, by within
+			}
+			if em, ok := e.(map[string]any); ok {
+				if !c.plainOutside(em, sub, next, depth+1) {
+					return false
+				}
+				continue
+			}
+		}
+		if _, ok := e.(string); ok {
+			continue
+		}
+		if !c.plain(e, next, depth+1, field) {
+			return false
+		}
+	}
+	return true
+}
+
+// equal is Equal for the walker: in a checking walk (precompare) it also
+// requires b to hold only what plain accepts.
+func (w *walker) equal(a, b any) bool {
+	if w.check {
+		return equalPlain(a, b)
+	}
+	return Equal(a, b)
+}
+
+// equalPlain reports whether Equal(a, b) holds and b holds only the
+// values plain accepts, for a that does: a number of another Go type
+// equal to one of a's is a value admission converts.
+func equalPlain(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, xv := range x {
+			yv, ok := y[k]
+			if !ok {
+				return false
+			}
+			if xs, ok := xv.(string); ok {
+				if ys, ok := yv.(string); !ok || xs != ys {
+					return false
+				}
+				continue
+			}
+			if !equalPlain(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalPlain(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	// Equal scalars of one of plain's types are plain, as a is.
+	return sameScalar(a, b) || (scalarEqual(a, b) && plain(b, 0))
+}
+
+// sameMap reports whether a and b are the same map, not only equal ones.
+func sameMap(a, b map[string]any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}

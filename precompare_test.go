@@ -1,0 +1,239 @@
+package opbus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// unplainValues are values admission converts (a number of another Go
+// type, a json.Number, a typed map or list) or reports (NaN, a channel).
+var unplainValues = []any{
+	int32(1), uint8(0), float32(1), json.Number("1"), json.Number("0"), math.NaN(), math.Inf(1),
+	map[string]string{"a": "x"}, []string{"x"}, make(chan int), struct{}{},
+}
+
+// inject returns a copy of v with one value, chosen at random among its
+// entries and elements (or v itself), replaced by bad or, if it is a
+// number, at times by the same number of another Go type.
+func inject(r *rand.Rand, v any, bad any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) > 0 && r.IntN(3) != 0 {
+			out := make(map[string]any, len(x))
+			keys := slices.Sorted(func(yield func(string) bool) {
+				for k := range x {
+					if !yield(k) {
+						return
+					}
+				}
+			})
+			pick := keys[r.IntN(len(keys))]
+			for k, e := range x {
+				out[k] = e
+			}
+			out[pick] = inject(r, x[pick], bad)
+			return out
+		}
+	case []any:
+		if len(x) > 0 && r.IntN(3) != 0 {
+			out := slices.Clone(x)
+			i := r.IntN(len(x))
+			out[i] = inject(r, x[i], bad)
+			return out
+		}
+	default:
+		// A number, at times, as the same number of another Go type:
+		// a value Equal takes for the old one.
+		if r.IntN(2) == 0 {
+			switch n := v.(type) {
+			case int64:
+				return int32(n)
+			case float64:
+				return json.Number(strconv.FormatFloat(n, 'g', -1, 64))
+			}
+		}
+	}
+	return bad
+}
+
+// TestPrecompare checks the walk Observe makes of an update (rule 5c):
+// for random pairs of documents, some with a value admission converts or
+// reports put anywhere in the new one, comparers with list keys and
+// ignored paths, and random sets of subscribed roots, precompare answers
+// exactly when admission takes the new document as it is and compareIn
+// answers, and then with compareIn's changes.
+func TestPrecompare(t *testing.T) {
+	cmps := []*Comparer{defaultComparer}
+	for _, opts := range []*CompareOptions{
+		{ListKeys: map[string]string{"a": "name"}},
+		{Ignore: []string{"a.b", "c.a"}, ListKeys: map[string]string{"b.c": "name"}},
+		{Ignore: []string{"b"}},
+	} {
+		c, err := NewComparer(opts)
+		must(t, err)
+		cmps = append(cmps, c)
+	}
+	var roots []Path
+	keys := []string{"a", "b", "c", "name"}
+	for _, x := range keys {
+		roots = append(roots, Path{MapKey(x)})
+		for _, y := range keys {
+			roots = append(roots, Path{MapKey(x), MapKey(y)})
+			for _, z := range keys {
+				roots = append(roots, Path{MapKey(x), MapKey(y), MapKey(z)})
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 23))
+	var answered, unplain, caught int
+	for i := range 40000 {
+		old, _ := randomValue(r, 0).(map[string]any)
+		if old == nil {
+			old = map[string]any{"a": randomValue(r, 1), "b": randomValue(r, 1)}
+		}
+		new, _ := mutateValue(r, old, 0).(map[string]any)
+		if new == nil {
+			new = map[string]any{}
+		}
+		if i%2 == 1 {
+			bad := unplainValues[r.IntN(len(unplainValues))]
+			if m, ok := inject(r, new, bad).(map[string]any); ok {
+				new = m
+			}
+		}
+		c := cmps[(i/2)%len(cmps)]
+		set := []Path{roots[r.IntN(len(roots))]}
+		for _, root := range roots {
+			if r.IntN(8) == 0 && !slices.ContainsFunc(set, func(p Path) bool { return isPrefix(p, root) || isPrefix(root, p) }) {
+				set = append(set, root)
+			}
+		}
+		slices.SortFunc(set, comparePaths)
+		tree := &keyTree{}
+		for _, root := range set {
+			tree.add(root)
+		}
+		isPlain := c.plain(new, c.all, 0, "")
+		want, wantOK := c.compareIn(old, new, tree)
+		got, ok := c.precompare(old, new, tree)
+		if !isPlain {
+			unplain++
+		}
+		switch {
+		case ok && !isPlain:
+			t.Fatalf("pair %d, roots %v: admission converts or reports new, but precompare took it:\nold %v\nnew %#v", i, set, old, new)
+		case isPlain && wantOK && !ok:
+			t.Fatalf("pair %d, roots %v: precompare declined a plain document that compareIn compares:\nold %v\nnew %v", i, set, old, new)
+		case ok && !wantOK:
+			t.Fatalf("pair %d, roots %v: compareIn declined, precompare answered %v", i, set, got)
+		case ok && !reflect.DeepEqual(got, want):
+			t.Fatalf("pair %d, roots %v:\nold %v\nnew %v\nprecompare:\n%v\ncompareIn:\n%v", i, set, old, new, got, want)
+		case ok:
+			answered++
+		case !isPlain:
+			caught++
+		}
+	}
+	if answered < 5000 || caught < 5000 {
+		t.Fatalf("the pairs exercised too little: %d answered, %d of %d unplain documents declined", answered, caught, unplain)
+	}
+}
+
+// TestPrecompareKeyedList checks the walk of keyed lists, where equal
+// elements are settled by Equal: an element equal to the old one but for
+// a number of another Go type is declined, as admission converts it.
+func TestPrecompareKeyedList(t *testing.T) {
+	c, err := NewComparer(&CompareOptions{ListKeys: map[string]string{"items": "name"}})
+	must(t, err)
+	tree := &keyTree{}
+	tree.add(Path{MapKey("spec")})
+	list := func(v any) map[string]any {
+		return map[string]any{"spec": map[string]any{"items": []any{
+			map[string]any{"name": "p", "size": int64(1)},
+			map[string]any{"name": "q", "size": v},
+		}}}
+	}
+	old := list(int64(2))
+	for _, v := range []any{int32(2), json.Number("2"), float32(2), uint8(2)} {
+		if d, ok := c.precompare(old, list(v), tree); ok {
+			t.Fatalf("an element holding %T(2) where the old one holds int64(2): precompare took it, with changes %v", v, d)
+		}
+	}
+	d, ok := c.precompare(old, list(int64(3)), tree)
+	if !ok || d.String() != c.Compare(old, list(int64(3))).String() {
+		t.Fatalf("a plain change of an element: precompare %v, %v; want the changes of Compare", d, ok)
+	}
+}
+
+// TestPrecompareTooDeep checks that the walk that compares an update also
+// bounds its nesting as admission does: a value that contains itself,
+// put where a shallow one was in a subscribed subtree, is declined.
+func TestPrecompareTooDeep(t *testing.T) {
+	loop := map[string]any{}
+	loop["a"] = loop
+	tree := &keyTree{}
+	tree.add(Path{MapKey("spec")})
+	old := map[string]any{"spec": map[string]any{"a": map[string]any{"a": "x"}}}
+	for _, new := range []map[string]any{
+		{"spec": map[string]any{"a": loop}},
+		{"spec": loop},
+		{"spec": map[string]any{"a": map[string]any{"a": "x"}}, "status": loop},
+	} {
+		if _, ok := defaultComparer.precompare(old, new, tree); ok {
+			t.Fatalf("precompare took a value nested deeper than %d levels", maxNesting)
+		}
+	}
+}
+
+// TestObserveUpdateChecked checks, through the bus, what the walk of an
+// update must keep from admission: an update that puts a value of
+// another Go type into a subscribed field reaches the handler converted,
+// one that puts a channel there is refused with its path and queues
+// nothing, and a plain update runs the handler with the changes of its
+// field.
+func TestObserveUpdateChecked(t *testing.T) {
+	bus := newBus(t, nil)
+	seen := make(chan *Event, 8)
+	must(t, bus.Handle("spec", func(_ context.Context, e *Event) (Status, error) {
+		seen <- e
+		return Status{}, nil
+	}, On{Fields: []string{"spec.size", "spec.labels"}}))
+	ctx := context.Background()
+	key := Key{Kind: "Widget", Namespace: "default", Name: "w"}
+	must(t, bus.Dispatch(ctx, key, map[string]any{"spec": map[string]any{"size": int64(1), "labels": map[string]any{"a": "x"}}}))
+	<-seen
+
+	must(t, bus.Dispatch(ctx, key, map[string]any{"spec": map[string]any{"size": int32(2), "labels": map[string]any{"a": "x"}}}))
+	e := <-seen
+	if got := e.New["spec"].(map[string]any)["size"]; got != int64(2) {
+		t.Fatalf("spec.size reached the handler as %#v (%T), want int64(2)", got, got)
+	}
+	if len(e.Changes) != 1 || e.Changes[0].Path.String() != "spec.size" {
+		t.Fatalf("changes %v, want one of spec.size", e.Changes)
+	}
+
+	must(t, bus.Dispatch(ctx, key, map[string]any{"spec": map[string]any{"size": int64(2), "labels": map[string]string{"a": "y"}}}))
+	e = <-seen
+	if got := e.New["spec"].(map[string]any)["labels"]; !reflect.DeepEqual(got, map[string]any{"a": "y"}) {
+		t.Fatalf("spec.labels reached the handler as %#v, want map[string]any{a: y}", got)
+	}
+
+	err := bus.Dispatch(ctx, key, map[string]any{"spec": map[string]any{"size": int64(2), "labels": map[string]any{"a": make(chan int)}}})
+	var ve *ValueError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "spec.labels.a") {
+		t.Fatalf("an update with a channel in spec.labels.a: got %v, want a *ValueError naming spec.labels.a", err)
+	}
+	select {
+	case e := <-seen:
+		t.Fatalf("the refused update ran the handler: %v", e.Changes)
+	default:
+	}
+}
