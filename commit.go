@@ -117,7 +117,16 @@ func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
 	if b.dropped(ks) {
 		return errAbandoned
 	}
-	return b.store.Save(ctx, ks.key, data)
+	return b.saveRecord(ctx, ks.key, data)
+}
+
+// saveRecord saves data, which the bus never modifies once encoded, as
+// the record of key; the embedded store keeps it without a copy.
+func (b *Bus) saveRecord(ctx context.Context, key Key, data []byte) error {
+	if ms, ok := b.store.(*MemoryStore); ok {
+		return ms.keep(ctx, key, data)
+	}
+	return b.store.Save(ctx, key, data)
 }
 
 // saveStatus makes the write w, of a record and a status, as one write

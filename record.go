@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -152,19 +153,30 @@ func newRecord(handlers int) *record {
 
 func encodeDigest(d digest) string { return base64.RawURLEncoding.EncodeToString(d[:]) }
 
-// encode writes the record; ids names the handlers by index. The buffer
-// is sized for the digests, most of a record: a fixed 256 bytes grew
-// twice for 20 handlers, and the growth was a quarter of the bytes
-// allocated per update in bench BenchmarkDispatch's memory profile.
+// encode writes the record; ids names the handlers by index. It encodes
+// in a pooled buffer and returns a copy of the record's size: the encoding
+// buffer, sized up front or grown, was a quarter of the bytes allocated
+// per update in bench BenchmarkDispatch's memory profile.
 func (r *record) encode(ids []string) ([]byte, error) {
-	n := 256 + len(r.inc)
-	for i, d := range r.digests {
-		if !d.isZero() {
-			n += len(ids[i]) + 32 // "id":"<22 characters of base64>",
-		}
+	buf := recordBufs.Get().(*[]byte)
+	out, err := appendRecordJSON((*buf)[:0], r, ids)
+	if err != nil {
+		recordBufs.Put(buf)
+		return nil, err
 	}
-	return appendRecordJSON(make([]byte, 0, n), r, ids)
+	data := slices.Clone(out) // exactly its size: a store keeps it
+	if cap(out) <= maxRecordBuf {
+		*buf = out
+		recordBufs.Put(buf)
+	}
+	return data, nil
 }
+
+// recordBufs are the buffers records are encoded in, before the copy of
+// their size that is returned; maxRecordBuf bounds what the pool keeps.
+var recordBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxRecordBuf = 64 << 10
 
 // readRecord loads and decodes the record of key, nil if there is none:
 // the one path by which the bus reads records. index maps handler IDs to

@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
@@ -114,5 +115,50 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("record %d:\n got %s\nwant %s", i, got, want)
 		}
+	}
+}
+
+// TestRecordEncodeOwnsItsBytes: encode reuses its buffer, and a store may
+// keep what encode returns without a copy (the embedded store does), so
+// no later encoding may write into a record returned before, and the
+// embedded store must hold what the bus saved.
+func TestRecordEncodeOwnsItsBytes(t *testing.T) {
+	ids := []string{"a", "b"}
+	first := newRecord(2)
+	first.digests[0] = digest{1: 7}
+	data, err := first.encode(ids)
+	must(t, err)
+	kept := bytes.Clone(data)
+	for i := range 50 {
+		r := newRecord(2)
+		r.digests[1] = digest{2: byte(i)}
+		r.values = map[string]string{"state": string(bytes.Repeat([]byte{'x'}, i*40))}
+		if _, err := r.encode(ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(data, kept) {
+		t.Fatalf("a later encoding changed an earlier record:\nnow  %s\nwas  %s", data, kept)
+	}
+	if cap(data) != len(data) {
+		t.Errorf("encode returned %d bytes in a buffer of %d: a store keeps the slack", len(data), cap(data))
+	}
+
+	ms := NewMemoryStore()
+	bus, err := New(&Options{Store: ms})
+	must(t, err)
+	must(t, bus.Handle("h", func(context.Context, *Event) (Status, error) { return Status{}, nil }, On{Fields: []string{"spec"}}))
+	key := Key{Kind: "Widget", Namespace: "default", Name: "w"}
+	for i := range 3 {
+		must(t, bus.Dispatch(context.Background(), key, map[string]any{"spec": map[string]any{"n": int64(i)}}))
+	}
+	stored, err := ms.Load(context.Background(), key)
+	must(t, err)
+	rec, err := decodeRecord(key, stored, map[string]int{"h": 0})
+	must(t, err)
+	want, err := digestOf(defaultComparer, map[string]any{"spec": map[string]any{"n": int64(2)}}, []Path{{MapKey("spec")}}, "")
+	must(t, err)
+	if rec.digests[0] != want {
+		t.Fatalf("the embedded store holds digest %x, want that of the last state, %x", rec.digests[0], want)
 	}
 }

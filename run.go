@@ -606,7 +606,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 	if err != nil {
 		return err
 	}
-	if err := b.store.Save(ctx, ks.key, data); err != nil {
+	if err := b.saveRecord(ctx, ks.key, data); err != nil {
 		b.log.Error("opbus: saving pending work", "key", ks.key.String(), "err", err)
 		return err
 	}
