@@ -62,6 +62,13 @@ func (c *Comparer) precompare(base, new map[string]any, t *keyTree) (Diff, bool)
 // (a list where t goes on below) is checked whole.
 func (c *Comparer) plainOutside(m map[string]any, t *keyTree, mask uint64, depth int) bool {
 	for k, e := range m {
+		var sub *keyTree
+		i, inTree := slices.BinarySearch(t.keys, k)
+		if inTree {
+			if sub = t.kids[i]; sub == nil {
+				continue // compared, and checked, by within
+			}
+		}
 		var next uint64
 		var field string
 		if mask&c.ignores != 0 {
@@ -72,17 +79,11 @@ func (c *Comparer) plainOutside(m map[string]any, t *keyTree, mask uint64, depth
 				continue
 			}
 		}
-		if i, found := slices.BinarySearch(t.keys, k); found {
-			sub := t.kids[i]
-			if sub == nil {
-				continue // compared, and checked, by within
+		if em, ok := e.(map[string]any); ok && sub != nil {
+			if !c.plainOutside(em, sub, next, depth+1) {
+				return false
 			}
-			if em, ok := e.(map[string]any); ok {
-				if !c.plainOutside(em, sub, next, depth+1) {
-					return false
-				}
-				continue
-			}
+			continue
 		}
 		if _, ok := e.(string); ok {
 			continue
