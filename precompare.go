@@ -43,16 +43,7 @@ func (c *Comparer) precompare(base, new map[string]any, t *keyTree) (Diff, bool)
 	if !c.plainOutside(new, t, c.all, 0) {
 		return nil, false
 	}
-	w := walkers.Get().(*walker)
-	w.c, w.check = c, true
-	ok := w.within(base, new, t, c.all) && !w.bad
-	out := w.out
-	w.reset()
-	walkers.Put(w)
-	if !ok {
-		return nil, false
-	}
-	return out, true
+	return c.walkWithin(base, new, t, true)
 }
 
 // plainOutside is c.plain for the parts of the map m, at depth with
@@ -97,54 +88,7 @@ func (c *Comparer) plainOutside(m map[string]any, t *keyTree, mask uint64, depth
 
 // equal is Equal for the walker: in a checking walk (precompare) it also
 // requires b to hold only what plain accepts.
-func (w *walker) equal(a, b any) bool {
-	if w.check {
-		return equalPlain(a, b)
-	}
-	return Equal(a, b)
-}
-
-// equalPlain reports whether Equal(a, b) holds and b holds only the
-// values plain accepts, for a that does: a number of another Go type
-// equal to one of a's is a value admission converts.
-func equalPlain(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok {
-				return false
-			}
-			if xs, ok := xv.(string); ok {
-				if ys, ok := yv.(string); !ok || xs != ys {
-					return false
-				}
-				continue
-			}
-			if !equalPlain(xv, yv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equalPlain(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	// Equal scalars of one of plain's types are plain, as a is.
-	return sameScalar(a, b) || (scalarEqual(a, b) && plain(b, 0))
-}
+func (w *walker) equal(a, b any) bool { return equalValues(a, b, w.check) }
 
 // sameMap reports whether a and b are the same map, not only equal ones.
 func sameMap(a, b map[string]any) bool {

@@ -71,27 +71,7 @@ func inject(r *rand.Rand, v any, bad any) any {
 // exactly when admission takes the new document as it is and compareIn
 // answers, and then with compareIn's changes.
 func TestPrecompare(t *testing.T) {
-	cmps := []*Comparer{defaultComparer}
-	for _, opts := range []*CompareOptions{
-		{ListKeys: map[string]string{"a": "name"}},
-		{Ignore: []string{"a.b", "c.a"}, ListKeys: map[string]string{"b.c": "name"}},
-		{Ignore: []string{"b"}},
-	} {
-		c, err := NewComparer(opts)
-		must(t, err)
-		cmps = append(cmps, c)
-	}
-	var roots []Path
-	keys := []string{"a", "b", "c", "name"}
-	for _, x := range keys {
-		roots = append(roots, Path{MapKey(x)})
-		for _, y := range keys {
-			roots = append(roots, Path{MapKey(x), MapKey(y)})
-			for _, z := range keys {
-				roots = append(roots, Path{MapKey(x), MapKey(y), MapKey(z)})
-			}
-		}
-	}
+	cmps, roots := compareInCases(t)
 	r := rand.New(rand.NewPCG(5, 23))
 	var answered, unplain, caught int
 	for i := range 40000 {

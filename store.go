@@ -73,16 +73,7 @@ func (s *MemoryStore) Load(ctx context.Context, key Key) ([]byte, error) {
 
 // Save implements [Store]. It keeps a copy of data.
 func (s *MemoryStore) Save(ctx context.Context, key Key, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.records == nil {
-		s.records = map[Key][]byte{}
-	}
-	s.records[key] = slices.Clone(data)
-	return nil
+	return s.keep(ctx, key, slices.Clone(data))
 }
 
 // keep is Save for the bus, which hands over data (see [Store]): it keeps

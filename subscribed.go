@@ -130,9 +130,15 @@ func (d *dispatch) subscribed() Diff {
 // them: an ancestor present on one side only, or not a map on one side
 // while the values differ.
 func (c *Comparer) compareIn(old, new map[string]any, t *keyTree) (Diff, bool) {
+	return c.walkWithin(old, new, t, false)
+}
+
+// walkWithin is compareIn; with check the walk also checks new as it goes
+// (walker.check), and reports false if new holds what admission converts.
+func (c *Comparer) walkWithin(old, new map[string]any, t *keyTree, check bool) (Diff, bool) {
 	w := walkers.Get().(*walker)
-	w.c = c
-	ok := w.within(old, new, t, c.all)
+	w.c, w.check = c, check
+	ok := w.within(old, new, t, c.all) && !w.bad
 	out := w.out
 	w.reset()
 	walkers.Put(w)

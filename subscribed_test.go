@@ -102,16 +102,10 @@ func shapeDiffers(old, new map[string]any, root Path) bool {
 	return false
 }
 
-// TestCompareIn checks the subtree compare that a pass uses when no
-// handler reads the whole object (rule 5b): for random pairs of
-// documents, comparers with list keys and ignored paths, and random sets
-// of roots of up to three keys (one root, or several, none at or below
-// another), compareIn returns exactly the changes of the full Compare at
-// or below the roots, in the same order, and declines only when the full
-// diff holds a change above a root or an ancestor of a root differs in
-// shape (whose content may all be ignored), where the pass falls back to
-// the full diff.
-func TestCompareIn(t *testing.T) {
+// compareInCases returns the comparers (list keys and ignored paths over
+// randomValue's keys) and the candidate roots (every path of one to three
+// of those keys) that the subtree walks are checked with.
+func compareInCases(t *testing.T) ([]*Comparer, []Path) {
 	cmps := []*Comparer{defaultComparer}
 	for _, opts := range []*CompareOptions{
 		{ListKeys: map[string]string{"a": "name"}},
@@ -133,6 +127,20 @@ func TestCompareIn(t *testing.T) {
 			}
 		}
 	}
+	return cmps, roots
+}
+
+// TestCompareIn checks the subtree compare that a pass uses when no
+// handler reads the whole object (rule 5b): for random pairs of
+// documents, comparers with list keys and ignored paths, and random sets
+// of roots of up to three keys (one root, or several, none at or below
+// another), compareIn returns exactly the changes of the full Compare at
+// or below the roots, in the same order, and declines only when the full
+// diff holds a change above a root or an ancestor of a root differs in
+// shape (whose content may all be ignored), where the pass falls back to
+// the full diff.
+func TestCompareIn(t *testing.T) {
+	cmps, roots := compareInCases(t)
 	r := rand.New(rand.NewPCG(1, 17))
 	declined, compared := 0, 0
 	for i := range 20000 {

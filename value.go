@@ -184,7 +184,12 @@ func kindOf(v any) kind {
 // Equal reports whether two JSON-like values are equal, comparing numbers by
 // value across int, int64, uint64, float64 and json.Number; integers compare
 // exactly at any size. It allocates nothing for numbers in the int64 range.
-func Equal(a, b any) bool {
+func Equal(a, b any) bool { return equalValues(a, b, false) }
+
+// equalValues is Equal; with plainB it also requires b to hold only the
+// values plain accepts (for a that does: a number of another Go type
+// equal to one of a's is a value admission converts).
+func equalValues(a, b any, plainB bool) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -203,7 +208,7 @@ func Equal(a, b any) bool {
 				}
 				continue
 			}
-			if !Equal(xv, yv) {
+			if !equalValues(xv, yv, plainB) {
 				return false
 			}
 		}
@@ -214,16 +219,16 @@ func Equal(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !Equal(x[i], y[i]) {
+			if !equalValues(x[i], y[i], plainB) {
 				return false
 			}
 		}
 		return true
 	}
 	if sameScalar(a, b) {
-		return true
+		return true // of one of plain's types, as a
 	}
-	return scalarEqual(a, b)
+	return scalarEqual(a, b) && (!plainB || plain(b, 0))
 }
 
 func scalarEqual(a, b any) bool {
