@@ -322,6 +322,12 @@ func (w *walker) diffKeyed(a, b any, mask uint64, listKey string) {
 			if listKey != "" && w.diffKeyedList(x, y, mask, listKey) {
 				return
 			}
+			if w.check && listKey != "" && mask&w.c.ignores != 0 && !w.c.plain(y, mask, len(w.path), listKey) {
+				// Admission names the elements of a list it cannot key by
+				// their keys where they have one, the walk below by index:
+				// what each ignores may differ, so admission's check it is.
+				w.bad = true
+			}
 			w.diffList(x, y, mask)
 			return
 		}

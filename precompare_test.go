@@ -153,6 +153,82 @@ func TestPrecompareKeyedList(t *testing.T) {
 	}
 }
 
+// TestPrecompareUnkeyableList checks a list that its list key cannot key
+// (a key repeats, or an element has none), with an element ignored by
+// index: the diff walks such a list by index, admission names its
+// elements by key where they have one, so what each ignores differs. A
+// value admission converts or reports there is declined, and the update
+// is admitted as a first state would be.
+func TestPrecompareUnkeyableList(t *testing.T) {
+	c, err := NewComparer(&CompareOptions{ListKeys: map[string]string{"items": "name"}, Ignore: []string{"spec.items[0].secret"}})
+	must(t, err)
+	tree := &keyTree{}
+	tree.add(Path{MapKey("spec")})
+	doc := func(secret any, second map[string]any) map[string]any {
+		return map[string]any{"spec": map[string]any{"items": []any{map[string]any{"name": "a", "secret": secret}, second}}}
+	}
+	for _, second := range []map[string]any{{"name": "a", "n": "x"}, {"n": "x"}} {
+		old := doc("plain", second)
+		for _, bad := range []any{make(chan int), int32(7), map[string]string{"k": "v"}} {
+			new := doc(bad, second)
+			if d, ok := c.precompare(old, new, tree); ok {
+				t.Fatalf("second element %v, secret %T: precompare took what admission converts or reports, with changes %v", second, bad, d)
+			}
+		}
+	}
+
+	bus, err := New(&Options{ListKeys: map[string]string{"items": "name"}, Ignore: []string{"spec.items[0].secret"}})
+	must(t, err)
+	var seen []*Event
+	must(t, bus.Handle("h", func(_ context.Context, e *Event) (Status, error) {
+		seen = append(seen, e)
+		return Status{}, nil
+	}, On{Fields: []string{"spec"}}))
+	ctx := context.Background()
+	key := Key{Kind: "Widget", Namespace: "default", Name: "w"}
+	dup := map[string]any{"name": "a", "n": "x"}
+	must(t, bus.Dispatch(ctx, key, doc("plain", dup)))
+	err = bus.Dispatch(ctx, key, doc(make(chan int), map[string]any{"name": "a", "n": "y"}))
+	if err == nil || !strings.Contains(err.Error(), "spec.items[0].secret") {
+		t.Fatalf("an update with a channel in spec.items[0].secret: got %v, want the error a first state gets", err)
+	}
+	must(t, bus.Dispatch(ctx, key, doc(int32(7), map[string]any{"name": "a", "n": "y"})))
+	last := seen[len(seen)-1]
+	if got := last.New["spec"].(map[string]any)["items"].([]any)[0].(map[string]any)["secret"]; got != int64(7) {
+		t.Fatalf("spec.items[0].secret reached the handler as %#v (%T), want int64(7)", got, got)
+	}
+}
+
+// TestSelfContainingValueIgnored checks a value that contains itself
+// where an ignored path puts it out of the door's check: comparing the
+// list element that holds it ends (Equal answers false past 1000 levels
+// and the walk skips the ignored path) instead of overflowing the stack.
+func TestSelfContainingValueIgnored(t *testing.T) {
+	loop := map[string]any{}
+	loop["a"] = loop
+	if Equal(loop, loop) {
+		t.Error("Equal of a map that contains itself: true, want false")
+	}
+	bus, err := New(&Options{ListKeys: map[string]string{"items": "name"}, Ignore: []string{"spec.items[*].loop"}})
+	must(t, err)
+	runs := 0
+	must(t, bus.Handle("h", func(context.Context, *Event) (Status, error) {
+		runs++
+		return Status{}, nil
+	}, On{Fields: []string{"spec"}}))
+	doc := func(v string) map[string]any {
+		return map[string]any{"spec": map[string]any{"v": v, "items": []any{map[string]any{"name": "a", "loop": loop}}}}
+	}
+	ctx := context.Background()
+	key := Key{Kind: "Widget", Namespace: "default", Name: "w"}
+	for _, v := range []string{"1", "2", "2"} {
+		must(t, bus.Dispatch(ctx, key, doc(v)))
+	}
+	if runs != 2 {
+		t.Fatalf("the handler ran %d times for spec.v 1, 2, 2; want 2", runs)
+	}
+}
+
 // TestPrecompareTooDeep checks that the walk that compares an update also
 // bounds its nesting as admission does: a value that contains itself,
 // put where a shallow one was in a subscribed subtree, is declined.

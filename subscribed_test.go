@@ -111,6 +111,9 @@ func compareInCases(t *testing.T) ([]*Comparer, []Path) {
 		{ListKeys: map[string]string{"a": "name"}},
 		{Ignore: []string{"a.b", "c.a"}, ListKeys: map[string]string{"b.c": "name"}},
 		{Ignore: []string{"b"}},
+		// Ignored elements, by index and by key, of lists that can be
+		// keyed or not (randomValue's names repeat).
+		{Ignore: []string{"a[0].a", "b.a[name=p].a", "c[*].name"}, ListKeys: map[string]string{"a": "name"}},
 	} {
 		c, err := NewComparer(opts)
 		must(t, err)

@@ -184,12 +184,19 @@ func kindOf(v any) kind {
 // Equal reports whether two JSON-like values are equal, comparing numbers by
 // value across int, int64, uint64, float64 and json.Number; integers compare
 // exactly at any size. It allocates nothing for numbers in the int64 range.
-func Equal(a, b any) bool { return equalValues(a, b, false) }
+// Values nested deeper than 1000 levels (one that contains itself, which is
+// not JSON-like) are unequal.
+func Equal(a, b any) bool { return equalValues(a, b, false, 0) }
 
-// equalValues is Equal; with plainB it also requires b to hold only the
-// values plain accepts (for a that does: a number of another Go type
-// equal to one of a's is a value admission converts).
-func equalValues(a, b any, plainB bool) bool {
+// equalValues is Equal for values at depth; with plainB it also requires
+// b to hold only the values plain accepts (for a that does: a number of
+// another Go type equal to one of a's is a value admission converts).
+// Past maxNesting it answers false: the door does not bound the depth of
+// what it ignores, and a value there may contain itself.
+func equalValues(a, b any, plainB bool, depth int) bool {
+	if depth > maxNesting {
+		return false
+	}
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -208,7 +215,7 @@ func equalValues(a, b any, plainB bool) bool {
 				}
 				continue
 			}
-			if !equalValues(xv, yv, plainB) {
+			if !equalValues(xv, yv, plainB, depth+1) {
 				return false
 			}
 		}
@@ -219,7 +226,7 @@ func equalValues(a, b any, plainB bool) bool {
 			return false
 		}
 		for i := range x {
-			if !equalValues(x[i], y[i], plainB) {
+			if !equalValues(x[i], y[i], plainB, depth+1) {
 				return false
 			}
 		}
