@@ -90,17 +90,7 @@ func TestPrecompare(t *testing.T) {
 			}
 		}
 		c := cmps[(i/2)%len(cmps)]
-		set := []Path{roots[r.IntN(len(roots))]}
-		for _, root := range roots {
-			if r.IntN(8) == 0 && !slices.ContainsFunc(set, func(p Path) bool { return isPrefix(p, root) || isPrefix(root, p) }) {
-				set = append(set, root)
-			}
-		}
-		slices.SortFunc(set, comparePaths)
-		tree := &keyTree{}
-		for _, root := range set {
-			tree.add(root)
-		}
+		set, tree := randomRoots(r, roots, 8)
 		isPlain := c.plain(new, c.all, 0, "")
 		want, wantOK := c.compareIn(old, new, tree)
 		got, ok := c.precompare(old, new, tree)

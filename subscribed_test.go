@@ -133,6 +133,26 @@ func compareInCases(t *testing.T) ([]*Comparer, []Path) {
 	return cmps, roots
 }
 
+// randomRoots picks a set of subscribed roots among roots, none at or
+// below another, in path order, and their tree: one at random, and, unless
+// oneIn is 0, each other with a chance of one in oneIn.
+func randomRoots(r *rand.Rand, roots []Path, oneIn int) ([]Path, *keyTree) {
+	set := []Path{roots[r.IntN(len(roots))]}
+	if oneIn > 0 {
+		for _, root := range roots {
+			if r.IntN(oneIn) == 0 && !slices.ContainsFunc(set, func(p Path) bool { return isPrefix(p, root) || isPrefix(root, p) }) {
+				set = append(set, root)
+			}
+		}
+	}
+	slices.SortFunc(set, comparePaths)
+	tree := &keyTree{}
+	for _, root := range set {
+		tree.add(root)
+	}
+	return set, tree
+}
+
 // TestCompareIn checks the subtree compare that a pass uses when no
 // handler reads the whole object (rule 5b): for random pairs of
 // documents, comparers with list keys and ignored paths, and random sets
@@ -156,19 +176,11 @@ func TestCompareIn(t *testing.T) {
 			new = map[string]any{}
 		}
 		c := cmps[i%len(cmps)]
-		set := []Path{roots[r.IntN(len(roots))]}
+		oneIn := 0
 		if i%2 == 1 {
-			for _, root := range roots {
-				if r.IntN(6) == 0 && !slices.ContainsFunc(set, func(p Path) bool { return isPrefix(p, root) || isPrefix(root, p) }) {
-					set = append(set, root)
-				}
-			}
+			oneIn = 6
 		}
-		slices.SortFunc(set, comparePaths)
-		tree := &keyTree{}
-		for _, root := range set {
-			tree.add(root)
-		}
+		set, tree := randomRoots(r, roots, oneIn)
 		full := c.Compare(old, new)
 		var want Diff
 		above, shape := false, false
