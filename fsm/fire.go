@@ -67,14 +67,15 @@ type recorder interface {
 // a time (busy); its state is overwritten from the record at each Fire, so
 // the record, not the instance, is the truth.
 type instance struct {
+	key  opbus.Key // the object's
 	f    *lfsm.FSM
 	cur  *stateInfo // f's current state, read without its lock
 	busy atomic.Bool
 	ev   *opbus.Event // the event being fired for, given to guards; nil without guards
 }
 
-func (m *Machine) newInstance() *instance {
-	in := &instance{cur: m.states[m.spec.Initial]}
+func (m *Machine) newInstance(key opbus.Key) *instance {
+	in := &instance{key: key, cur: m.states[m.spec.Initial]}
 	in.f = m.newFSM(in)
 	return in
 }
