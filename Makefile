@@ -7,7 +7,7 @@ test:           ## every check of every module, as CI runs it
 	scripts/test
 quick:          ## the same without the real API server (its tests skip)
 	SKIP_KUBE=1 scripts/test
-bench:          ## every benchmark, -count 6, then bench/REPORT.md and README's headline ratios (COUNT=1 BENCHTIME=1x: a quick check)
+bench:          ## every benchmark, 6 rounds of -count 1, then bench/REPORT.md and README's headline ratios (COUNT=1 BENCHTIME=1x: a quick check)
 	scripts/bench
 sim:            ## the deterministic simulation against the reference model (fixed and fresh seeds)
 	go test -count=1 -run '^TestSimulation(Related)?$$' -v .

@@ -30,7 +30,7 @@
 //
 // Run everything and write results/ (raw output, benchstat, report.md):
 //
-//	bench/run                       # -count 6: 15-20 minutes on 2 busy cores
+//	bench/run                       # 6 rounds of -count 1: 15-20 minutes on 2 busy cores
 //	COUNT=1 BENCHTIME=1x bench/run  # a quick check that nothing rotted
 //
 // scripts/bench (make bench) at the repository root runs bench/run together with the

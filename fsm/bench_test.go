@@ -11,9 +11,10 @@ import (
 
 // Each benchmark makes one transition per iteration, alternating "go"
 // (a → b) and "back" (b → a), so that every iteration changes state.
-// Compare them as ratios within one run:
+// Compare them as ratios within one run, in rounds of -count 1 so that the
+// rows compared are measured seconds apart (as scripts/bench does):
 //
-//	go test -run '^$' -bench . -benchmem -count 6 ./fsm/
+//	for i in $(seq 6); do go test -run '^$' -bench . -benchmem -count 1 ./fsm/; done
 
 var toggle = [2]string{"go", "back"}
 

@@ -107,7 +107,7 @@ func renderRun(w io.Writer, machine map[string]string) {
 	if machine["started"] == "" {
 		return
 	}
-	fmt.Fprintf(w, "The run of %s by `make bench` (`scripts/bench`): %s, %s cores, `-count %s`, `-benchtime %s`.\n\n",
+	fmt.Fprintf(w, "The run of %s by `make bench` (`scripts/bench`): %s, %s cores, %s rounds of `-count 1`, `-benchtime %s`.\n\n",
 		machine["started"], orUnknown(machine["go-version"]), orUnknown(machine["cores"]), orUnknown(machine["count"]), orUnknown(machine["benchtime"]))
 }
 

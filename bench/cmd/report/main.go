@@ -145,7 +145,7 @@ func readConfig(file string) (map[string]string, error) {
 	return cfg, sc.Err()
 }
 
-const ratiosExplained = "Each figure is the median of the runs (`-count`); ± is the 95% confidence interval around it as benchstat computes it (±∞: too few runs to tell). " +
+const ratiosExplained = "Each figure is the median of the runs (one per round); ± is the 95% confidence interval around it as benchstat computes it (±∞: too few runs to tell). " +
 	"Ratios divide medians of the same run: **× fastest** by the fastest peer on the same fixture (opbus included, so the fastest shows 1.00; yardsticks such as the floor excluded), " +
 	"**× floor** by the family's floor, the least work that can answer the same question (for the diffs, `walk`: a plain recursive equality walk over both trees that visits every node and records nothing)."
 
@@ -219,7 +219,7 @@ func renderDoc(w io.Writer, in docInput) {
 		p("- Run: started %s, took %s.\n", d, orUnknown(m["duration"]))
 	}
 	if c := m["count"]; c != "" {
-		p("- `-count %s`, `-benchtime %s`.", c, orUnknown(m["benchtime"]))
+		p("- %s rounds of `-count 1` (every benchmark once per round, so that the rows compared are measured seconds apart), `-benchtime %s`.", c, orUnknown(m["benchtime"]))
 		if n := atoiOr(c, 0); n < 6 {
 			p(" **Fewer runs than the 6 the targets are judged on**%s: the confidence intervals are wider than they would be.", reasonSuffix(m["count-reason"]))
 		}
@@ -228,7 +228,7 @@ func renderDoc(w io.Writer, in docInput) {
 		}
 		p("\n")
 	}
-	p("- The machine is shared with other work; a high load average widens the intervals and can shift whole rows. Ratios within one family are measured minutes apart, not interleaved.\n\n")
+	p("- The machine is shared with other work; a high load average widens the intervals and can shift whole rows. In each round the rows of one family run one after another, seconds apart; across rounds, minutes apart.\n\n")
 	if in.commands != "" {
 		p("Commands, from the repository root:\n\n```sh\n%s\n```\n\n", in.commands)
 	}
