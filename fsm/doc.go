@@ -88,7 +88,8 @@
 // A Machine is safe for concurrent use by handlers of different objects.
 // The bus dispatches each object on one goroutine at a time; Fire is meant
 // to be called from a handler, for the object it handles. The machine
-// keeps one looplab machine per object it has fired for, made on first use
-// and dropped when the object is deleted; it holds no state of its own
-// that the record does not.
+// keeps under 200 bytes per object it has fired for, made on first use
+// and dropped when the object is deleted, and lends each Fire a looplab
+// machine set to the state in the object's record; it holds no state of
+// its own that the record does not.
 package fsm

@@ -63,60 +63,13 @@ type recorder interface {
 	SetSlot(id string, s opbus.Status) error
 }
 
-// instance is the looplab machine of one object. It is used by one Fire at
-// a time (busy); its state is overwritten from the record at each Fire, so
-// the record, not the instance, is the truth.
+// instance is what the machine keeps for one object: that it is being
+// fired for. It is used by one Fire at a time (busy); the object's state
+// is in its record, and the looplab machine that fires it is lent for the
+// call (see runner).
 type instance struct {
 	key  opbus.Key // the object's
-	f    *lfsm.FSM
-	cur  *stateInfo // f's current state, read without its lock
 	busy atomic.Bool
-	ev   *opbus.Event // the event being fired for, given to guards; nil without guards
-}
-
-func (m *Machine) newInstance(key opbus.Key) *instance {
-	in := &instance{key: key, cur: m.states[m.spec.Initial]}
-	in.f = m.newFSM(in)
-	return in
-}
-
-// newFSM builds the looplab machine of in. Guards run in looplab's
-// before-event callback, so that a refusal is looplab's cancellation and
-// leaves its state alone. The callback key is generated here, never
-// written by users: one catch-all key rather than "before_<event>" per
-// event, since looplab reads keys by prefix and an event named "event"
-// would turn a per-event key into the catch-all.
-func (m *Machine) newFSM(in *instance) *lfsm.FSM {
-	var callbacks lfsm.Callbacks
-	if m.guarded {
-		callbacks = lfsm.Callbacks{"before_event": func(ctx context.Context, e *lfsm.Event) { m.guard(ctx, in, e) }}
-	}
-	return lfsm.NewFSM(m.spec.Initial, m.events, callbacks)
-}
-
-func (m *Machine) guard(ctx context.Context, in *instance, e *lfsm.Event) {
-	out := in.cur.edge(e.Event)
-	if out == nil || out.trig.Guard == nil {
-		return
-	}
-	if err := out.trig.Guard(ctx, in.ev, Transition{Event: e.Event, From: e.Src, To: e.Dst}); err != nil {
-		e.Cancel(err)
-	}
-}
-
-// setState puts looplab's machine in st.
-func (in *instance) setState(st *stateInfo) {
-	if in.cur != st {
-		in.f.SetState(st.Name)
-		in.cur = st
-	}
-}
-
-func (in *instance) release() {
-	if in.ev != nil {
-		in.ev = nil
-	}
-	in.busy.Store(false)
 }
 
 // Fire fires event for the object of ev, from inside a handler that is
@@ -149,25 +102,26 @@ func (m *Machine) fire(ctx context.Context, ev *opbus.Event, rec recorder, event
 	if !in.busy.CompareAndSwap(false, true) {
 		return Result{}, m.busyErr(ev.Key, event)
 	}
-	defer in.release()
-	from, stored := in.cur.Name, true
+	r := m.runner()
+	defer m.release(in, r)
+	from, stored := r.cur.Name, true
 	if v, ok := rec.Value(m.value); !ok || v != from {
 		// The record is the truth: restore from it, checking what it holds.
 		var err error
 		if from, stored, err = m.current(ev.Key, rec); err != nil {
 			return Result{}, err
 		}
-		in.setState(m.states[from])
+		r.setState(m.states[from])
 	}
 	if m.guarded {
-		in.ev = ev
+		r.ev = ev
 	}
 	res := Result{From: from, To: from}
 	for event != "" {
 		if res.steps() == MaxChain {
 			return res, m.loopErr(ev.Key, res.To, event)
 		}
-		t, st, err := m.step(ctx, in, ev.Key, event)
+		t, st, err := m.step(ctx, r, ev.Key, event)
 		if err != nil {
 			return res, err
 		}
@@ -176,7 +130,7 @@ func (m *Machine) fire(ctx context.Context, ev *opbus.Event, rec recorder, event
 			break
 		}
 		if err := m.record(rec, ev.Key, st); err != nil {
-			in.setState(m.states[t.From])
+			r.setState(m.states[t.From])
 			return res, err
 		}
 		res.add(t)
@@ -229,19 +183,19 @@ func (m *Machine) recordErr(key opbus.Key, state string, err error) error {
 
 // step makes one transition with looplab. It returns the transition and
 // the state it leads to, nil for a self-transition.
-func (m *Machine) step(ctx context.Context, in *instance, key opbus.Key, event string) (Transition, *stateInfo, error) {
-	from := in.cur
-	if err := in.f.Event(ctx, event); err != nil {
-		return m.stepErr(ctx, in, key, event, from.Name, err)
+func (m *Machine) step(ctx context.Context, r *runner, key opbus.Key, event string) (Transition, *stateInfo, error) {
+	from := r.cur
+	if err := r.f.Event(ctx, event); err != nil {
+		return m.stepErr(ctx, r, key, event, from.Name, err)
 	}
 	dst := from.edge(event).dst
-	in.cur = dst
+	r.cur = dst
 	return Transition{Event: event, From: from.Name, To: dst.Name}, dst, nil
 }
 
 // stepErr translates looplab's error for event in state from: a
 // self-transition, or an error of Fire's.
-func (m *Machine) stepErr(ctx context.Context, in *instance, key opbus.Key, event, from string, err error) (Transition, *stateInfo, error) {
+func (m *Machine) stepErr(ctx context.Context, r *runner, key opbus.Key, event, from string, err error) (Transition, *stateInfo, error) {
 	switch e := err.(type) {
 	case lfsm.NoTransitionError:
 		if e.Err == nil {
@@ -257,9 +211,9 @@ func (m *Machine) stepErr(ctx context.Context, in *instance, key opbus.Key, even
 	// Anything else (ctx ended during the guard, so looplab abandoned the
 	// transition) can leave looplab's machine marked as in transition for
 	// good: replace it.
-	in.f = m.newFSM(in)
-	in.cur = m.states[m.spec.Initial]
-	in.setState(m.states[from])
+	r.f = m.newFSM(r)
+	r.cur = m.states[m.spec.Initial]
+	r.setState(m.states[from])
 	if ctx.Err() != nil {
 		return Transition{}, nil, fmt.Errorf("fsm: machine %q on %v: event %q in state %q: %w", m.spec.Name, key, event, from, ctx.Err())
 	}

@@ -45,7 +45,7 @@ type Machine struct {
 	bus   *opbus.Bus
 	rules []Rule
 
-	// byName and others hold each object's looplab machine: byName the
+	// byName and others hold each object's instance: byName the
 	// first object seen with its name, others the objects whose name
 	// another object held when they were first seen. Hashing a name alone
 	// halves the lookup that every Fire makes (a sync.Map hashes an
@@ -56,6 +56,8 @@ type Machine struct {
 	// transition's time in fsm BenchmarkTransition's profile).
 	byName sync.Map // string → *instance
 	others sync.Map // opbus.Key → *instance
+
+	runners sync.Pool // *runner
 }
 
 type stateInfo struct {
@@ -246,7 +248,7 @@ func (m *Machine) track(ctx context.Context, ev *opbus.Event) (opbus.Status, err
 	return opbus.Status{}, nil
 }
 
-// instance returns the looplab machine of key, making it on first use.
+// instance returns the instance of key, making it on first use.
 func (m *Machine) instance(key opbus.Key) *instance {
 	if v, ok := m.byName.Load(key.Name); ok {
 		if in := v.(*instance); in.key == key {
@@ -259,23 +261,23 @@ func (m *Machine) instance(key opbus.Key) *instance {
 	if v, ok := m.others.Load(key); ok {
 		return v.(*instance)
 	}
-	v, _ := m.byName.LoadOrStore(key.Name, m.newInstance(key))
+	v, _ := m.byName.LoadOrStore(key.Name, &instance{key: key})
 	if in := v.(*instance); in.key == key {
 		return in
 	}
 	return m.other(key)
 }
 
-// other returns the looplab machine of key, whose name another object holds.
+// other returns the instance of key, whose name another object holds.
 func (m *Machine) other(key opbus.Key) *instance {
 	if v, ok := m.others.Load(key); ok {
 		return v.(*instance)
 	}
-	v, _ := m.others.LoadOrStore(key, m.newInstance(key))
+	v, _ := m.others.LoadOrStore(key, &instance{key: key})
 	return v.(*instance)
 }
 
-// forget drops the looplab machine of key.
+// forget drops the instance of key.
 func (m *Machine) forget(key opbus.Key) {
 	if v, ok := m.byName.Load(key.Name); ok && v.(*instance).key == key {
 		m.byName.CompareAndDelete(key.Name, v)
