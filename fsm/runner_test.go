@@ -102,3 +102,63 @@ func TestRunnersConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A guard or an Enter action that panics ends its Fire with the panic (the
+// bus recovers it as the handler's), and leaves neither the object nor the
+// lent looplab machine stuck: the object fires again from the state in its
+// record, and the machine serves the next object. A guard's panic leaves
+// the state as it was; an Enter's comes after the transition was recorded.
+func TestPanicInGuardOrEnter(t *testing.T) {
+	var panicGuard, panicEnter bool
+	spec := benchSpec(func(context.Context, *opbus.Event, Transition) error {
+		if panicGuard {
+			panic("guard")
+		}
+		return nil
+	})
+	spec.States[1].Enter = func(context.Context, *opbus.Event, Transition) (string, error) {
+		if panicEnter {
+			panic("enter")
+		}
+		return "", nil
+	}
+	m, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fire := func(ev *opbus.Event, rec *memRecord, event string) (res Result, recovered any, err error) {
+		defer func() { recovered = recover() }()
+		res, err = m.fire(context.Background(), ev, rec, event)
+		return res, nil, err
+	}
+	newObject := func(name string) (*opbus.Event, *memRecord) {
+		return &opbus.Event{Key: opbus.Key{Kind: "Pod", Name: name}}, &memRecord{values: map[string]string{}, slots: opbus.Slots{}}
+	}
+	ev, rec := newObject("web")
+
+	panicGuard = true
+	if _, p, _ := fire(ev, rec, "go"); p != "guard" {
+		t.Fatalf("guard's panic: recovered %v, want %q", p, "guard")
+	}
+	panicGuard = false
+	if got := rec.values[m.value]; got != "" {
+		t.Fatalf("after the guard's panic the record holds state %q, want none", got)
+	}
+	panicEnter = true
+	if _, p, _ := fire(ev, rec, "go"); p != "enter" {
+		t.Fatalf("Enter's panic: recovered %v, want %q (the object must not be left in a transition)", p, "enter")
+	}
+	panicEnter = false
+	if got := rec.values[m.value]; got != "b" {
+		t.Fatalf("after Enter's panic the record holds state %q, want %q", got, "b")
+	}
+	res, p, err := fire(ev, rec, "back")
+	if err != nil || p != nil || res.From != "b" || res.To != "a" {
+		t.Fatalf("back after the panics: %+v, %v, panic %v; want b → a", res, err, p)
+	}
+	other, otherRec := newObject("db")
+	res, p, err = fire(other, otherRec, "go")
+	if err != nil || p != nil || res.From != "a" || res.To != "b" {
+		t.Fatalf("another object after the panics: %+v, %v, panic %v; want a → b", res, err, p)
+	}
+}
