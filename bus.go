@@ -2,7 +2,6 @@ package opbus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -106,9 +105,6 @@ func (o *Options) check() error {
 // goroutine for each.
 const maxWorkers = 1 << 16
 
-// ErrClosed is returned by calls made after Run has returned.
-var ErrClosed = errors.New("opbus: bus is closed")
-
 // Bus dispatches observed object states to handlers and keeps their status
 // slots. Register handlers and collectors, then start Run (or call Dispatch
 // for one-shot use, as a Juju hook does) and feed it with Observe. A Bus is
@@ -132,9 +128,10 @@ type Bus struct {
 	due         DueFunc // Options.Due (timer.go)
 
 	mu         sync.Mutex
-	wake       *sync.Cond // Dispatch waiting for a busy key, and shutdown waiting for passes
-	workable   *sync.Cond // Run's idle goroutines, waiting for a ready key and a free handler slot
-	writeFree  *sync.Cond // passes and writes waiting for a write slot (writestage.go, pipeline.go)
+	changed    chan struct{} // closed at the next change a waiter may wait for (wakeup.go); made by a waiter
+	workTok    chan struct{} // a ready key and a free handler slot may be there (wakeup.go)
+	stopped    chan struct{} // closed once Run begins to stop or halts (wakeup.go)
+	writeSem   chan struct{} // the write slots: one element per write under way (wakeup.go)
 	handlers   []*handler
 	collectors []*collector
 	owners     map[string]string // slot ID → what owns it
@@ -147,12 +144,12 @@ type Bus struct {
 	periodic   bool // a handler has On.Every (timer.go)
 	running    bool
 	stopping   bool
+	resumed    resumeState // the store's pending states are listed (wakeup.go)
 	closed     bool
 	keys       map[Key]*keyState
 	ready      []*keyState
 	busy       []*keyState   // keys being dispatched by workers
 	handling   int           // Run's passes running handlers (writestage.go)
-	writing    int           // Run's passes writing (writestage.go)
 	queued     int           // states waiting across all keys
 	pending    int           // keys queued or busy
 	idle       chan struct{} // made by Wait while pending > 0; closed when it reaches 0
@@ -253,9 +250,6 @@ func New(opts *Options) (*Bus, error) {
 		index:       map[string]int{},
 		keys:        map[Key]*keyState{},
 	}
-	b.wake = sync.NewCond(&b.mu)
-	b.workable = sync.NewCond(&b.mu)
-	b.writeFree = sync.NewCond(&b.mu)
 	if b.store == nil {
 		b.store = NewMemoryStore()
 	}
@@ -268,6 +262,9 @@ func New(opts *Options) (*Bus, error) {
 	if b.writers <= 0 {
 		b.writers = min(4*b.workers, maxWorkers)
 	}
+	b.workTok = make(chan struct{}, 1)
+	b.stopped = make(chan struct{})
+	b.writeSem = make(chan struct{}, b.writers)
 	if b.maxBacklog <= 0 {
 		b.maxBacklog = 16
 	}

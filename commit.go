@@ -14,7 +14,7 @@ const busSlot = "opbus"
 
 // commit saves the record and publishes the status if they changed, and
 // finishes a deletion whose handlers are all done.
-func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
+func (b *Bus) commit(ctx context.Context, d *pass, finished bool) {
 	ks := d.ks
 	b.dropOrphans(d)
 	if finished {
@@ -31,19 +31,19 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 		return
 	}
 	l := laneOf(ctx, ks)
-	if merged := b.mergesWrite(l, d); (merged || b.holdsWrite(l, d)) && b.owe(ctx, d, l) {
+	if merged := b.mergesWrite(l, d); (merged || b.queuesBehindWrite(l, d)) && b.owe(ctx, d, l) {
 		if merged {
 			l.deferred = true
 			b.stats.merged.Add(1)
 		} else {
-			b.heldStatus(l, d)
+			b.noteQueuedStatus(l, d)
 		}
 		return
 	}
 	pipe := l != nil && l.pipe && b.pipelines()
 	if pipe {
 		if l.w != nil {
-			// The write before is under way and this pass may not hold
+			// The write before is under way and this pass may not queue
 			// its write (shutdown, or a failed pass): no handler slot
 			// waits for it.
 			b.mu.Lock()
@@ -85,7 +85,7 @@ func (b *Bus) commit(ctx context.Context, d *dispatch, finished bool) {
 // shutdown, which writes it should the pass that owes it be abandoned
 // (rule 16). It reports false, owing nothing, if the record cannot be
 // encoded: the pass then writes at once and reports that.
-func (b *Bus) owe(ctx context.Context, d *dispatch, l *lane) bool {
+func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 	ks := d.ks
 	// With a write under way the store may not get its record: keep it
 	// whatever the pass changed.
@@ -149,7 +149,7 @@ func (b *Bus) saveStatus(ctx context.Context, w *writeJob) (bool, error) {
 
 // publish records the slots of the pass for Status and, if write is set,
 // hands them to the sink if they changed (or an earlier call failed).
-func (b *Bus) publish(ctx context.Context, d *dispatch, write bool) {
+func (b *Bus) publish(ctx context.Context, d *pass, write bool) {
 	ks := d.ks
 	summary := d.rec.slots.Summary()
 	b.mu.Lock()
@@ -193,7 +193,7 @@ func (b *Bus) publish(ctx context.Context, d *dispatch, write bool) {
 }
 
 // storeFailed asks for a retry after a store or sink failure.
-func (d *dispatch) storeFailed() {
+func (d *pass) storeFailed() {
 	if d.storeFail {
 		return // a failed save and a failed publish are one failure
 	}
@@ -212,7 +212,7 @@ func (d *dispatch) storeFailed() {
 // dropOrphans removes what handlers, collectors and slots that are no
 // longer registered left in the record: their slots, failures and saved
 // slots (their digests were dropped when the record was read).
-func (b *Bus) dropOrphans(d *dispatch) {
+func (b *Bus) dropOrphans(d *pass) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id := range d.rec.slots {
@@ -244,7 +244,7 @@ func (b *Bus) dropOrphans(d *dispatch) {
 
 // finishDelete ends the incarnation of a deleted object: its record is
 // deleted and nothing of it is kept.
-func (b *Bus) finishDelete(ctx context.Context, d *dispatch) {
+func (b *Bus) finishDelete(ctx context.Context, d *pass) {
 	ks := d.ks
 	mu := b.stripe(ks.key)
 	mu.Lock()

@@ -32,7 +32,7 @@ type Event struct {
 	// [Event.Again]) rather than to a change of its value.
 	Due bool
 
-	d     *dispatch     // the dispatch this event belongs to, for values and slots
+	d     *pass         // the dispatch this event belongs to, for values and slots
 	again time.Duration // asked for by Again
 }
 

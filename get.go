@@ -1,14 +1,8 @@
 package opbus
 
 import (
-	"errors"
 	"fmt"
 )
-
-// ErrAbsent is the error, wrapped, that [Get] returns for a field that is
-// missing or null: check it with errors.Is(err, opbus.ErrAbsent) to give
-// an optional field its default.
-var ErrAbsent = errors.New("opbus: absent field")
 
 // Get returns the value at path in doc as a T, or an error that names the
 // path and, for a value of another type, both types. It reads what

@@ -14,7 +14,7 @@ import (
 // writes under way to return.
 func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, cause error) {
 	b.mu.Lock()
-	b.stopping = true
+	b.stop()
 	b.closed = true
 	for _, ks := range b.keys {
 		if ks.hasTimer() {
@@ -25,8 +25,6 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 		}
 	}
 	busy := slices.Clone(b.busy)
-	b.wake.Broadcast()
-	b.workable.Broadcast()
 	b.mu.Unlock()
 
 	// Before the cancel: a pass that gets a write slot once a write
@@ -67,7 +65,7 @@ func (b *Bus) drained(workers *sync.WaitGroup) <-chan struct{} {
 		workers.Wait()
 		b.mu.Lock()
 		for len(b.busy) > 0 {
-			b.wake.Wait()
+			_ = b.waitChange(context.Background())
 		}
 		b.mu.Unlock()
 		close(done)

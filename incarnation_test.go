@@ -19,7 +19,7 @@ func withUID(uid string, fields map[string]any) map[string]any {
 	return o
 }
 
-// TestStaleRetryAfterDelete (defect 1): a retry armed before a deletion
+// TestStaleRetryAfterDelete: a retry armed before a deletion
 // never runs after it, and never overlaps the next incarnation's pass.
 func TestStaleRetryAfterDelete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -69,7 +69,7 @@ func TestStaleRetryAfterDelete(t *testing.T) {
 	})
 }
 
-// TestIncarnationsShareNothing (defect 4): after a deletion whose handler
+// TestIncarnationsShareNothing: after a deletion whose handler
 // failed, the re-created object inherits no digest, slot, value or retry,
 // and the old deletion is finished first.
 func TestIncarnationsShareNothing(t *testing.T) {
@@ -152,7 +152,7 @@ func TestIncarnationStoredRecord(t *testing.T) {
 	}
 }
 
-// TestDeleteNeverCoalesced (defect 3): coalescing keeps deletions and
+// TestDeleteNeverCoalesced: coalescing keeps deletions and
 // incarnation boundaries.
 func TestDeleteNeverCoalesced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -196,7 +196,7 @@ func TestDeleteNeverCoalesced(t *testing.T) {
 	})
 }
 
-// TestPendingKeepsDeletions (defect 3): states saved at shutdown keep the
+// TestPendingKeepsDeletions: states saved at shutdown keep the
 // deletion between two incarnations.
 func TestPendingKeepsDeletions(t *testing.T) {
 	dir := t.TempDir()

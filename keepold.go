@@ -8,7 +8,7 @@ import (
 // keepOld stores in the record the value of h's fields in the state h
 // has just handled (On.KeepOld), as a snapshot of the object cut down to
 // them; d.new is that state.
-func (b *Bus) keepOld(d *dispatch, h *handler) {
+func (b *Bus) keepOld(d *pass, h *handler) {
 	snap, err := encodeSnapshot(project(d.new, h.fields))
 	switch {
 	case err != nil:
@@ -36,7 +36,7 @@ func (b *Bus) keepOld(d *dispatch, h *handler) {
 }
 
 // keptOld returns the value h last handled as the record keeps it, or nil.
-func (d *dispatch) keptOld(h *handler) map[string]any {
+func (d *pass) keptOld(h *handler) map[string]any {
 	snap, ok := d.rec.olds[h.id]
 	if !ok {
 		return nil

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestWhenPanicIsRecovered (defect 5): a panicking On.When is the
+// TestWhenPanicIsRecovered: a panicking On.When is the
 // handler's error, under Dispatch and under Run, and the key stays usable.
 func TestWhenPanicIsRecovered(t *testing.T) {
 	b := newBus(t, nil)
@@ -59,7 +59,7 @@ func TestWhenPanicIsRecovered(t *testing.T) {
 	})
 }
 
-// TestResumeRetried (defect 6): a Resume handler that fails runs again as
+// TestResumeRetried: a Resume handler that fails runs again as
 // Resume until it succeeds.
 func TestResumeRetried(t *testing.T) {
 	ctx := t.Context()
@@ -88,7 +88,7 @@ func TestResumeRetried(t *testing.T) {
 	}
 }
 
-// TestShutdownBesideDispatch (defect 7): Run's shutdown waits for a
+// TestShutdownBesideDispatch: Run's shutdown waits for a
 // Dispatch in flight and saves what was observed meanwhile.
 func TestShutdownBesideDispatch(t *testing.T) {
 	dir := t.TempDir()
@@ -145,7 +145,7 @@ func TestShutdownBesideDispatch(t *testing.T) {
 	}
 }
 
-// TestShutdownAbandonsStuckHandler (defect 14): Run returns even when a
+// TestShutdownAbandonsStuckHandler: Run returns even when a
 // handler ignores its cancelled context; the state is handled next time.
 func TestShutdownAbandonsStuckHandler(t *testing.T) {
 	dir := t.TempDir()
@@ -186,7 +186,7 @@ func TestShutdownAbandonsStuckHandler(t *testing.T) {
 	})
 }
 
-// TestBadLevelIsHandlerError (defect 9): an out-of-range level is the
+// TestBadLevelIsHandlerError: an out-of-range level is the
 // handler's failure, named, and later saves still work.
 func TestBadLevelIsHandlerError(t *testing.T) {
 	b := newBus(t, nil)
@@ -209,7 +209,7 @@ func TestBadLevelIsHandlerError(t *testing.T) {
 	}
 }
 
-// TestCorruptRecordRecovers (defect 13): an observation that meets a
+// TestCorruptRecordRecovers: an observation that meets a
 // corrupt record is kept and handled once the record is repaired.
 func TestCorruptRecordRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -238,7 +238,7 @@ func TestCorruptRecordRecovers(t *testing.T) {
 	})
 }
 
-// TestBackoffPerHandler (defect 15): observations that do not change a
+// TestBackoffPerHandler: observations that do not change a
 // failing handler's value do not run it before its retry is due, and do
 // not disturb the other handlers.
 func TestBackoffPerHandler(t *testing.T) {
@@ -276,7 +276,7 @@ func TestBackoffPerHandler(t *testing.T) {
 	})
 }
 
-// TestNilDocumentRejected (defect 16): documents are checked at the door.
+// TestNilDocumentRejected: documents are checked at the door.
 func TestNilDocumentRejected(t *testing.T) {
 	b := newBus(t, nil)
 	var h recorder
@@ -298,7 +298,7 @@ func TestNilDocumentRejected(t *testing.T) {
 	must(t, b.DispatchDelete(ctx, podKey, nil)) // a deletion may not know the last state
 }
 
-// TestRemovedHandlerForgotten (defect 18): a handler no longer registered
+// TestRemovedHandlerForgotten: a handler no longer registered
 // loses its digest and slot at the next commit, and runs again when it
 // comes back.
 func TestRemovedHandlerForgotten(t *testing.T) {
@@ -333,7 +333,7 @@ func TestRemovedHandlerForgotten(t *testing.T) {
 	}
 }
 
-// TestRevisionRerunsOnce (defect 19): changing a handler's revision runs it
+// TestRevisionRerunsOnce: changing a handler's revision runs it
 // once more per object, and only once.
 func TestRevisionRerunsOnce(t *testing.T) {
 	ctx := t.Context()
@@ -358,7 +358,7 @@ func TestRevisionRerunsOnce(t *testing.T) {
 	}
 }
 
-// TestSelfContainingDocument (defect 12): a document that contains itself
+// TestSelfContainingDocument: a document that contains itself
 // is an error at the door, not a crash.
 func TestSelfContainingDocument(t *testing.T) {
 	b := newBus(t, nil)
@@ -379,7 +379,7 @@ func TestSelfContainingDocument(t *testing.T) {
 	}
 }
 
-// TestPendingRoundTrip (defect 11): a state saved as pending comes back
+// TestPendingRoundTrip: a state saved as pending comes back
 // exactly: Go types, integers beyond 2^53, any bytes in strings.
 func TestPendingRoundTrip(t *testing.T) {
 	dir := t.TempDir()

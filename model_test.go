@@ -28,7 +28,7 @@ var simListKeys = map[string]string{"containers": "name", "containerStatuses": "
 var simIgnore = []string{"metadata.labels"}
 
 // simMapWildcard registers handler sel, which reads spec.selector[*]: the
-// values of a map whose keys hold NUL and other odd bytes (defect 8). It
+// values of a map whose keys hold NUL and other odd bytes. It
 // was off while the engine ran a [*] subscription over a map only once
 // (touches took [*] for a list element only; see testdata/sim-findings.md).
 const simMapWildcard = true
@@ -356,7 +356,7 @@ func behaviourOf(id, key, v string) behaviour {
 		return behaviour{kind: bePermanent}
 	case r == 18 && id == "spec" && h/8192%4 == 0 && !simSkip["badlevel"]:
 		// Rare, so that the other rules get their turn: on the engine of
-		// this branch a bad level spoils every later save (defect 9).
+		// this branch a bad level spoils every later save.
 		return behaviour{kind: beBadLevel}
 	}
 	return behaviour{kind: beSucceed}

@@ -56,21 +56,6 @@ func ListIndex(i int) Segment { return Segment{Kind: SegIndex, Index: i} }
 // syntax. `[*]` matches every element of a list and every value of a map.
 type Path []Segment
 
-// PathError reports a field path that does not parse.
-type PathError struct {
-	Path   string // the input, as written
-	Offset int    // byte offset in Path where the problem was found
-	Err    error  // what was expected
-}
-
-// Error formats the error on one line.
-func (e *PathError) Error() string {
-	return fmt.Sprintf("opbus: field path %s: at offset %d: %v", e.Path, e.Offset, e.Err)
-}
-
-// Unwrap returns the underlying reason.
-func (e *PathError) Unwrap() error { return e.Err }
-
 // ParsePath parses a field path. The empty string is an error: the root path
 // is never written by users, only produced by [Compare] for a change of the
 // whole object.

@@ -9,8 +9,8 @@ import (
 // Under Run, the write of a pass can run beside the next pass of its key
 // (rule 22c): when a state of the key arrives while its record is being
 // written, its handlers run at once. At most one write of a key is under
-// way: a pass that ends while it is holds its write until it returns
-// (holdsWrite), later passes merge into that one (rule 22a), and the write
+// way: a pass that ends while it is queues its write behind the one under way until it returns
+// (queuesBehindWrite), later passes merge into that one (rule 22a), and the write
 // after carries the latest record and status. A value still counts as
 // handled only once its record is durable, and a key's writes stay in
 // order: a pass takes in the outcome of the write before it (join) before
@@ -19,11 +19,11 @@ import (
 // Dispatch see it busy, as during any pass; the state of a pass whose
 // write is owed or under way stays in Bus.flying for shutdown.
 
-// maxHeld bounds the passes of a key that hold their write while one is
+// maxQueued bounds the passes of a key that queue their write while one is
 // under way: more than maxMerged, since a write to a saturated API server
 // can take as long as eight of the key's states (a handler still runs at
 // most once more per value after a crash, whatever the number).
-const maxHeld = 64
+const maxQueued = 64
 
 // pipeAfter is the average write time from which Run's passes write beside
 // the next pass: below it, a write is cheaper than handing it over to a
@@ -34,13 +34,13 @@ const pipeAfter = 100 * time.Microsecond
 // needs of the pass so that it can run while the next pass changes the
 // key's record.
 type writeJob struct {
-	d        *dispatch
+	d        *pass
 	data     []byte         // the record to save; nil if it is saved already
 	cur      map[string]any // the object, for the sink
 	summary  Status
 	slots    Slots
 	put      bool          // the status goes to the sink
-	before   []statusSnap  // statuses of held passes, for the sink before this one's
+	before   []statusSnap  // statuses of queued passes, for the sink before this one's
 	done     chan struct{} // closed once a job run beside the next pass ends
 	finished bool          // it has returned; under Bus.mu
 
@@ -57,7 +57,7 @@ func (b *Bus) pipelines() bool {
 	return b.pipeAlways || b.writeCost.Load() >= int64(pipeAfter)
 }
 
-// statusSnap is a status that a pass holding its write (holdsWrite)
+// statusSnap is a status that a pass queued behind a write (queuesBehindWrite)
 // published: the sink gets it, in order, before the status of the write
 // that carries the pass's record, so that no level a handler reported is
 // skipped (Kubernetes Events count each change of level).
@@ -67,9 +67,9 @@ type statusSnap struct {
 	slots   Slots
 }
 
-// heldStatus notes the status of the held pass d, if it changed, for the
-// write that follows (at most maxHeld of them).
-func (b *Bus) heldStatus(l *lane, d *dispatch) {
+// noteQueuedStatus notes the status of the queued pass d, if it changed, for the
+// write that follows (at most maxQueued of them).
+func (b *Bus) noteQueuedStatus(l *lane, d *pass) {
 	if b.sink == nil || d.ks.sunk {
 		return
 	}
@@ -80,10 +80,10 @@ func (b *Bus) heldStatus(l *lane, d *dispatch) {
 }
 
 // prepareWrite notes the pass's status and returns the write its record
-// and status need, nil for none; before are the statuses of held passes
+// and status need, nil for none; before are the statuses of queued passes
 // not yet given to the sink. It marks the record saved and the status
 // sunk, as they will be unless the write fails (finishWrite).
-func (b *Bus) prepareWrite(ctx context.Context, d *dispatch, before []statusSnap) *writeJob {
+func (b *Bus) prepareWrite(ctx context.Context, d *pass, before []statusSnap) *writeJob {
 	w := &writeJob{}
 	if !b.fillWrite(ctx, d, before, w) {
 		return nil
@@ -94,7 +94,7 @@ func (b *Bus) prepareWrite(ctx context.Context, d *dispatch, before []statusSnap
 // fillWrite is prepareWrite into w (a write made at once need not be on
 // the heap: every pass of the memory store makes one); it reports whether
 // there is anything to write.
-func (b *Bus) fillWrite(ctx context.Context, d *dispatch, before []statusSnap, w *writeJob) bool {
+func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *writeJob) bool {
 	ks := d.ks
 	w.d = d
 	if d.dirty || !ks.saved {
@@ -134,7 +134,7 @@ func (w *writeJob) run(ctx context.Context, b *Bus) {
 		}
 		if err := b.sink.PutStatus(ctx, ks.key, s.cur, s.summary, s.slots); err != nil {
 			// This write's own status still goes, and is retried.
-			b.log.Error("opbus: publishing a status held beside a write", "key", ks.key.String(), "status", s.summary.String(), "err", err)
+			b.log.Error("opbus: publishing a status queued beside a write", "key", ks.key.String(), "status", s.summary.String(), "err", err)
 			break
 		}
 	}
@@ -189,7 +189,7 @@ func (b *Bus) finishWrite(w *writeJob) {
 }
 
 // writeFailed reports a failed write of the pass d and asks for a retry.
-func (b *Bus) writeFailed(d *dispatch, what string, err error) {
+func (b *Bus) writeFailed(d *pass, what string, err error) {
 	err = fmt.Errorf("opbus: %s of %v: %w", what, d.ks.key, err)
 	b.log.Error("opbus: "+what, "key", d.ks.key.String(), "err", err)
 	d.errs = append(d.errs, err)
@@ -221,20 +221,14 @@ func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
 
 // writeOut makes the write w and, if its key is parked on it (no lane
 // holds the key: see park), ends the key's hold itself: it takes in the
-// outcome, makes the write a parked pass held, and lets the key go.
+// outcome, makes the write that a queued pass of the parked key owes, and lets the key go.
 func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 	for w != nil {
 		ks := w.d.ks
-		b.mu.Lock()
-		for b.writing >= b.writers {
-			b.writeFree.Wait()
-		}
-		b.writing++
-		b.mu.Unlock()
+		b.takeWriteSlot()
 		w.run(ctx, b)
+		b.freeWriteSlot()
 		b.mu.Lock()
-		b.writing--
-		b.writeFree.Signal() // only passes and writes wait there, each for one slot
 		w.finished = true
 		p, mine := b.parked[ks]
 		mine = mine && p.w == w
@@ -252,7 +246,7 @@ func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 
 // unpark takes in the outcome of w, whose key was parked on it, on the
 // write's goroutine, which holds the key now. It returns the write that a
-// held pass owes, parked in turn, or lets the key go and returns nil.
+// queued pass owes, parked in turn, or lets the key go and returns nil.
 func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 	ks := w.d.ks
 	b.finishWrite(w)
@@ -262,7 +256,7 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 	}
 	b.mu.Unlock()
 	if p.owed && !b.dropped(ks) && ks.rec != nil {
-		d := &dispatch{b: b, ks: ks, rec: ks.rec}
+		d := &pass{b: b, ks: ks, rec: ks.rec}
 		next := b.prepareWrite(ctx, d, p.statuses)
 		b.mu.Lock()
 		if !d.due.IsZero() {
@@ -271,7 +265,7 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 		if next != nil {
 			next.done = make(chan struct{})
 			b.parked[ks] = parking{w: next}
-			b.schedule(ks)
+			b.markReady(ks)
 			b.mu.Unlock()
 			return next
 		}
@@ -303,16 +297,16 @@ func (b *Bus) join(ctx context.Context, ks *keyState) {
 	}
 }
 
-// holdsWrite reports whether the pass d, which holds lane l, holds its
+// queuesBehindWrite reports whether the pass d, which holds lane l, queues its
 // write until the write of the pass before, still under way beside it,
 // returns (rule 22c): the next state of the key can then run at once,
 // and the write after that one carries the latest record. The status a
-// held pass changed still reaches the sink, before that write's (see
-// statusSnap). Past maxHeld passes since that write began, a pass does
+// queued pass changed still reaches the sink, before that write's (see
+// statusSnap). Past maxQueued passes since that write began, a pass does
 // not: it waits for the write, in no handler slot, so that what is not
 // durable stays bounded.
-func (b *Bus) holdsWrite(l *lane, d *dispatch) bool {
-	if l == nil || !l.pipe || l.unwritten > maxHeld || l.w == nil || d.storeFail {
+func (b *Bus) queuesBehindWrite(l *lane, d *pass) bool {
+	if l == nil || !l.pipe || l.unwritten > maxQueued || l.w == nil || d.storeFail {
 		return false
 	}
 	b.mu.Lock()
@@ -322,13 +316,13 @@ func (b *Bus) holdsWrite(l *lane, d *dispatch) bool {
 
 // parking is a key that no lane holds while its write runs beside (rule
 // 22c): the write's goroutine lets it go when it returns, having made the
-// write that a held pass owes, unless a state of the key comes first and a
+// write that a queued pass owes, unless a state of the key comes first and a
 // lane takes the key over.
 type parking struct {
 	w        *writeJob
-	owed     bool         // a held pass's write is to follow w
+	owed     bool         // a queued pass's write is to follow w
 	passes   int          // lane.unwritten
-	statuses []statusSnap // the held passes' statuses for it (lane.statuses)
+	statuses []statusSnap // the queued passes' statuses for it (lane.statuses)
 }
 
 // Results of park.
@@ -339,10 +333,10 @@ const (
 )
 
 // park decides, after a pass of ks in lane l, what the lane does while
-// the pass's write, or the write it holds its own for, runs beside: run
+// the pass's write, or the write it queues its own behind, runs beside: run
 // the next state of ks at once if one may run, else leave ks parked on
 // the write and take other keys' work. A write already returned is taken
-// in, and what a held pass owes is written, beside in turn.
+// in, and what a queued pass owes is written, beside in turn.
 func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 	for l.w != nil {
 		b.mu.Lock()
@@ -362,7 +356,7 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 				b.parked = map[*keyState]parking{}
 			}
 			b.parked[ks] = parking{w: l.w, owed: l.owed, passes: l.unwritten, statuses: l.statuses}
-			b.schedule(ks) // a due retry, or the lane's maxTaken: another lane may take it over
+			b.markReady(ks) // a due retry, or the lane's maxTaken: another lane may take it over
 			b.mu.Unlock()
 			l.w, l.owed, l.statuses, l.flying = nil, false, nil, false // the write's goroutine forgets the flying state
 			return parkParked
@@ -379,7 +373,7 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 }
 
 // takeParked gives lane l the key ks parked on its write, for a state of
-// ks that may run now (see schedule); b.mu is held.
+// ks that may run now (see markReady); b.mu is held.
 func (b *Bus) takeParked(l *lane, ks *keyState) bool {
 	p, ok := b.parked[ks]
 	if !ok || l == nil {

@@ -240,7 +240,7 @@ func resume(t *testing.T, mem *MemoryStore, prepare func(b *Bus)) func(name stri
 }
 
 // With a key's write hanging, states queued at once run beside it, 8 of
-// them merged into the held write; the 9th cannot merge and must wait for
+// them merged into the queued write; the 9th cannot merge and must wait for
 // the write before its own, but it must not wait in a handler slot: with
 // one worker, another key's handler still runs (rule 22c: the key is held
 // by its write, not by one of Run's goroutines).
@@ -334,7 +334,7 @@ func TestAttack22cDeletionBesideHangingWriteFreesWorker(t *testing.T) {
 
 // States that arrive one at a time while a write hangs each take the
 // parked key over and hold their write; rule 22c says further passes merge
-// into the held write, up to maxHeld passes a write. maxHeld+6 states, each
+// into the queued write, up to maxQueued passes a write. maxQueued+6 states, each
 // observed once the pass before has ended, beside one hanging write: they
 // may run beside it or (past the bound) wait for it, but once it returns
 // they must need more than one write after it.
@@ -354,7 +354,7 @@ func TestAttack22cHeldPassesBounded(t *testing.T) {
 
 	must(t, b.Observe(ctx, keyNamed("a"), doc("a", "v1")))
 	store.waitStarted(t, "a")
-	const n = maxHeld + 6
+	const n = maxQueued + 6
 	beside := 1
 	for i := 2; i <= n; i++ {
 		must(t, b.Observe(ctx, keyNamed("a"), doc("a", fmt.Sprint("v", i))))
@@ -372,8 +372,8 @@ func TestAttack22cHeldPassesBounded(t *testing.T) {
 	}
 	equal(t, want, runs("a"))
 	// v1's write, then the 19 passes after it in writes of at most 8.
-	if got, least := store.savesOf("a"), 1+(n-1+maxHeld-1)/maxHeld; got < least {
-		t.Errorf("%d passes after one hanging write (%d of them beside it): %d writes, want at least %d (at most %d passes a write)", n-1, beside-1, got, least, maxHeld)
+	if got, least := store.savesOf("a"), 1+(n-1+maxQueued-1)/maxQueued; got < least {
+		t.Errorf("%d passes after one hanging write (%d of them beside it): %d writes, want at least %d (at most %d passes a write)", n-1, beside-1, got, least, maxQueued)
 	}
 	must(t, stop())
 	noRerun(t, store.MemoryStore, map[string]string{"a": fmt.Sprint("v", n)})

@@ -127,13 +127,15 @@ func (b *Bus) keyState(key Key) *keyState {
 	return ks
 }
 
-// heldHead reports whether the next queued state of ks is one a waiting
+// awaitedHead reports whether the next queued state of ks is one a waiting
 // Dispatch call handles itself, not a lane; b.mu is held.
-func (ks *keyState) heldHead() bool { return len(ks.queue) > 0 && ks.queue[0].awaited }
+func (ks *keyState) awaitedHead() bool { return len(ks.queue) > 0 && ks.queue[0].awaited }
 
-// heldFor reports whether the next queued state of ks is one that a
+// awaitedByOther reports whether the next queued state of ks is one that a
 // Dispatch call other than the one of state own handles; b.mu is held.
-func (ks *keyState) heldFor(own uint64) bool { return ks.heldHead() && ks.queue[0].seq != own }
+func (ks *keyState) awaitedByOther(own uint64) bool {
+	return ks.awaitedHead() && ks.queue[0].seq != own
+}
 
 // disown leaves the state seq, if still queued in ks, to whoever takes the
 // queue next: its Dispatch call returns without handling it; b.mu is held.
@@ -240,7 +242,7 @@ func (b *Bus) push(ks *keyState, o observation) {
 	if b.observer != nil {
 		b.observer.Observed(ks.key, b.queued)
 	}
-	b.schedule(ks)
+	b.markReady(ks)
 }
 
 // observed notes o as the latest state observed of ks, the base of the
@@ -292,9 +294,9 @@ func (b *Bus) coalesce(ks *keyState, o *observation) {
 // an observed deletion: never without incarnation IDs.
 func (b *Bus) bounds(x, y observation) bool { return b.incarnation != nil && x.inc != y.inc }
 
-// schedule puts ks on the ready list if it has work and is not busy or
+// markReady puts ks on the ready list if it has work and is not busy or
 // listed, and keeps the idle channel; b.mu is held.
-func (b *Bus) schedule(ks *keyState) {
+func (b *Bus) markReady(ks *keyState) {
 	if ks.hasWork() && !ks.queuedNow && (!ks.busy || b.isParked(ks)) {
 		ks.queuedNow = true
 		b.ready = append(b.ready, ks)
@@ -302,7 +304,7 @@ func (b *Bus) schedule(ks *keyState) {
 			close(b.readied) // a Wait without Run dispatches it
 			b.readied = nil
 		}
-		b.wake.Signal() // Wait, when Run has not started
+		b.notify() // a Dispatch call waiting for the head of the queue to change
 		b.offerWork()
 	}
 	b.countPending()
@@ -322,6 +324,9 @@ func (b *Bus) isParked(ks *keyState) bool {
 // wakes Wait when none is left; b.mu is held.
 func (b *Bus) countPending() {
 	b.pending = len(b.ready) + len(b.busy)
+	if b.resumed == resumeListing {
+		b.pending++ // the store's pending states are being looked for (wakeup.go)
+	}
 	if b.pending == 0 && b.idle != nil {
 		close(b.idle)
 		b.idle = nil
@@ -343,7 +348,7 @@ func (b *Bus) take(ks *keyState, force bool, own uint64) (observation, bool) {
 		return observation{retry: true}, true
 	}
 	if len(ks.queue) > 0 && (!ks.blocked || force) {
-		if ks.heldFor(own) {
+		if ks.awaitedByOther(own) {
 			return observation{}, false // its Dispatch call takes it (rule 5)
 		}
 		o := ks.queue[0]
@@ -410,7 +415,7 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 			return
 		}
 		ks.retryDue = true
-		b.schedule(ks)
+		b.markReady(ks)
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,26 +18,6 @@ import (
 // and reads versions 1 to 3; a record of another version is reported,
 // never rewritten.
 const recordVersion = 3
-
-// ErrCorruptRecord marks a stored record that cannot be read: it does not
-// decode, or has a version this package does not know. The key's handlers do
-// not run until the record is repaired or deleted, since overwriting it
-// would lose what it holds.
-var ErrCorruptRecord = errors.New("opbus: corrupt record")
-
-// RecordError reports a stored record that cannot be read.
-type RecordError struct {
-	Key Key
-	Err error
-}
-
-// Error formats the error on one line.
-func (e *RecordError) Error() string {
-	return fmt.Sprintf("opbus: stored record of %v: %v", e.Key, e.Err)
-}
-
-// Unwrap returns the cause and [ErrCorruptRecord].
-func (e *RecordError) Unwrap() []error { return []error{e.Err, ErrCorruptRecord} }
 
 // record is what the bus keeps per incarnation of an object, in memory and
 // in the Store.

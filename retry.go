@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// ErrPermanent marks an error that retrying will not fix: the handler runs
-// again only when its subscribed value changes. Test with errors.Is.
-var ErrPermanent = errors.New("opbus: permanent failure")
-
 type permanentError struct{ err error }
 
 func (e *permanentError) Error() string { return e.err.Error() }
@@ -57,16 +53,6 @@ func retryDelay(err error) (time.Duration, bool) {
 	}
 	return 0, false
 }
-
-// PanicError is a handler panic recovered by the bus, with the stack of the
-// panicking goroutine.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-// Error formats the error on one line.
-func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Backoff spaces out the retries of a failing handler: the n-th retry waits
 // Initial·Factorⁿ⁻¹, capped at Max, scaled by a random factor in

@@ -14,15 +14,6 @@ import (
 // abandoned: its state is saved as pending instead.
 var errAbandoned = errors.New("opbus: pass abandoned at shutdown")
 
-// ErrHalt, as the cause of Run's cancelled context (see
-// [context.WithCancelCause]), stops the bus at once instead of draining
-// it: running handlers' context is cancelled with that cause straight
-// away, and from then on the bus writes nothing — no record, no status,
-// no pending state. It is for a process that has lost its authority over
-// the objects, such as a Kubernetes replica that lost its Lease: whoever
-// takes over observes the objects afresh.
-var ErrHalt = errors.New("opbus: halted")
-
 // abandonAfter is how long Run waits for handlers to return once it has
 // cancelled their context, before it abandons them.
 const abandonAfter = time.Second
@@ -46,9 +37,8 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.frozen = true
 	b.armRetries()
 	b.armSchedules() // timer.go
+	b.resume(ctx)    // counted as pending while it lists (wakeup.go)
 	b.mu.Unlock()
-
-	b.resumePending(ctx)
 
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
@@ -68,7 +58,7 @@ func (b *Bus) Run(ctx context.Context) error {
 		return nil
 	}
 	b.mu.Lock()
-	b.stopping = true
+	b.stop()
 	for _, ks := range b.keys {
 		if ks.x != nil {
 			ks.x.stopTick() // a schedule is no work to save (timer.go)
@@ -78,8 +68,6 @@ func (b *Bus) Run(ctx context.Context) error {
 			ks.retryDue = true // saved as pending
 		}
 	}
-	b.wake.Broadcast()
-	b.workable.Broadcast()
 	b.mu.Unlock()
 
 	drained := b.drained(&wg)
@@ -134,7 +122,7 @@ func (b *Bus) work(ctx context.Context, l *lane) {
 	for {
 		b.mu.Lock()
 		for (len(b.ready) == 0 || b.handling >= b.workers) && !b.stopping {
-			b.workable.Wait()
+			b.waitWork()
 		}
 		if b.stopping {
 			b.mu.Unlock()
@@ -259,10 +247,10 @@ func (b *Bus) release(ks *keyState) {
 		delete(b.keys, ks.key)
 		b.remember(ks.key, ks.endedInc())
 	} else {
-		b.schedule(ks)
+		b.markReady(ks)
 	}
 	b.countPending()
-	b.wake.Broadcast()
+	b.notify()
 }
 
 // maxEnded bounds the deleted keys remembered so that a repeated deletion
@@ -278,143 +266,6 @@ func (b *Bus) remember(key Key, inc string) {
 		}
 	}
 	b.ended[key] = inc
-}
-
-// Dispatch handles obj as the latest state of key synchronously, on the
-// calling goroutine, after any states of key observed before it, and
-// returns the errors of its own pass: its handlers' errors joined (nil when
-// all succeeded) and any error storing the record or publishing the status.
-// Without Run, failed handlers are not retried by the bus: the caller
-// decides, as a Juju hook does by failing the hook; the next Dispatch of
-// key runs them again whatever their backoff. With Run, the bus retries
-// them as for an observed state. ctx is passed to the handlers. After Run
-// has begun to stop, Dispatch returns [ErrClosed] and handles nothing; a
-// call that was waiting for its busy key then returns an error wrapping
-// ErrClosed, its state (queued when the call was made, before any state
-// observed while it waited) saved as pending.
-func (b *Bus) Dispatch(ctx context.Context, key Key, obj map[string]any) error {
-	return b.dispatchNow(ctx, key, observation{new: obj})
-}
-
-// DispatchDelete is Dispatch for the deletion of key.
-func (b *Bus) DispatchDelete(ctx context.Context, key Key, last map[string]any) error {
-	return b.dispatchNow(ctx, key, observation{new: last, deleted: true})
-}
-
-func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
-	if err := b.admit(ctx, key, &o); err != nil {
-		return err
-	}
-	to, err := b.relatedTo(key, &o)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	if err := b.freeze(); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	if b.stopping {
-		b.mu.Unlock()
-		return ErrClosed
-	}
-	ks := b.keyState(key)
-	// Only this call takes its state, and the state is never coalesced
-	// away: the call returns its pass's errors. Marked also when it needs no
-	// queue, since its pass may put it back in the queue behind states that
-	// go first (pending ones, or the deletion of a replaced incarnation).
-	o.awaited = true
-	var first *observation
-	if !ks.busy && len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
-		// With nothing queued before it, the state needs no queue.
-		b.seq++
-		o.seq = b.seq
-		ks.observed(&o)
-		first = &o
-	} else {
-		// Queued now, even while the key is busy, so that a state observed
-		// while this call waits goes after it (rule 5). Queued, it also
-		// keeps ks in b.keys.
-		b.push(ks, o)
-	}
-	mine := b.seq
-	b.relay(key, o, to)
-	if err := b.hold(ks, mine); err != nil {
-		b.mu.Unlock()
-		return err
-	}
-	b.mu.Unlock()
-
-	for {
-		got, ok, perr := b.step(ctx, ks, true, first, mine)
-		first = nil
-		if !ok {
-			b.mu.Lock()
-			if ks.heldFor(mine) {
-				// Another waiting call's state is next, older than this
-				// one: leave the key to it, and wait.
-				b.release(ks)
-				err = b.hold(ks, mine)
-				b.mu.Unlock()
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			b.mu.Unlock()
-			err = fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", key)
-			break
-		}
-		if got.seq == mine {
-			err = perr
-			break
-		}
-		if ks.rec == nil && perr != nil {
-			err = perr // the record cannot be loaded: the state stays queued
-			break
-		}
-		if ks.deleting {
-			err = fmt.Errorf("opbus: dispatch of %v: the deletion of its previous incarnation is not finished; the state waits behind it: %w", key, perr)
-			break
-		}
-		if b.isStopping() {
-			// The state stays queued: Run saves it as pending.
-			err = fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", key, ErrClosed)
-			break
-		}
-	}
-	b.mu.Lock()
-	ks.disown(mine) // left queued: the next pass of the key takes it
-	b.release(ks)
-	b.mu.Unlock()
-	return err
-}
-
-// hold waits until no one else dispatches ks and no other Dispatch
-// call's state is next, then makes the call whose state is seq the holder
-// of ks; b.mu is held. Run leaves an awaited key to the call. If the bus
-// begins to stop meanwhile, the state stays queued, to be saved as
-// pending, and hold returns an error wrapping [ErrClosed].
-func (b *Bus) hold(ks *keyState, seq uint64) error {
-	for {
-		if b.stopping {
-			ks.disown(seq)
-			return fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", ks.key, ErrClosed)
-		}
-		if !ks.busy && !ks.heldFor(seq) {
-			break
-		}
-		if b.awaiting == nil {
-			b.awaiting = map[*keyState]int{}
-		}
-		b.awaiting[ks]++
-		b.wake.Wait()
-		if b.awaiting[ks]--; b.awaiting[ks] == 0 {
-			delete(b.awaiting, ks)
-		}
-	}
-	b.acquire(ks)
-	return nil
 }
 
 // resumePending schedules the keys whose records hold states an earlier
@@ -443,7 +294,7 @@ func (b *Bus) resumePending(ctx context.Context) {
 			// record, pending states included, at its first pass.
 			ks := b.keyState(key)
 			ks.retryDue = true
-			b.schedule(ks)
+			b.markReady(ks)
 		}
 		b.mu.Unlock()
 	}

@@ -24,7 +24,7 @@ const (
 
 	// simWhenPanicsUnderRun lets the gated handler's On.When panic in the
 	// passes of Run's workers. On the engine of this branch such a panic
-	// is not recovered and kills the test process (defect 5), so until
+	// is not recovered and kills the test process, so until
 	// the engine recovers it the filter panics only inside Dispatch, on
 	// the harness's goroutine, where the harness catches what escapes.
 	simWhenPanicsUnderRun = true

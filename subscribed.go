@@ -102,7 +102,7 @@ func isPrefix(p, r Path) bool {
 // added, removed or changed type). Whatever handlers do with the diff
 // (touches, relevant) looks only at changes at, below or above their
 // fields, and those all lie at or below a root, so it finds the same.
-func (d *dispatch) subscribed() Diff {
+func (d *pass) subscribed() Diff {
 	if d.diffd || d.old == nil {
 		return d.changes()
 	}

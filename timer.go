@@ -115,12 +115,12 @@ func (ev *Event) Again(d time.Duration) {
 }
 
 // scheduleOf returns h's schedule on the record, or nil.
-func (d *dispatch) scheduleOf(h *handler) *schedule {
+func (d *pass) scheduleOf(h *handler) *schedule {
 	return d.rec.schedOf(h.id)
 }
 
 // isDue reports whether h's schedule s is due in this pass.
-func (d *dispatch) isDue(h *handler, s *schedule) bool {
+func (d *pass) isDue(h *handler, s *schedule) bool {
 	if d.b.due != nil {
 		return d.b.due(d.ks.key, h.id, s.every != h.every)
 	}
@@ -134,7 +134,7 @@ func (d *dispatch) isDue(h *handler, s *schedule) bool {
 // handled, and reports whether it took care of h in this pass (ran it, or
 // found it waiting for the retry of a failed due run). A changed value is
 // left to the usual path: that run is the due one too.
-func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced bool) bool {
+func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) bool {
 	s := d.scheduleOf(h)
 	if s == nil {
 		return false
@@ -183,7 +183,7 @@ func (b *Bus) runDue(ctx context.Context, d *dispatch, h *handler, coalesced boo
 // than a tenth of the period after a due run that began late (such as the
 // run that collapses missed due times at a restart). Neither writes the
 // record: only a new schedule or a new period does.
-func (d *dispatch) scheduled(h *handler, again time.Duration, start time.Time) {
+func (d *pass) scheduled(h *handler, again time.Duration, start time.Time) {
 	every := h.every
 	if again > 0 {
 		every = max(again.Truncate(time.Millisecond), time.Millisecond) // as stored
@@ -220,7 +220,7 @@ func (d *dispatch) scheduled(h *handler, again time.Duration, start time.Time) {
 // startSchedules starts the schedule of each periodic handler of the key
 // that has none yet and did not run in this pass (its value was handled
 // before it became periodic, or it takes no Create): from now.
-func (b *Bus) startSchedules(d *dispatch) {
+func (b *Bus) startSchedules(d *pass) {
 	if !b.periodic || d.ks.deleting || d.rec == nil {
 		return
 	}
@@ -289,7 +289,7 @@ func (b *Bus) armTickAt(ks *keyState, at time.Time) {
 		}
 		x.tick = nil
 		ks.retryDue = true // a pass over the current state, as a retry
-		b.schedule(ks)
+		b.markReady(ks)
 	})
 }
 

@@ -390,22 +390,6 @@ func validate(v any, at Path) error {
 	return nil
 }
 
-// ValueError reports a value that is not JSON-like.
-type ValueError struct {
-	Path   Path // where the value is; the root path for the whole value
-	Value  any
-	Reason string
-}
-
-// Error formats the error on one line.
-func (e *ValueError) Error() string {
-	where := e.Path.String()
-	if where == "" {
-		where = "(root)"
-	}
-	return fmt.Sprintf("opbus: value at %s: %s", where, e.Reason)
-}
-
 func clonePath(p Path) Path {
 	if len(p) == 0 {
 		return nil

@@ -248,7 +248,7 @@ func (b *Bus) relatedAside(ks *keyState, o observation) bool {
 // the view under RelatedField (Old too, with the same view). The diff of
 // the pass is then the object's own changes and those of the related
 // objects, and handlers reading related fields compute their digest.
-func (b *Bus) withRelated(d *dispatch, o *observation) {
+func (b *Bus) withRelated(d *pass, o *observation) {
 	if b.rel == nil {
 		return
 	}
@@ -307,7 +307,7 @@ func (b *Bus) readsRelated(kind string) bool {
 // digestFor returns the digest of h's value in the pass d: of the fields
 // of the object, as digestOf computes it, and for a handler that reads
 // related objects, of those too, from the view's sums.
-func (b *Bus) digestFor(d *dispatch, h *handler) (digest, error) {
+func (b *Bus) digestFor(d *pass, h *handler) (digest, error) {
 	if len(h.rel) == 0 {
 		return digestWrites(b.cmpOf(h, d.ks.key.Kind), d.new, h.fields, h.rev, h.writes)
 	}

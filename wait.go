@@ -10,10 +10,16 @@ import (
 // ends. Retries scheduled for later do not count: see [Bus.Settle]. While
 // [Bus.Run] has not started, Wait dispatches the queued states itself, in
 // the calling goroutine, so that a program or test can Observe and Wait
-// without Run; after Run has stopped, queued states are an error.
+// without Run; after Run has stopped, queued states are an error. The
+// states an earlier run left pending in the store count as queued: Run
+// looks for them as it starts (a Wait made meanwhile waits for them) and,
+// before Run, the first Wait does.
 func (b *Bus) Wait(ctx context.Context) error {
 	for {
 		b.mu.Lock()
+		if !b.running && !b.closed {
+			b.resume(ctx) // the states an earlier run left pending are queued states too
+		}
 		for !b.running && !b.closed && len(b.ready) > 0 {
 			b.mu.Unlock()
 			b.workOne(ctx, nil)
@@ -104,7 +110,7 @@ func (b *Bus) unsettled() (busy bool, next time.Time) {
 		case due.IsZero():
 		case !due.After(time.Now()):
 			ks.retryDue = true
-			b.schedule(ks)
+			b.markReady(ks)
 			busy = true
 		case next.IsZero() || due.Before(next):
 			next = due

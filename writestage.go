@@ -16,17 +16,17 @@ type lane struct {
 	writing  bool      // holds a write slot
 	// merge lets this pass leave its write to the next pass of its key,
 	// which is queued (rule 22a); deferred says it did; owed that a
-	// write is still to be made (merged, or held beside the write under
+	// write is still to be made (merged, or queued behind the write under
 	// way, rule 22c).
 	merge, deferred, owed bool
 	// unwritten counts the passes since the last write began (maxMerged,
-	// maxHeld), taken the passes since the lane took the key (maxTaken).
+	// maxQueued), taken the passes since the lane took the key (maxTaken).
 	unwritten, taken int
 	// pipe lets this pass write beside the next pass of its key; w is
 	// such a write under way (pipeline.go).
 	pipe bool
 	w    *writeJob
-	// statuses are those of the passes that held their write since it
+	// statuses are those of the passes that queued their write since it
 	// began, for the sink (statusSnap).
 	statuses []statusSnap
 	// flying says that Bus.flying keeps the state of the key's last pass
@@ -73,12 +73,9 @@ func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 	}
 	b.mu.Lock()
 	b.freeHandler(l)
-	for b.writing >= b.writers {
-		b.writeFree.Wait()
-	}
-	b.writing++
-	l.writing = true
 	b.mu.Unlock()
+	b.takeWriteSlot()
+	l.writing = true
 }
 
 // freeHandler gives back the handler slot l holds, if it does; b.mu is
@@ -96,25 +93,14 @@ func (b *Bus) leave(l *lane) {
 	b.freeHandler(l)
 	if l.writing {
 		l.writing = false
-		b.writing--
-		b.writeFree.Signal() // only passes and writes wait there, each for one slot
-	}
-}
-
-// offerWork wakes one idle goroutine of Run if a key is ready and a handler
-// slot free. Only idle goroutines wait on b.workable, each for exactly that,
-// and one that takes a key offers again, so one signal per chance is
-// enough; a broadcast would wake all Workers+Writers of them. b.mu is held.
-func (b *Bus) offerWork() {
-	if len(b.ready) > 0 && b.handling < b.workers {
-		b.workable.Signal()
+		b.freeWriteSlot()
 	}
 }
 
 // mergesWrite reports whether the pass d, which holds lane l, leaves its
 // write to the next pass of its key: one is queued and may be taken now,
 // and the bus is not stopping.
-func (b *Bus) mergesWrite(l *lane, d *dispatch) bool {
+func (b *Bus) mergesWrite(l *lane, d *pass) bool {
 	if l == nil || !l.merge || d.storeFail {
 		return false
 	}
@@ -126,7 +112,7 @@ func (b *Bus) mergesWrite(l *lane, d *dispatch) bool {
 // runnable reports whether a queued state of ks may be dispatched now by
 // a lane; b.mu is held.
 func (b *Bus) runnable(ks *keyState) bool {
-	return len(ks.queue) > 0 && !ks.blocked && !ks.retryDue && !ks.heldHead()
+	return len(ks.queue) > 0 && !ks.blocked && !ks.retryDue && !ks.awaitedHead()
 }
 
 // flush writes what the passes of ks left to a next pass that did not come
@@ -135,7 +121,7 @@ func (b *Bus) flush(ctx context.Context, ks *keyState) {
 	if ks.rec == nil {
 		return
 	}
-	d := &dispatch{b: b, ks: ks, rec: ks.rec}
+	d := &pass{b: b, ks: ks, rec: ks.rec}
 	b.commit(ctx, d, false)
 	b.mu.Lock()
 	if !d.due.IsZero() {

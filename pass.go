@@ -1,0 +1,751 @@
+package opbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// pass is one pass of an observed state through the handlers of its key.
+type pass struct {
+	b     *Bus
+	ks    *keyState
+	rec   *record
+	old   map[string]any // the state before, nil if unknown
+	new   map[string]any
+	diff  Diff // old → new, computed on first use
+	diffd bool
+	// scoped: the changes within the subscribed subtrees, computed on
+	// first use (subscribed.go); scopedd tells it is.
+	scoped  Diff
+	scopedd bool
+	all     Diff   // nil → new: the whole object as one change, for creates
+	id      string // correlation ID, made when a handler first runs
+	force   bool   // run failing handlers whatever their backoff (Dispatch)
+	dirty   bool   // rec changed
+	errs    []error
+	due     time.Time // earliest retry due; zero for none
+	view    *relView  // the view of related objects new holds (view.go); nil for none
+	now     time.Time // when schedules were first checked in this pass (timer.go)
+	tick    bool      // the handler being run is due to its schedule (timer.go)
+	// storeFail: a save or publish of this pass failed (counted once).
+	storeFail bool
+}
+
+func (d *pass) setValue(name, value string) {
+	if d.rec.values[name] == value {
+		return
+	}
+	if value == "" {
+		delete(d.rec.values, name)
+	} else {
+		if d.rec.values == nil {
+			d.rec.values = map[string]string{}
+		}
+		d.rec.values[name] = value
+	}
+	d.dirty = true
+}
+
+func (d *pass) setSlot(id string, s Status) error {
+	d.b.mu.Lock()
+	owner := d.b.owners[id]
+	d.b.mu.Unlock()
+	switch owner {
+	case "slot":
+	case "":
+		return fmt.Errorf("opbus: SetSlot(%q): no such slot is registered: call Bus.AddSlot(%q) before Run (fsm.Machine.Register does it for a state machine)", id, id)
+	default:
+		return fmt.Errorf("opbus: SetSlot(%q): the slot is a %s's own, set by what it returns", id, owner)
+	}
+	if err := s.check(); err != nil {
+		return fmt.Errorf("opbus: SetSlot(%q): %w", id, err)
+	}
+	d.putSlot(id, s)
+	return nil
+}
+
+func (d *pass) putSlot(id string, s Status) {
+	if cur, ok := d.rec.slots.get(id); ok == !s.IsZero() && cur == s {
+		return
+	}
+	if d.rec.slots == nil {
+		d.rec.slots = Slots{}
+	}
+	d.rec.slots.Set(id, s)
+	d.dirty = true
+}
+
+// retryAt notes that a retry is due at t.
+func (d *pass) retryAt(t time.Time) {
+	if d.due.IsZero() || t.Before(d.due) {
+		d.due = t
+	}
+}
+
+func (d *pass) changes() Diff {
+	if !d.diffd {
+		d.diffd = true
+		if d.old != nil {
+			d.diff = d.b.cmpFor(d.ks.key.Kind).Compare(d.old, d.new)
+		}
+	}
+	return d.diff
+}
+
+func (d *pass) correlation() string {
+	if d.id == "" {
+		d.id = uuid.NewString()
+	}
+	return d.id
+}
+
+// step takes the next observation of ks, which the caller holds busy (or
+// given, one that needs no queue), and dispatches it. It returns the
+// observation it took (ok false if there was none) and the errors of its
+// pass. force is Dispatch's: take the queue even while it waits for a
+// retry, and run failing handlers whatever their backoff; own is its
+// state's seq (0 for a lane; see take).
+func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observation, own uint64) (o observation, ok bool, err error) {
+	b.mu.Lock()
+	if given != nil {
+		o, ok = *given, true
+	} else {
+		o, ok = b.take(ks, force, own)
+	}
+	if ok {
+		fl := o
+		if o.retry && (ks.cur != nil || ks.deleting) {
+			// What shutdown keeps if this pass is abandoned: the state
+			// retried (the caller owns ks, so it may read it here).
+			fl = observation{new: ks.cur, deleted: ks.deleting}
+		}
+		b.flying[ks] = fl
+	}
+	b.mu.Unlock()
+	if !ok {
+		return o, false, nil
+	}
+	err = b.loadAndProcess(ctx, ks, &o, force)
+	b.mu.Lock()
+	if l := laneOf(ctx, ks); l == nil || (l.w == nil && !l.owed) {
+		delete(b.flying, ks)
+	} else {
+		// While its write is owed or runs beside, the state stays in
+		// flight for shutdown (rule 16): it is handled only once that
+		// write returns (passes forgets it then).
+		l.flying = true
+	}
+	b.mu.Unlock()
+	return o, true, err
+}
+
+// loadAndProcess loads the record of ks if needed and dispatches o, or the pending
+// states of the record, which go before it.
+func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation, force bool) error {
+	o := *op
+	if b.relatedAside(ks, o) {
+		return nil
+	}
+	if ks.rec == nil && !b.runsOn(ks.key.Kind) {
+		ks.rec, ks.saved = newRecord(len(b.handlers)), true // nothing to read: rule 34a
+	}
+	if ks.rec == nil {
+		if err := b.load(ctx, ks); err != nil {
+			b.mu.Lock()
+			x := ks.extraLocked()
+			x.loadFails++
+			b.unshift(ks, o)
+			ks.blocked = true
+			b.retryAt(ks, time.Now().Add(b.backoff.delay(x.loadFails)))
+			b.mu.Unlock()
+			return err
+		}
+		if ks.x != nil {
+			ks.x.loadFails = 0
+		}
+		if p := ks.rec.states(); len(p) > 0 {
+			// States an earlier run left pending are older than any
+			// observed since: they go first.
+			ks.rec.pending = nil
+			ks.saved = false
+			os := make([]observation, 0, len(p)+1)
+			for _, s := range p {
+				if s.Object == nil && !s.Deleted {
+					continue // nothing to handle (written by an older build)
+				}
+				inc, _ := b.incarnationOf(s.Object)
+				os = append(os, observation{new: s.Object, deleted: s.Deleted, inc: inc})
+			}
+			b.log.Info("opbus: resuming states left pending by an earlier run", "key", ks.key.String(), "states", len(p))
+			b.mu.Lock()
+			b.unshift(ks, append(os, o)...)
+			o, _ = b.take(ks, true, o.seq) // a pending state, or o itself
+			b.flying[ks] = o
+			ks.taken = true
+			b.mu.Unlock()
+		}
+	}
+	err := b.process(ctx, ks, &o, force)
+	*op = o
+	return err
+}
+
+// process dispatches one observation of ks, whose record is loaded. The
+// incarnation rules may replace *o with the deletion that must go first
+// (putting *o back at the head of the queue).
+func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force bool) error {
+	b.stats.dispatched.Add(1)
+	if o.retry && ks.cur == nil && !ks.deleting {
+		return nil // a retry of a record load: the queue goes on
+	}
+	if !o.retry && !b.incarnate(ks, o) {
+		return nil
+	}
+	d := &pass{b: b, ks: ks, rec: ks.rec, force: force}
+	switch {
+	case o.retry, o.relOnly():
+		d.old, d.new = ks.cur, ks.cur
+	case o.hasOld:
+		d.old, d.new = o.old, o.new
+	default:
+		d.old, d.new = ks.cur, o.new
+		if p := o.pre; p != nil && d.old != nil && sameMap(p.base, d.old) && p.cmp == b.cmpFor(ks.key.Kind) {
+			d.scoped, d.scopedd = p.diff, true // what Observe found (precompare.go)
+		}
+	}
+	if o.deleted && o.new == nil {
+		d.new = ks.cur
+	}
+	if !ks.seen && !o.hasOld && !o.deleted && ks.rec.hasAny() {
+		owed := make([]bool, len(b.handlers))
+		for _, h := range b.handlers {
+			owed[h.idx] = h.wants(Resume)
+		}
+		b.extra(ks).resumeOwed = owed
+	}
+	ks.seen = true
+
+	finished := false
+	if o.deleted || (o.retry && ks.deleting) {
+		ks.deleting, ks.live = true, false
+		ks.cur = d.new
+		finished = b.runDelete(ctx, d)
+	} else {
+		ks.cur = d.new
+		b.withRelated(d, o)
+		b.runHandlers(ctx, d, o.coalesced)
+		b.startSchedules(d)
+		if b.runsOn(ks.key.Kind) {
+			b.runCollectors(ctx, d)
+		}
+	}
+	b.commit(ctx, d, finished)
+	if b.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {
+		b.armTick(ks, d.now) // schedules (timer.go)
+	}
+
+	b.mu.Lock()
+	ks.blocked = ks.deleting
+	if !d.due.IsZero() {
+		b.retryAt(ks, d.due)
+	}
+	b.mu.Unlock()
+	return errors.Join(d.errs...)
+}
+
+// incarnate applies the incarnation rules to an observation of ks before
+// it is dispatched: a deletion of an incarnation already deleted is
+// dropped (false); a state of another incarnation than the live one first
+// deletes the live one; the first state of an incarnation starts it, with
+// a record of its own.
+func (b *Bus) incarnate(ks *keyState, o *observation) bool {
+	if o.deleted {
+		if (o.inc != "" && o.inc == ks.endedInc()) || (!ks.live && ks.ended && o.inc == "") {
+			b.log.Debug("opbus: deletion of an incarnation already deleted", "key", ks.key.String())
+			return false
+		}
+		if !ks.live && ks.rec.inc != "" && o.inc != "" && ks.rec.inc != o.inc {
+			// The record is of another incarnation: this one was never
+			// handled here, or its deletion is finished (a stale repeat).
+			b.log.Debug("opbus: deletion of an incarnation this record is not of", "key", ks.key.String(), "stored", ks.rec.inc, "deleted", o.inc)
+			return false
+		}
+		if ks.rec.inc == "" && o.inc != "" {
+			ks.rec.inc = o.inc // so that a repeat of this deletion is known
+		}
+		return true
+	}
+	if ks.live && ks.rec.inc != "" && o.inc != "" && o.inc != ks.rec.inc {
+		// A new incarnation without an observed deletion (a watch that
+		// missed it): delete the live one first, with its last state.
+		b.mu.Lock()
+		b.unshift(ks, *o)
+		*o = observation{deleted: true, inc: ks.rec.inc, new: ks.cur}
+		b.flying[ks] = *o // what shutdown must keep if this pass is abandoned
+		b.mu.Unlock()
+		return true
+	}
+	if !ks.live {
+		if ks.rec.inc != "" && o.inc != "" && ks.rec.inc != o.inc {
+			b.restart(ks, o.inc)
+		}
+		if ks.rec.inc == "" && o.inc != "" {
+			ks.rec.inc = o.inc
+			ks.saved = false
+		}
+		ks.live, ks.ended = true, false
+	}
+	return true
+}
+
+// restart sets aside a stored record of another incarnation than inc.
+func (b *Bus) restart(ks *keyState, inc string) {
+	b.log.Warn("opbus: stored record is of another incarnation; starting afresh", "key", ks.key.String(), "stored", ks.rec.inc, "observed", inc)
+	ks.rec = newRecord(len(b.handlers))
+	ks.rec.inc = inc
+	ks.saved = false
+	ks.clean = 0
+	if ks.x != nil {
+		ks.x.resumeOwed, ks.x.behind = nil, nil
+	}
+}
+
+// load reads the record of ks.
+func (b *Bus) load(ctx context.Context, ks *keyState) error {
+	rec, err := b.readRecord(ctx, ks.key, b.index)
+	var bad *RecordError
+	if err != nil && !errors.As(err, &bad) {
+		b.log.Error("opbus: loading record", "key", ks.key.String(), "err", err)
+		return fmt.Errorf("opbus: loading record of %v: %w", ks.key, err)
+	}
+	if err == nil && rec == nil {
+		ks.rec = newRecord(len(b.handlers))
+		ks.saved = true
+		return nil
+	}
+	if err != nil {
+		b.log.Error("opbus: stored record cannot be read; its handlers wait until it is repaired or deleted", "key", ks.key.String(), "err", err)
+		if b.sink != nil && (ks.x == nil || ks.x.loadFails == 0) {
+			msg := err.Error()
+			_ = b.sink.PutStatus(ctx, ks.key, ks.cur, ErrorStatus(msg), Slots{busSlot: ErrorStatus(msg)})
+			ks.sunk = false
+		}
+		return err
+	}
+	ks.rec = rec
+	ks.saved = true
+	b.mu.Lock()
+	if !ks.shown {
+		// What the last run published: the baseline for "status changed".
+		// shown stays false so that this run still hands its first commit
+		// to the sink.
+		ks.published = rec.slots.clone()
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// isClean reports whether handler i's committed digest is that of the
+// current state. Handlers past the 64th are never marked: their digest is
+// always computed.
+func (ks *keyState) isClean(i int) bool {
+	return i < 64 && ks.clean&(1<<i) != 0
+}
+
+func (ks *keyState) setClean(i int, on bool) {
+	switch {
+	case i >= 64:
+	case on:
+		ks.clean |= 1 << i
+	default:
+		ks.clean &^= 1 << i
+	}
+}
+
+func (ks *keyState) owesResume(i int) bool {
+	return ks.x != nil && i < len(ks.x.resumeOwed) && ks.x.resumeOwed[i]
+}
+
+// paid notes that handler i owes no Resume run any more.
+func (ks *keyState) paid(i int) {
+	if ks.x != nil && i < len(ks.x.resumeOwed) {
+		ks.x.resumeOwed[i] = false
+	}
+}
+
+// forgetBehind drops what handler i last handled before it failed.
+func (ks *keyState) forgetBehind(i int) {
+	if ks.x != nil {
+		delete(ks.x.behind, i)
+	}
+}
+
+// waiting reports whether h is failing on the value cur and must not run
+// now: it failed for good, or its retry is not due yet.
+func (d *pass) waiting(h *handler, cur digest) bool {
+	f := d.rec.fails[h.id]
+	if f == nil || f.on != cur {
+		return false
+	}
+	if f.permanent {
+		return true
+	}
+	if !d.force && time.Now().Before(f.at) {
+		d.retryAt(f.at)
+		return true
+	}
+	return false
+}
+
+func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
+	ks := d.ks
+	for _, h := range b.handlers {
+		if !h.forKind(ks.key.Kind) {
+			continue
+		}
+		if ks.owesResume(h.idx) {
+			cur, err := b.digestFor(d, h)
+			if err != nil {
+				d.unusable(h, err)
+				continue
+			}
+			if !d.waiting(h, cur) {
+				b.run(ctx, d, h, Resume, cur, coalesced)
+			}
+			continue
+		}
+		if !h.wants(Create) && !h.wants(Update) {
+			continue
+		}
+		if d.rec.sched != nil && b.runDue(ctx, d, h, coalesced) {
+			continue // a run due to its schedule (timer.go)
+		}
+		if !h.wants(Update) && !d.rec.digests[h.idx].isZero() {
+			continue // created already; its value is no concern of a create-only handler
+		}
+		// A clean handler's value cannot have changed unless the diff
+		// touches its fields: skip the digest.
+		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmpOf(h, ks.key.Kind), d.subscribed(), h.fields) {
+			continue
+		}
+		cur, err := b.digestFor(d, h)
+		if err != nil {
+			d.unusable(h, err)
+			continue
+		}
+		stored := d.rec.digests[h.idx]
+		if stored == cur {
+			ks.setClean(h.idx, true)
+			d.recovered(h)
+			continue
+		}
+		ks.setClean(h.idx, false)
+		if d.waiting(h, cur) {
+			continue
+		}
+		typ := Update
+		if stored.isZero() {
+			typ = Create
+		}
+		if !h.wants(typ) {
+			// Not this handler's event: take the value as the baseline
+			// its next change is measured against.
+			d.rec.digests[h.idx] = cur
+			d.dirty = true
+			ks.setClean(h.idx, true)
+			continue
+		}
+		b.run(ctx, d, h, typ, cur, coalesced)
+	}
+}
+
+// recovered ends the failure of h when its value is back to the one it
+// last handled successfully: nothing is left to do, so its slot shows
+// again what that success returned, and no retry is due.
+func (d *pass) recovered(h *handler) {
+	_, failing := d.rec.fails[h.id]
+	_, saved := d.rec.good[h.id]
+	if !failing && !saved {
+		return
+	}
+	d.putSlot(h.id, d.rec.good[h.id])
+	delete(d.rec.good, h.id)
+	delete(d.rec.fails, h.id)
+	d.ks.forgetBehind(h.idx)
+	d.dirty = true
+}
+
+// unusable reports an object whose subscribed value cannot be digested
+// (it holds a value that is not JSON-like): the handler cannot run.
+func (d *pass) unusable(h *handler, err error) {
+	err = within(err, "opbus: handler %q on %v", h.id, d.ks.key)
+	d.b.log.Error("opbus: object has an unsupported value", "key", d.ks.key.String(), "handler", h.id, "err", err)
+	d.putSlot(h.id, ErrorStatus(err.Error()))
+	d.errs = append(d.errs, err)
+}
+
+// event builds the event for h.
+func (d *pass) event(h *handler, typ EventType, cur digest, coalesced bool) *Event {
+	old := d.old
+	cmp := d.b.cmpOf(h, d.ks.key.Kind)
+	var changes Diff
+	if typ != Delete {
+		changes = d.subscribed()
+		if h.wcmp != nil && d.old != nil {
+			changes = cmp.Compare(d.old, d.new) // less what h writes
+		}
+	}
+	var base map[string]any
+	var behind bool
+	if x := d.ks.x; x != nil {
+		base, behind = x.behind[h.idx]
+	}
+	if behind {
+		old = base // the handler failed since: diff from what it last handled
+		changes = nil
+		if base != nil && typ != Delete {
+			changes = cmp.Compare(base, d.new)
+		}
+	}
+	if old == nil && typ == Update && h.keepOld {
+		if kept := d.keptOld(h); kept != nil {
+			old, changes = kept, cmp.Compare(kept, d.new)
+		}
+	}
+	if old == nil && d.new != nil && typ != Delete {
+		if h.wcmp != nil {
+			changes = cmp.Compare(nil, d.new)
+		} else {
+			if d.all == nil {
+				d.all = d.b.cmpFor(d.ks.key.Kind).Compare(nil, d.new)
+			}
+			changes = d.all
+		}
+	}
+	attempt := 1
+	if f := d.rec.fails[h.id]; f != nil && f.on == cur {
+		attempt = f.n + 1
+	}
+	ev := &Event{
+		Type: typ, Key: d.ks.key, Old: old, New: d.new,
+		Handler: h.id, Attempt: attempt,
+		Coalesced: coalesced, d: d,
+	}
+	if typ == Delete {
+		ev.Old, ev.New = d.new, nil
+	}
+	ev.Changes = relevant(cmp, changes, h.fields, old, ev.New)
+	return ev
+}
+
+// run calls h and records its result. A pass that shutdown abandoned
+// calls no more handlers.
+func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur digest, coalesced bool) {
+	if b.dropped(d.ks) {
+		return
+	}
+	if b.runs != nil && !b.runs(h.id) {
+		d.ks.setClean(h.idx, false)
+		return
+	}
+	ev := d.event(h, typ, cur, coalesced)
+	if h.when != nil {
+		ok, err := b.filter(h, ev)
+		if err == nil && !ok {
+			d.ks.setClean(h.idx, false)
+			return
+		}
+		if err != nil {
+			ev.ID = d.correlation()
+			b.failed(d, h, ev, cur, Status{}, err, 0)
+			return
+		}
+	}
+	ev.ID = d.correlation()
+	ev.Due = d.tick
+	start := time.Now()
+	st, err := b.call(ctx, h, ev)
+	took := time.Since(start)
+	b.stats.ran.Add(1)
+	if lerr := st.check(); lerr != nil {
+		if err == nil {
+			st, err = Status{}, within(lerr, "returned a bad status")
+		} else if st.Level.check() == nil {
+			st.Reason = "" // failed anyway: the status shows, without the reason
+		}
+	}
+	if b.observer != nil {
+		b.observer.Handled(d.ks.key, h.id, ev.Attempt, took, err)
+	}
+	if err != nil && ctx.Err() != nil && b.isStopping() {
+		// Cancelled by shutdown: not a failure of the handler. The state
+		// is saved as pending and handled after a restart.
+		b.log.Warn("opbus: handler interrupted by shutdown", "key", d.ks.key.String(), "handler", h.id, "id", ev.ID, "err", err)
+		d.retryAt(time.Now())
+		return
+	}
+	if err != nil {
+		b.failed(d, h, ev, cur, st, err, took)
+		return
+	}
+	if b.log.Enabled(ctx, slog.LevelDebug) {
+		b.log.Debug("opbus: handler succeeded", "key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took, "status", st.String())
+	}
+	_, failing := d.rec.fails[h.id]
+	_, saved := d.rec.good[h.id]
+	if d.rec.digests[h.idx] != cur || failing || saved {
+		d.dirty = true // a run that changes nothing writes nothing (a due run)
+	}
+	d.rec.digests[h.idx] = cur
+	if h.keepOld && typ != Delete {
+		b.keepOld(d, h)
+	}
+	delete(d.rec.fails, h.id)
+	delete(d.rec.good, h.id)
+	d.ks.forgetBehind(h.idx)
+	d.ks.paid(h.idx)
+	d.ks.setClean(h.idx, typ != Delete)
+	d.putSlot(h.id, st)
+	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.sched != nil) {
+		d.scheduled(h, ev.again, start) // timer.go
+	}
+}
+
+// failed records a failure of h on the value cur.
+func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err error, took time.Duration) {
+	attrs := func() []any { // built only for a log line that is written
+		return []any{"key", d.ks.key.String(), "handler", h.id, "event", ev.Type.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took}
+	}
+	b.stats.failed.Add(1)
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		b.stats.panicked.Add(1)
+		b.log.Error("opbus: handler panicked", append(attrs(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))...)
+	}
+	if st.IsZero() {
+		st = ErrorStatus(err.Error())
+	}
+	d.errs = append(d.errs, within(err, "opbus: handler %q on %v", h.id, d.ks.key))
+	if _, saved := d.rec.good[h.id]; !saved && !d.rec.digests[h.idx].isZero() {
+		if d.rec.good == nil {
+			d.rec.good = Slots{}
+		}
+		d.rec.good[h.id], _ = d.rec.slots.get(h.id) // zero if it had none
+	}
+	d.putSlot(h.id, st)
+	if x := b.extra(d.ks); ev.Type != Delete {
+		if x.behind == nil {
+			x.behind = map[int]map[string]any{}
+		}
+		if _, ok := x.behind[h.idx]; !ok {
+			x.behind[h.idx] = ev.Old
+		}
+	}
+	d.ks.setClean(h.idx, false)
+	f := d.rec.fails[h.id]
+	if f == nil || f.on != cur {
+		f = &failure{on: cur}
+		if d.rec.fails == nil {
+			d.rec.fails = map[string]*failure{}
+		}
+		d.rec.fails[h.id] = f
+	}
+	f.n++
+	d.dirty = true
+	if errors.Is(err, ErrPermanent) {
+		b.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)
+		f.permanent, f.at = true, time.Time{}
+		d.ks.paid(h.idx)
+		return
+	}
+	delay, asked := retryDelay(err)
+	if !asked {
+		delay = b.backoff.delay(f.n)
+	}
+	f.at = time.Now().Add(max(delay, time.Nanosecond))
+	d.retryAt(f.at)
+	b.log.Error("opbus: handler failed", append(attrs(), "err", err, "retry_in", delay)...)
+}
+
+func (b *Bus) isStopping() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stopping
+}
+
+// filter runs h's When, turning a panic into an error.
+func (b *Bus) filter(h *handler, ev *Event) (ok bool, err error) {
+	if b.recover {
+		defer func() {
+			if v := recover(); v != nil {
+				ok, err = false, fmt.Errorf("On.When: %w", &PanicError{Value: v, Stack: debug.Stack()})
+			}
+		}()
+	}
+	return h.when(ev), nil
+}
+
+// call runs a handler, turning a panic into a *PanicError.
+func (b *Bus) call(ctx context.Context, h *handler, ev *Event) (st Status, err error) {
+	if b.recover {
+		defer func() {
+			if v := recover(); v != nil {
+				st, err = Status{}, &PanicError{Value: v, Stack: debug.Stack()}
+			}
+		}()
+	}
+	return h.fn(ctx, ev)
+}
+
+// runDelete runs the delete handlers that have not handled the deletion,
+// and reports whether the deletion is finished: every delete handler has
+// succeeded or failed for good.
+func (b *Bus) runDelete(ctx context.Context, d *pass) bool {
+	finished := true
+	for _, h := range b.handlers {
+		if !h.forKind(d.ks.key.Kind) || !h.wants(Delete) || d.rec.digests[h.idx] == deletedDigest {
+			continue
+		}
+		if !d.waiting(h, deletedDigest) {
+			b.run(ctx, d, h, Delete, deletedDigest, false)
+		}
+		if d.rec.digests[h.idx] == deletedDigest {
+			continue
+		}
+		if f := d.rec.fails[h.id]; f == nil || !f.permanent {
+			finished = false
+		}
+	}
+	return finished
+}
+
+func (b *Bus) runCollectors(ctx context.Context, d *pass) {
+	for _, c := range b.collectors {
+		st := b.collect(ctx, d, c)
+		d.putSlot(c.id, st)
+	}
+}
+
+func (b *Bus) collect(ctx context.Context, d *pass, c *collector) (st Status) {
+	if b.recover {
+		defer func() {
+			if v := recover(); v != nil {
+				b.stats.panicked.Add(1)
+				b.log.Error("opbus: collector panicked", "key", d.ks.key.String(), "collector", c.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				st = ErrorStatus(fmt.Sprintf("collector %s panicked: %v", c.id, v))
+			}
+		}()
+	}
+	st = c.fn(ctx, d.ks.key, d.new)
+	if err := st.check(); err != nil {
+		b.log.Error("opbus: collector returned a bad status", "key", d.ks.key.String(), "collector", c.id, "err", err)
+		st = ErrorStatus(fmt.Sprintf("collector %s returned a bad status: %v", c.id, err))
+	}
+	return st
+}

@@ -1,0 +1,122 @@
+package opbus
+
+import "context"
+
+// How the bus's goroutines wait for each other. Every wait is on a
+// channel, so that a wait can also end with a context (a Dispatch call
+// whose deadline passes while its key is busy) and so that a goroutine
+// that waits is durably blocked for testing/synctest:
+//
+//   - changed: a goroutine that waits for a key to be let go (a Dispatch
+//     call, shutdown waiting for passes) takes the channel under Bus.mu,
+//     lets go of the lock and receives; notify, under Bus.mu, closes it at
+//     every change such a goroutine may wait for. Taking it under the lock
+//     that the change is made under means no change is missed.
+//   - workTok: a token (at most one) that a key is ready and a handler slot
+//     free. Run's idle goroutines receive it; the one that takes a key
+//     offers again (offerWork), so one token per chance is enough.
+//   - stopped: closed once, when Run begins to stop or halts.
+//   - writeSem: the write slots, a counting semaphore of Options.Writers.
+
+// notify wakes every goroutine waiting on a channel from nextChange; b.mu
+// is held.
+func (b *Bus) notify() {
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+}
+
+// nextChange returns a channel closed at the next notify; b.mu is held.
+func (b *Bus) nextChange() <-chan struct{} {
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
+}
+
+// waitChange lets go of b.mu until the next notify or the end of ctx,
+// whose error it returns; b.mu is held, and held again on return.
+func (b *Bus) waitChange(ctx context.Context) error {
+	ch := b.nextChange()
+	b.mu.Unlock()
+	defer b.mu.Lock()
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-ch:
+			return nil
+		case <-done:
+			return ctx.Err()
+		}
+	}
+	<-ch
+	return nil
+}
+
+// stop marks the bus as stopping and wakes everything that waits for it;
+// b.mu is held.
+func (b *Bus) stop() {
+	if !b.stopping {
+		b.stopping = true
+		close(b.stopped)
+	}
+	b.notify()
+}
+
+// offerWork wakes one idle goroutine of Run if a key is ready and a handler
+// slot free; b.mu is held.
+func (b *Bus) offerWork() {
+	if len(b.ready) > 0 && b.handling < b.workers {
+		select {
+		case b.workTok <- struct{}{}:
+		default: // a token is there already
+		}
+	}
+}
+
+// waitWork lets go of b.mu until work may be there or the bus stops;
+// b.mu is held, and held again on return.
+func (b *Bus) waitWork() {
+	b.mu.Unlock()
+	select {
+	case <-b.workTok:
+	case <-b.stopped:
+	}
+	b.mu.Lock()
+}
+
+// takeWriteSlot waits for one of the Options.Writers write slots.
+func (b *Bus) takeWriteSlot() { b.writeSem <- struct{}{} }
+
+// freeWriteSlot gives back a write slot taken with takeWriteSlot.
+func (b *Bus) freeWriteSlot() { <-b.writeSem }
+
+// resumeState tells whether the states an earlier run left pending in the
+// store have been looked for: by Run as it starts or, before Run, by the
+// first Wait, which then dispatches them itself. While the store is being
+// listed, the listing counts as pending work (countPending), so that a
+// Wait or Settle made meanwhile does not return before those states are
+// handled.
+type resumeState uint8
+
+const (
+	resumeNot resumeState = iota
+	resumeListing
+	resumeDone
+)
+
+// resume lists the store's pending states once per bus, unless another
+// caller does or did; b.mu is held, and held again on return.
+func (b *Bus) resume(ctx context.Context) {
+	if b.resumed != resumeNot {
+		return
+	}
+	b.resumed = resumeListing
+	b.countPending()
+	b.mu.Unlock()
+	b.resumePending(ctx)
+	b.mu.Lock()
+	b.resumed = resumeDone
+	b.countPending()
+	b.notify()
+}
