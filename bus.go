@@ -110,6 +110,28 @@ const maxWorkers = 1 << 16
 // for one-shot use, as a Juju hook does) and feed it with Observe. A Bus is
 // safe for concurrent use.
 type Bus struct {
+	cfg settings // from Options; fixed by New
+
+	mu       sync.Mutex    // guards what follows, except where noted
+	reg      registry      // handlers, collectors, slots and comparers; fixed once frozen
+	rel      *relations    // related objects (related.go); nil until Relate
+	q        queues        // the keys and their queued states (queue.go)
+	lanes    lanes         // Run's goroutines, their slots and writes (writestage.go)
+	frozen   bool          // registration is over: the bus has started
+	running  bool          // Run has started
+	stopping bool          // Run is stopping or halted: no new pass
+	closed   bool          // Run has returned, or halted
+	resumed  resumeState   // the store's pending states are listed (wakeup.go)
+	stopped  chan struct{} // closed once Run begins to stop or halts (wakeup.go)
+
+	stats   counters       // atomic
+	stripes [64]sync.Mutex // order a key's store writes with shutdown's (see stripe)
+	halted  atomic.Bool    // a halt began: nothing more is written (halt.go)
+	subs    sync.Map       // kind → *subscribed, once the bus has started (subscribed.go)
+}
+
+// settings are a Bus's Options with their defaults filled in.
+type settings struct {
 	store       Store
 	sink        StatusSink
 	observer    Observer
@@ -120,53 +142,25 @@ type Bus struct {
 	maxBacklog  int
 	shutdown    time.Duration
 	recover     bool
-	ignore      []string
 	listKeys    map[string]string
 	incarnation func(map[string]any) string
-	rel         *relations // related objects (related.go); nil until Relate
 	runs        func(string) bool
 	due         DueFunc // Options.Due (timer.go)
+}
 
-	mu         sync.Mutex
-	changed    chan struct{} // closed at the next change a waiter may wait for (wakeup.go); made by a waiter
-	workTok    chan struct{} // a ready key and a free handler slot may be there (wakeup.go)
-	stopped    chan struct{} // closed once Run begins to stop or halts (wakeup.go)
-	writeSem   chan struct{} // the write slots: one element per write under way (wakeup.go)
+// registry is what is registered on a Bus before it starts: written under
+// Bus.mu until Bus.frozen, read without a lock after.
+type registry struct {
 	handlers   []*handler
 	collectors []*collector
 	owners     map[string]string // slot ID → what owns it
 	index      map[string]int    // handler ID → index
 	ids        []string          // handler IDs by index
+	ignore     []string          // the ignored path patterns
 	cmp        *Comparer
 	kindCmp    map[string]*Comparer // by kind, with IgnoreKind's paths (ignorekind.go)
 	kindIgnore map[string][]string  // IgnoreKind's paths, by kind
-	frozen     bool
-	periodic   bool // a handler has On.Every (timer.go)
-	running    bool
-	stopping   bool
-	resumed    resumeState // the store's pending states are listed (wakeup.go)
-	closed     bool
-	keys       map[Key]*keyState
-	ready      []*keyState
-	busy       []*keyState   // keys being dispatched by workers
-	handling   int           // Run's passes running handlers (writestage.go)
-	queued     int           // states waiting across all keys
-	pending    int           // keys queued or busy
-	idle       chan struct{} // made by Wait while pending > 0; closed when it reaches 0
-	readied    chan struct{} // made by Wait before Run, while a key is busy; closed when a key becomes ready
-	stats      counters
-	seq        uint64                    // observations pushed, for Dispatch to find its own
-	timerSeq   uint64                    // retry timers armed
-	ended      map[Key]string            // keys forgotten after their deletion → that incarnation
-	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
-	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write (writestage.go)
-	parked     map[*keyState]parking     // busy keys that no lane holds while their write runs (pipeline.go)
-	awaiting   map[*keyState]int         // keys Dispatch calls wait for → how many
-	writeCost  atomic.Int64              // a moving average of a write's time in ns (pipeline.go)
-	pipeAlways bool                      // tests: every write of Run's passes runs beside the next pass
-	stripes    [64]sync.Mutex            // order a key's store writes with shutdown's (see stripe)
-	halted     atomic.Bool               // a halt began: nothing more is written (halt.go)
-	subs       sync.Map                  // kind → *subscribed, once the bus has started (subscribed.go)
+	periodic   bool                 // a handler has On.Every (timer.go)
 }
 
 // stripe returns the lock that orders the store writes of key with
@@ -211,7 +205,7 @@ func (h *handler) forKind(kind string) bool {
 // of a kind it does not run on (rule 34a): it is observed only for the
 // objects it relates to.
 func (b *Bus) runsOn(kind string) bool {
-	return len(b.handlers) == 0 || slices.ContainsFunc(b.handlers, func(h *handler) bool { return h.forKind(kind) })
+	return len(b.reg.handlers) == 0 || slices.ContainsFunc(b.reg.handlers, func(h *handler) bool { return h.forKind(kind) })
 }
 
 type collector struct {
@@ -230,58 +224,58 @@ func New(opts *Options) (*Bus, error) {
 		return nil, err
 	}
 	b := &Bus{
-		store:       opts.Store,
-		sink:        opts.Sink,
-		observer:    opts.Observer,
-		log:         opts.Logger,
-		workers:     opts.Workers,
-		writers:     opts.Writers,
-		backoff:     opts.Backoff.withDefaults(),
-		maxBacklog:  opts.MaxBacklog,
-		shutdown:    opts.ShutdownTimeout,
-		recover:     !opts.NoRecover,
-		listKeys:    opts.ListKeys,
-		incarnation: opts.Incarnation,
-		runs:        opts.Runs,
-		due:         opts.Due,
-		ended:       map[Key]string{},
-		flying:      map[*keyState]observation{},
-		owners:      map[string]string{},
-		index:       map[string]int{},
-		keys:        map[Key]*keyState{},
+		cfg: settings{
+			store:       opts.Store,
+			sink:        opts.Sink,
+			observer:    opts.Observer,
+			log:         opts.Logger,
+			workers:     opts.Workers,
+			writers:     opts.Writers,
+			backoff:     opts.Backoff.withDefaults(),
+			maxBacklog:  opts.MaxBacklog,
+			shutdown:    opts.ShutdownTimeout,
+			recover:     !opts.NoRecover,
+			listKeys:    opts.ListKeys,
+			incarnation: opts.Incarnation,
+			runs:        opts.Runs,
+			due:         opts.Due,
+		},
+		reg: registry{owners: map[string]string{}, index: map[string]int{}},
+		q:   queues{keys: map[Key]*keyState{}, ended: map[Key]string{}},
 	}
-	if b.store == nil {
-		b.store = NewMemoryStore()
+	b.lanes.flying = map[*keyState]observation{}
+	if b.cfg.store == nil {
+		b.cfg.store = NewMemoryStore()
 	}
-	if b.log == nil {
-		b.log = slog.New(slog.DiscardHandler)
+	if b.cfg.log == nil {
+		b.cfg.log = slog.New(slog.DiscardHandler)
 	}
-	if b.workers <= 0 {
-		b.workers = 4
+	if b.cfg.workers <= 0 {
+		b.cfg.workers = 4
 	}
-	if b.writers <= 0 {
-		b.writers = min(4*b.workers, maxWorkers)
+	if b.cfg.writers <= 0 {
+		b.cfg.writers = min(4*b.cfg.workers, maxWorkers)
 	}
-	b.workTok = make(chan struct{}, 1)
+	b.lanes.workTok = make(chan struct{}, 1)
 	b.stopped = make(chan struct{})
-	b.writeSem = make(chan struct{}, b.writers)
-	if b.maxBacklog <= 0 {
-		b.maxBacklog = 16
+	b.lanes.writeSem = make(chan struct{}, b.cfg.writers)
+	if b.cfg.maxBacklog <= 0 {
+		b.cfg.maxBacklog = 16
 	}
-	if b.shutdown <= 0 {
-		b.shutdown = 30 * time.Second
+	if b.cfg.shutdown <= 0 {
+		b.cfg.shutdown = 30 * time.Second
 	}
-	b.ignore = addNew(slices.Clone(defaultIgnore), opts.Ignore...)
-	for _, w := range []any{b.store, b.sink} {
+	b.reg.ignore = addNew(slices.Clone(defaultIgnore), opts.Ignore...)
+	for _, w := range []any{b.cfg.store, b.cfg.sink} {
 		if pw, ok := w.(PathWriter); ok {
-			b.ignore = addNew(b.ignore, pw.WrittenPaths()...)
+			b.reg.ignore = addNew(b.reg.ignore, pw.WrittenPaths()...)
 		}
 	}
-	cmp, err := NewComparer(&CompareOptions{Ignore: b.ignore, ListKeys: b.listKeys})
+	cmp, err := NewComparer(&CompareOptions{Ignore: b.reg.ignore, ListKeys: b.cfg.listKeys})
 	if err != nil {
 		return nil, err
 	}
-	b.cmp = cmp
+	b.reg.cmp = cmp
 	if opts.Related != nil {
 		if err := b.relateAny(opts.Related); err != nil {
 			return nil, err
@@ -298,7 +292,7 @@ func (b *Bus) Ignore(paths ...string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: Ignore(%v): the bus has started; declare ignored paths before Run, Observe or Dispatch", paths)
 	}
-	return b.setIgnore(addNew(slices.Clone(b.ignore), paths...))
+	return b.setIgnore(addNew(slices.Clone(b.reg.ignore), paths...))
 }
 
 // comparer returns the comparer the bus diffs with: the default, the
@@ -306,7 +300,7 @@ func (b *Bus) Ignore(paths ...string) error {
 func (b *Bus) comparer() *Comparer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.cmp
+	return b.reg.cmp
 }
 
 // Handle registers a handler under id, which also names its status slot.
@@ -357,7 +351,7 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 		}
 		h.plain = append(h.plain, p)
 		b.mu.Lock()
-		cmp := b.cmp
+		cmp := b.reg.cmp
 		everyKind := len(h.kinds) > 0 && !slices.ContainsFunc(h.kinds, func(k string) bool { return !b.cmpFor(k).ignoresAll(p) })
 		b.mu.Unlock()
 		if cmp.ignoresAll(p) {
@@ -376,11 +370,11 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	if err := b.claim(id, "handler"); err != nil {
 		return err
 	}
-	h.idx = len(b.handlers)
-	b.handlers = append(b.handlers, h)
-	b.periodic = b.periodic || h.every > 0
-	b.index[id] = h.idx
-	b.ids = append(b.ids, id)
+	h.idx = len(b.reg.handlers)
+	b.reg.handlers = append(b.reg.handlers, h)
+	b.reg.periodic = b.reg.periodic || h.every > 0
+	b.reg.index[id] = h.idx
+	b.reg.ids = append(b.reg.ids, id)
 	return nil
 }
 
@@ -396,7 +390,7 @@ func (b *Bus) Collect(id string, fn CollectFunc) error {
 	if err := b.claim(id, "collector"); err != nil {
 		return err
 	}
-	b.collectors = append(b.collectors, &collector{id: id, fn: fn})
+	b.reg.collectors = append(b.reg.collectors, &collector{id: id, fn: fn})
 	return nil
 }
 
@@ -420,10 +414,10 @@ func (b *Bus) claim(id, what string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: %s %q: the bus has started; register before Run, Observe or Dispatch", what, id)
 	}
-	if owner, dup := b.owners[id]; dup {
+	if owner, dup := b.reg.owners[id]; dup {
 		return fmt.Errorf("opbus: %s %q: duplicate ID: the slot %q is taken by a %s", what, id, id, owner)
 	}
-	b.owners[id] = what
+	b.reg.owners[id] = what
 	return nil
 }
 
@@ -465,7 +459,7 @@ func (b *Bus) ObserveDelete(ctx context.Context, key Key, last map[string]any) e
 // memory or, for an object this bus has not dispatched, from the store.
 func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	b.mu.Lock()
-	ks, ok := b.keys[key]
+	ks, ok := b.q.keys[key]
 	if ok && ks.shown {
 		s := ks.published.clone()
 		if s == nil {
@@ -474,7 +468,7 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 		b.mu.Unlock()
 		return s.Summary(), s, nil
 	}
-	index := b.index
+	index := b.reg.index
 	b.mu.Unlock()
 	rec, err := b.readRecord(ctx, key, index)
 	switch {
@@ -491,13 +485,13 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 // this bus has not dispatched, from the store.
 func (b *Bus) Value(ctx context.Context, key Key, name string) (string, bool, error) {
 	b.mu.Lock()
-	ks, ok := b.keys[key]
+	ks, ok := b.q.keys[key]
 	if ok && ks.shown {
 		v, set := ks.values[name]
 		b.mu.Unlock()
 		return v, set, nil
 	}
-	index := b.index
+	index := b.reg.index
 	b.mu.Unlock()
 	rec, err := b.readRecord(ctx, key, index)
 	if err != nil || rec == nil {
@@ -513,7 +507,7 @@ func (b *Bus) Value(ctx context.Context, key Key, name string) (string, bool, er
 func (b *Bus) slotIDs() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Sorted(maps.Keys(b.owners))
+	return slices.Sorted(maps.Keys(b.reg.owners))
 }
 
 // Subscription describes a registered handler, for adapters that read only
@@ -530,8 +524,8 @@ type Subscription struct {
 func (b *Bus) Subscriptions() []Subscription {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]Subscription, 0, len(b.handlers))
-	for _, h := range b.handlers {
+	out := make([]Subscription, 0, len(b.reg.handlers))
+	for _, h := range b.reg.handlers {
 		s := Subscription{ID: h.id, Kinds: slices.Clone(h.kinds), Fields: slices.Clone(h.fields), Writes: slices.Clone(h.writes)}
 		for t := Create; t <= Resume; t++ {
 			if h.wants(t) {

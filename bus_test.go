@@ -263,7 +263,7 @@ func TestOptionsChecked(t *testing.T) {
 		})
 	}
 	// Through New, as a bus uses it: "no jitter" must survive the defaults.
-	b := newBus(t, &Options{Backoff: Backoff{Initial: time.Second, Jitter: -1}}).backoff
+	b := newBus(t, &Options{Backoff: Backoff{Initial: time.Second, Jitter: -1}}).cfg.backoff
 	for n := 1; n < 5; n++ {
 		if got, want := b.delay(n), time.Second<<(n-1); got != want {
 			t.Fatalf("Delay(%d) with no jitter = %v, want %v", n, got, want)

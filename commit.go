@@ -90,7 +90,7 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 	// With a write under way the store may not get its record: keep it
 	// whatever the pass changed.
 	if d.dirty || !ks.saved || l.w != nil {
-		data, err := d.rec.encode(b.ids)
+		data, err := d.rec.encode(b.reg.ids)
 		if err != nil {
 			return false
 		}
@@ -98,10 +98,10 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 			ks.saved = false
 		}
 		b.mu.Lock()
-		if b.owed == nil {
-			b.owed = map[*keyState][]byte{}
+		if b.lanes.owed == nil {
+			b.lanes.owed = map[*keyState][]byte{}
 		}
-		b.owed[ks] = data
+		b.lanes.owed[ks] = data
 		b.mu.Unlock()
 	}
 	b.publish(ctx, d, false)
@@ -123,17 +123,17 @@ func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
 // saveRecord saves data, which the bus never modifies once encoded, as
 // the record of key; the embedded store keeps it without a copy.
 func (b *Bus) saveRecord(ctx context.Context, key Key, data []byte) error {
-	if ms, ok := b.store.(*MemoryStore); ok {
+	if ms, ok := b.cfg.store.(*MemoryStore); ok {
 		return ms.keep(ctx, key, data)
 	}
-	return b.store.Save(ctx, key, data)
+	return b.cfg.store.Save(ctx, key, data)
 }
 
 // saveStatus makes the write w, of a record and a status, as one write
 // when the store can (rule 22b). It reports false, having written
 // nothing, otherwise.
 func (b *Bus) saveStatus(ctx context.Context, w *writeJob) (bool, error) {
-	ss, ok := b.store.(StatusStore)
+	ss, ok := b.cfg.store.(StatusStore)
 	if !ok {
 		return false, nil
 	}
@@ -144,7 +144,7 @@ func (b *Bus) saveStatus(ctx context.Context, w *writeJob) (bool, error) {
 	if b.dropped(ks) {
 		return false, nil // save reports the abandoned pass
 	}
-	return ss.SaveStatus(ctx, b.sink, ks.key, w.data, w.cur, w.summary, w.slots)
+	return ss.SaveStatus(ctx, b.cfg.sink, ks.key, w.data, w.cur, w.summary, w.slots)
 }
 
 // publish records the slots of the pass for Status and, if write is set,
@@ -168,26 +168,26 @@ func (b *Bus) publish(ctx context.Context, d *pass, write bool) {
 	b.mu.Unlock()
 	if changed {
 		ks.sunk = false
-		if summary != before && b.log.Enabled(ctx, slog.LevelInfo) {
-			b.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
+		if summary != before && b.cfg.log.Enabled(ctx, slog.LevelInfo) {
+			b.cfg.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
 		}
 	}
 	if !write {
 		return
 	}
-	if b.sink != nil && !ks.sunk {
+	if b.cfg.sink != nil && !ks.sunk {
 		if b.dropped(ks) {
 			return // shutdown or a halt took the key from this pass
 		}
-		if err := b.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.clone()); err != nil {
+		if err := b.cfg.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.clone()); err != nil {
 			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
-			b.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
+			b.cfg.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
 			d.errs = append(d.errs, err)
 			d.storeFailed()
 		} else {
 			ks.sunk = true
 		}
-	} else if b.sink == nil {
+	} else if b.cfg.sink == nil {
 		ks.sunk = true
 	}
 }
@@ -204,7 +204,7 @@ func (d *pass) storeFailed() {
 	// would put the next try minutes after the store is back.
 	if now := time.Now(); x.storeFails == 0 || !now.Before(x.storeDue) {
 		x.storeFails++
-		x.storeDue = now.Add(d.b.backoff.delay(x.storeFails))
+		x.storeDue = now.Add(d.b.cfg.backoff.delay(x.storeFails))
 	}
 	d.retryAt(x.storeDue)
 }
@@ -216,26 +216,26 @@ func (b *Bus) dropOrphans(d *pass) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id := range d.rec.slots {
-		if _, ok := b.owners[id]; !ok && id != busSlot {
+		if _, ok := b.reg.owners[id]; !ok && id != busSlot {
 			delete(d.rec.slots, id)
 			d.dirty = true
-			b.log.Info("opbus: dropping the slot of an unregistered handler", "key", d.ks.key.String(), "slot", id)
+			b.cfg.log.Info("opbus: dropping the slot of an unregistered handler", "key", d.ks.key.String(), "slot", id)
 		}
 	}
 	for id := range d.rec.fails {
-		if _, ok := b.index[id]; !ok {
+		if _, ok := b.reg.index[id]; !ok {
 			delete(d.rec.fails, id)
 			d.dirty = true
 		}
 	}
 	for id := range d.rec.olds {
-		if h, ok := b.index[id]; !ok || !b.handlers[h].keepOld {
+		if h, ok := b.reg.index[id]; !ok || !b.reg.handlers[h].keepOld {
 			delete(d.rec.olds, id)
 			d.dirty = true
 		}
 	}
 	for id := range d.rec.good {
-		if _, ok := b.index[id]; !ok {
+		if _, ok := b.reg.index[id]; !ok {
 			delete(d.rec.good, id)
 			d.dirty = true
 		}
@@ -253,7 +253,7 @@ func (b *Bus) finishDelete(ctx context.Context, d *pass) {
 	if quiet {
 		err = nil
 	} else if !b.dropped(ks) {
-		err = b.store.Delete(ctx, ks.key)
+		err = b.cfg.store.Delete(ctx, ks.key)
 	}
 	mu.Unlock()
 	if err != nil {
@@ -261,14 +261,14 @@ func (b *Bus) finishDelete(ctx context.Context, d *pass) {
 		d.storeFailed()
 		return
 	}
-	if ds, ok := b.sink.(DeleteSink); ok && !quiet {
+	if ds, ok := b.cfg.sink.(DeleteSink); ok && !quiet {
 		if err := ds.Deleted(ctx, ks.key, d.new); err != nil {
 			d.errs = append(d.errs, fmt.Errorf("opbus: reporting deletion of %v: %w", ks.key, err))
 			d.storeFailed()
 			return
 		}
 	}
-	b.log.Debug("opbus: object deleted", slog.String("key", ks.key.String()))
+	b.cfg.log.Debug("opbus: object deleted", slog.String("key", ks.key.String()))
 	inc := d.rec.inc
 	ks.rec, ks.cur, ks.live, ks.deleting = nil, nil, false, false
 	ks.clean, ks.ended, ks.sunk, ks.saved = 0, true, true, true

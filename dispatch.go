@@ -35,38 +35,12 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		return err
 	}
 	b.mu.Lock()
-	if err := b.freeze(); err != nil {
+	ks, first, err := b.queueAwaited(ctx, key, &o)
+	if err != nil {
 		b.mu.Unlock()
 		return err
 	}
-	if b.stopping {
-		b.mu.Unlock()
-		return ErrClosed
-	}
-	if ks := b.keys[key]; ks != nil && ks.busy && holds(ctx, ks) {
-		b.mu.Unlock()
-		return fmt.Errorf("opbus: dispatch of %v from inside a pass of that object (a handler's context): the call would wait for its own pass; nothing is queued (use Observe to queue the state)", key)
-	}
-	ks := b.keyState(key)
-	// Only this call takes its state, and the state is never coalesced
-	// away: the call returns its pass's errors. Marked also when it needs no
-	// queue, since its pass may put it back in the queue behind states that
-	// go first (pending ones, or the deletion of a replaced incarnation).
-	o.awaited = true
-	var first *observation
-	if !ks.busy && len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
-		// With nothing queued before it, the state needs no queue.
-		b.seq++
-		o.seq = b.seq
-		ks.observed(&o)
-		first = &o
-	} else {
-		// Queued now, even while the key is busy, so that a state observed
-		// while this call waits goes after it (rule 5). Queued, it also
-		// keeps ks in b.keys.
-		b.push(ks, o)
-	}
-	mine := b.seq
+	mine := b.q.seq
 	b.relay(key, o, to)
 	if err := b.awaitKey(ctx, ks, mine); err != nil {
 		b.mu.Unlock()
@@ -74,50 +48,84 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 	}
 	b.mu.Unlock()
 	ctx = context.WithValue(ctx, holdingKey{}, &holding{ks: ks, up: holdingOf(ctx)})
+	held, err := b.passesUntil(ctx, ks, first, mine)
+	if held {
+		b.mu.Lock()
+		ks.disown(mine) // left queued: the next pass of the key takes it
+		b.release(ks)
+		b.mu.Unlock()
+	}
+	return err
+}
 
+// queueAwaited queues o, the state of a Dispatch call, for that call
+// alone, or returns it as first when nothing goes before it, so that it
+// needs no queue; b.mu is held.
+func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *keyState, first *observation, err error) {
+	if err := b.freeze(); err != nil {
+		return nil, nil, err
+	}
+	if b.stopping {
+		return nil, nil, ErrClosed
+	}
+	if ks := b.q.keys[key]; ks != nil && ks.busy && holds(ctx, ks) {
+		return nil, nil, fmt.Errorf("opbus: dispatch of %v from inside a pass of that object (a handler's context): the call would wait for its own pass; nothing is queued (use Observe to queue the state)", key)
+	}
+	ks = b.keyState(key)
+	// Only this call takes its state, and the state is never coalesced
+	// away: the call returns its pass's errors. Marked also when it needs no
+	// queue, since its pass may put it back in the queue behind states that
+	// go first (pending ones, or the deletion of a replaced incarnation).
+	o.awaited = true
+	if !ks.busy && len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
+		// With nothing queued before it, the state needs no queue.
+		b.q.seq++
+		o.seq = b.q.seq
+		ks.observed(o)
+		return ks, o, nil
+	}
+	// Queued now, even while the key is busy, so that a state observed
+	// while this call waits goes after it (rule 5). Queued, it also keeps
+	// ks in queues.keys.
+	b.push(ks, *o)
+	return ks, nil, nil
+}
+
+// passesUntil makes the passes of ks, which the call holds, until the one
+// of its own state, mine (given as first if it needs no queue), and
+// returns that pass's errors; or it stops early and says why. held says
+// whether the call still holds ks: not when it gave the key to another
+// call and its wait for it ended.
+func (b *Bus) passesUntil(ctx context.Context, ks *keyState, first *observation, mine uint64) (held bool, err error) {
 	for {
 		got, ok, perr := b.step(ctx, ks, true, first, mine)
 		first = nil
-		if !ok {
+		switch {
+		case !ok:
 			b.mu.Lock()
-			if ks.awaitedByOther(mine) {
-				// Another waiting call's state is next, older than this
-				// one: leave the key to it, and wait.
-				b.release(ks)
-				err = b.awaitKey(ctx, ks, mine)
+			if !ks.awaitedByOther(mine) {
 				b.mu.Unlock()
-				if err != nil {
-					return err
-				}
-				continue
+				return true, fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", ks.key)
 			}
+			// Another waiting call's state is next, older than this one:
+			// leave the key to it, and wait.
+			b.release(ks)
+			err := b.awaitKey(ctx, ks, mine)
 			b.mu.Unlock()
-			err = fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", key)
-			break
-		}
-		if got.seq == mine {
-			err = perr
-			break
-		}
-		if ks.rec == nil && perr != nil {
-			err = perr // the record cannot be loaded: the state stays queued
-			break
-		}
-		if ks.deleting {
-			err = fmt.Errorf("opbus: dispatch of %v: the deletion of its previous incarnation is not finished; the state waits behind it: %w", key, perr)
-			break
-		}
-		if b.isStopping() {
+			if err != nil {
+				return false, err
+			}
+		case got.seq == mine:
+			return true, perr
+		case ks.rec == nil && perr != nil:
+			return true, perr // the record cannot be loaded: the state stays queued
+		case ks.deleting:
+			return true, fmt.Errorf("opbus: dispatch of %v: the deletion of its previous incarnation is not finished; the state waits behind it: %w", ks.key, perr)
+		case b.isStopping():
 			// The state stays queued: Run saves it as pending.
-			err = fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", key, ErrClosed)
-			break
+			return true, fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", ks.key, ErrClosed)
 		}
 	}
-	b.mu.Lock()
-	ks.disown(mine) // left queued: the next pass of the key takes it
-	b.release(ks)
-	b.mu.Unlock()
-	return err
 }
 
 // awaitKey waits until no one else dispatches ks and no other Dispatch
@@ -136,13 +144,13 @@ func (b *Bus) awaitKey(ctx context.Context, ks *keyState, seq uint64) error {
 		if !ks.busy && !ks.awaitedByOther(seq) {
 			break
 		}
-		if b.awaiting == nil {
-			b.awaiting = map[*keyState]int{}
+		if b.q.awaiting == nil {
+			b.q.awaiting = map[*keyState]int{}
 		}
-		b.awaiting[ks]++
+		b.q.awaiting[ks]++
 		err := b.waitChange(ctx)
-		if b.awaiting[ks]--; b.awaiting[ks] == 0 {
-			delete(b.awaiting, ks)
+		if b.q.awaiting[ks]--; b.q.awaiting[ks] == 0 {
+			delete(b.q.awaiting, ks)
 		}
 		if err != nil {
 			ks.disown(seq)

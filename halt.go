@@ -16,7 +16,7 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 	b.mu.Lock()
 	b.stop()
 	b.closed = true
-	for _, ks := range b.keys {
+	for _, ks := range b.q.keys {
 		if ks.hasTimer() {
 			ks.stopTimer()
 		}
@@ -24,7 +24,7 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 			ks.x.stopTick() // schedules stop with the bus (timer.go)
 		}
 	}
-	busy := slices.Clone(b.busy)
+	busy := slices.Clone(b.q.busy)
 	b.mu.Unlock()
 
 	// Before the cancel: a pass that gets a write slot once a write
@@ -51,9 +51,9 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 	}()
 	select {
 	case <-settled:
-		b.log.Warn("opbus: halted: running handlers cancelled, nothing more written", "cause", cause, "passes", len(busy))
+		b.cfg.log.Warn("opbus: halted: running handlers cancelled, nothing more written", "cause", cause, "passes", len(busy))
 	case <-time.After(abandonAfter):
-		b.log.Error("opbus: halted: handlers or store writes ignored their cancelled context; abandoning them, nothing more is written", "cause", cause, "passes", len(busy))
+		b.cfg.log.Error("opbus: halted: handlers or store writes ignored their cancelled context; abandoning them, nothing more is written", "cause", cause, "passes", len(busy))
 	}
 }
 
@@ -64,7 +64,7 @@ func (b *Bus) drained(workers *sync.WaitGroup) <-chan struct{} {
 	go func() {
 		workers.Wait()
 		b.mu.Lock()
-		for len(b.busy) > 0 {
+		for len(b.q.busy) > 0 {
 			_ = b.waitChange(context.Background())
 		}
 		b.mu.Unlock()

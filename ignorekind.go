@@ -23,22 +23,22 @@ func (b *Bus) IgnoreKind(kind string, paths ...string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: IgnoreKind(%q, %v): the bus has started; declare ignored paths before Run, Observe or Dispatch", kind, paths)
 	}
-	ignore := addNew(slices.Clone(b.kindIgnore[kind]), paths...)
-	cmp, err := NewComparer(&CompareOptions{Ignore: addNew(slices.Clone(b.ignore), ignore...), ListKeys: b.listKeys})
+	ignore := addNew(slices.Clone(b.reg.kindIgnore[kind]), paths...)
+	cmp, err := NewComparer(&CompareOptions{Ignore: addNew(slices.Clone(b.reg.ignore), ignore...), ListKeys: b.cfg.listKeys})
 	if err != nil {
 		return within(err, "opbus: IgnoreKind(%q)", kind)
 	}
-	if b.kindIgnore == nil {
-		b.kindIgnore, b.kindCmp = map[string][]string{}, map[string]*Comparer{}
+	if b.reg.kindIgnore == nil {
+		b.reg.kindIgnore, b.reg.kindCmp = map[string][]string{}, map[string]*Comparer{}
 	}
-	b.kindIgnore[kind], b.kindCmp[kind] = ignore, cmp
+	b.reg.kindIgnore[kind], b.reg.kindCmp[kind] = ignore, cmp
 	return b.handlersWritesComparers()
 }
 
 // handlersWritesComparers rebuilds the comparers of the handlers with
 // Writes after the ignored paths changed; b.mu is held.
 func (b *Bus) handlersWritesComparers() error {
-	for _, h := range b.handlers {
+	for _, h := range b.reg.handlers {
 		if len(h.writes) > 0 {
 			if err := b.writesComparers(h); err != nil {
 				return within(err, "opbus: handler %q: Writes", h.id)
@@ -52,30 +52,30 @@ func (b *Bus) handlersWritesComparers() error {
 // paths IgnoreKind gave for kind. Comparers change only before the bus
 // starts.
 func (b *Bus) cmpFor(kind string) *Comparer {
-	if c := b.kindCmp[kind]; c != nil {
+	if c := b.reg.kindCmp[kind]; c != nil {
 		return c
 	}
-	return b.cmp
+	return b.reg.cmp
 }
 
 // setIgnore makes ignore the paths ignored on every kind, and rebuilds
 // the comparers; b.mu is held (or b is being built).
 func (b *Bus) setIgnore(ignore []string) error {
-	cmp, err := NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.listKeys})
+	cmp, err := NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.cfg.listKeys})
 	if err != nil {
 		return err
 	}
-	kinds := make(map[string]*Comparer, len(b.kindIgnore))
-	for kind, paths := range b.kindIgnore {
-		c, err := NewComparer(&CompareOptions{Ignore: addNew(slices.Clone(ignore), paths...), ListKeys: b.listKeys})
+	kinds := make(map[string]*Comparer, len(b.reg.kindIgnore))
+	for kind, paths := range b.reg.kindIgnore {
+		c, err := NewComparer(&CompareOptions{Ignore: addNew(slices.Clone(ignore), paths...), ListKeys: b.cfg.listKeys})
 		if err != nil {
 			return within(err, "opbus: with the paths ignored on kind %q", kind)
 		}
 		kinds[kind] = c
 	}
-	b.ignore, b.cmp = ignore, cmp
+	b.reg.ignore, b.reg.cmp = ignore, cmp
 	if len(kinds) > 0 {
-		b.kindCmp = kinds
+		b.reg.kindCmp = kinds
 	}
 	return b.handlersWritesComparers()
 }

@@ -12,10 +12,10 @@ func (b *Bus) keepOld(d *pass, h *handler) {
 	snap, err := encodeSnapshot(project(d.new, h.fields))
 	switch {
 	case err != nil:
-		b.log.Warn("opbus: KeepOld: the handled value cannot be stored; Old will be nil after a restart", "key", d.ks.key.String(), "handler", h.id, "err", err)
+		b.cfg.log.Warn("opbus: KeepOld: the handled value cannot be stored; Old will be nil after a restart", "key", d.ks.key.String(), "handler", h.id, "err", err)
 		snap = nil
 	case len(snap) > maxKeptOld:
-		b.log.Warn("opbus: KeepOld: the handled value is too large to keep; Old will be nil after a restart", "key", d.ks.key.String(), "handler", h.id, "bytes", len(snap), "max", maxKeptOld)
+		b.cfg.log.Warn("opbus: KeepOld: the handled value is too large to keep; Old will be nil after a restart", "key", d.ks.key.String(), "handler", h.id, "bytes", len(snap), "max", maxKeptOld)
 		snap = nil
 	}
 	if snap == nil {

@@ -315,7 +315,7 @@ func dispatchWaitingKeepsCallOrder(t *testing.T, beside bool) {
 		opts.Store = &slowStore{MemoryStore: NewMemoryStore(), took: 2 * time.Millisecond}
 	}
 	b := newBus(t, opts)
-	b.pipeAlways = beside
+	b.lanes.pipeAlways = beside
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	var mu sync.Mutex
@@ -343,7 +343,7 @@ func dispatchWaitingKeepsCallOrder(t *testing.T, beside bool) {
 	waitFor(t, "Dispatch to wait for the busy key", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.awaited(b.keys[key])
+		return b.awaited(b.q.keys[key])
 	})
 	must(t, b.Observe(ctx, key, doc("a", "v4")))
 	close(release)
@@ -406,7 +406,7 @@ func TestDispatchWaitingCases(t *testing.T) {
 		waitFor(t, fmt.Sprintf("%d Dispatch calls to wait", waiting), func() bool {
 			s.b.mu.Lock()
 			defer s.b.mu.Unlock()
-			return s.b.awaiting[s.b.keys[s.key]] == waiting
+			return s.b.q.awaiting[s.b.q.keys[s.key]] == waiting
 		})
 		return done
 	}

@@ -54,7 +54,7 @@ func (d *pass) setValue(name, value string) {
 
 func (d *pass) setSlot(id string, s Status) error {
 	d.b.mu.Lock()
-	owner := d.b.owners[id]
+	owner := d.b.reg.owners[id]
 	d.b.mu.Unlock()
 	switch owner {
 	case "slot":
@@ -125,7 +125,7 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observa
 			// retried (the caller owns ks, so it may read it here).
 			fl = observation{new: ks.cur, deleted: ks.deleting}
 		}
-		b.flying[ks] = fl
+		b.lanes.flying[ks] = fl
 	}
 	b.mu.Unlock()
 	if !ok {
@@ -134,7 +134,7 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observa
 	err = b.loadAndProcess(ctx, ks, &o, force)
 	b.mu.Lock()
 	if l := laneOf(ctx, ks); l == nil || (l.w == nil && !l.owed) {
-		delete(b.flying, ks)
+		delete(b.lanes.flying, ks)
 	} else {
 		// While its write is owed or runs beside, the state stays in
 		// flight for shutdown (rule 16): it is handled only once that
@@ -153,7 +153,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation,
 		return nil
 	}
 	if ks.rec == nil && !b.runsOn(ks.key.Kind) {
-		ks.rec, ks.saved = newRecord(len(b.handlers)), true // nothing to read: rule 34a
+		ks.rec, ks.saved = newRecord(len(b.reg.handlers)), true // nothing to read: rule 34a
 	}
 	if ks.rec == nil {
 		if err := b.load(ctx, ks); err != nil {
@@ -162,7 +162,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation,
 			x.loadFails++
 			b.unshift(ks, o)
 			ks.blocked = true
-			b.retryAt(ks, time.Now().Add(b.backoff.delay(x.loadFails)))
+			b.retryAt(ks, time.Now().Add(b.cfg.backoff.delay(x.loadFails)))
 			b.mu.Unlock()
 			return err
 		}
@@ -182,11 +182,11 @@ func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation,
 				inc, _ := b.incarnationOf(s.Object)
 				os = append(os, observation{new: s.Object, deleted: s.Deleted, inc: inc})
 			}
-			b.log.Info("opbus: resuming states left pending by an earlier run", "key", ks.key.String(), "states", len(p))
+			b.cfg.log.Info("opbus: resuming states left pending by an earlier run", "key", ks.key.String(), "states", len(p))
 			b.mu.Lock()
 			b.unshift(ks, append(os, o)...)
 			o, _ = b.take(ks, true, o.seq) // a pending state, or o itself
-			b.flying[ks] = o
+			b.lanes.flying[ks] = o
 			ks.taken = true
 			b.mu.Unlock()
 		}
@@ -223,8 +223,8 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		d.new = ks.cur
 	}
 	if !ks.seen && !o.hasOld && !o.deleted && ks.rec.hasAny() {
-		owed := make([]bool, len(b.handlers))
-		for _, h := range b.handlers {
+		owed := make([]bool, len(b.reg.handlers))
+		for _, h := range b.reg.handlers {
 			owed[h.idx] = h.wants(Resume)
 		}
 		b.extra(ks).resumeOwed = owed
@@ -246,7 +246,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		}
 	}
 	b.commit(ctx, d, finished)
-	if b.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {
+	if b.reg.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {
 		b.armTick(ks, d.now) // schedules (timer.go)
 	}
 
@@ -267,13 +267,13 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 	if o.deleted {
 		if (o.inc != "" && o.inc == ks.endedInc()) || (!ks.live && ks.ended && o.inc == "") {
-			b.log.Debug("opbus: deletion of an incarnation already deleted", "key", ks.key.String())
+			b.cfg.log.Debug("opbus: deletion of an incarnation already deleted", "key", ks.key.String())
 			return false
 		}
 		if !ks.live && ks.rec.inc != "" && o.inc != "" && ks.rec.inc != o.inc {
 			// The record is of another incarnation: this one was never
 			// handled here, or its deletion is finished (a stale repeat).
-			b.log.Debug("opbus: deletion of an incarnation this record is not of", "key", ks.key.String(), "stored", ks.rec.inc, "deleted", o.inc)
+			b.cfg.log.Debug("opbus: deletion of an incarnation this record is not of", "key", ks.key.String(), "stored", ks.rec.inc, "deleted", o.inc)
 			return false
 		}
 		if ks.rec.inc == "" && o.inc != "" {
@@ -287,7 +287,7 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 		b.mu.Lock()
 		b.unshift(ks, *o)
 		*o = observation{deleted: true, inc: ks.rec.inc, new: ks.cur}
-		b.flying[ks] = *o // what shutdown must keep if this pass is abandoned
+		b.lanes.flying[ks] = *o // what shutdown must keep if this pass is abandoned
 		b.mu.Unlock()
 		return true
 	}
@@ -306,8 +306,8 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 
 // restart sets aside a stored record of another incarnation than inc.
 func (b *Bus) restart(ks *keyState, inc string) {
-	b.log.Warn("opbus: stored record is of another incarnation; starting afresh", "key", ks.key.String(), "stored", ks.rec.inc, "observed", inc)
-	ks.rec = newRecord(len(b.handlers))
+	b.cfg.log.Warn("opbus: stored record is of another incarnation; starting afresh", "key", ks.key.String(), "stored", ks.rec.inc, "observed", inc)
+	ks.rec = newRecord(len(b.reg.handlers))
 	ks.rec.inc = inc
 	ks.saved = false
 	ks.clean = 0
@@ -318,22 +318,22 @@ func (b *Bus) restart(ks *keyState, inc string) {
 
 // load reads the record of ks.
 func (b *Bus) load(ctx context.Context, ks *keyState) error {
-	rec, err := b.readRecord(ctx, ks.key, b.index)
+	rec, err := b.readRecord(ctx, ks.key, b.reg.index)
 	var bad *RecordError
 	if err != nil && !errors.As(err, &bad) {
-		b.log.Error("opbus: loading record", "key", ks.key.String(), "err", err)
+		b.cfg.log.Error("opbus: loading record", "key", ks.key.String(), "err", err)
 		return fmt.Errorf("opbus: loading record of %v: %w", ks.key, err)
 	}
 	if err == nil && rec == nil {
-		ks.rec = newRecord(len(b.handlers))
+		ks.rec = newRecord(len(b.reg.handlers))
 		ks.saved = true
 		return nil
 	}
 	if err != nil {
-		b.log.Error("opbus: stored record cannot be read; its handlers wait until it is repaired or deleted", "key", ks.key.String(), "err", err)
-		if b.sink != nil && (ks.x == nil || ks.x.loadFails == 0) {
+		b.cfg.log.Error("opbus: stored record cannot be read; its handlers wait until it is repaired or deleted", "key", ks.key.String(), "err", err)
+		if b.cfg.sink != nil && (ks.x == nil || ks.x.loadFails == 0) {
 			msg := err.Error()
-			_ = b.sink.PutStatus(ctx, ks.key, ks.cur, ErrorStatus(msg), Slots{busSlot: ErrorStatus(msg)})
+			_ = b.cfg.sink.PutStatus(ctx, ks.key, ks.cur, ErrorStatus(msg), Slots{busSlot: ErrorStatus(msg)})
 			ks.sunk = false
 		}
 		return err
@@ -405,7 +405,7 @@ func (d *pass) waiting(h *handler, cur digest) bool {
 
 func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 	ks := d.ks
-	for _, h := range b.handlers {
+	for _, h := range b.reg.handlers {
 		if !h.forKind(ks.key.Kind) {
 			continue
 		}
@@ -485,7 +485,7 @@ func (d *pass) recovered(h *handler) {
 // (it holds a value that is not JSON-like): the handler cannot run.
 func (d *pass) unusable(h *handler, err error) {
 	err = within(err, "opbus: handler %q on %v", h.id, d.ks.key)
-	d.b.log.Error("opbus: object has an unsupported value", "key", d.ks.key.String(), "handler", h.id, "err", err)
+	d.b.cfg.log.Error("opbus: object has an unsupported value", "key", d.ks.key.String(), "handler", h.id, "err", err)
 	d.putSlot(h.id, ErrorStatus(err.Error()))
 	d.errs = append(d.errs, err)
 }
@@ -550,7 +550,7 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 	if b.dropped(d.ks) {
 		return
 	}
-	if b.runs != nil && !b.runs(h.id) {
+	if b.cfg.runs != nil && !b.cfg.runs(h.id) {
 		d.ks.setClean(h.idx, false)
 		return
 	}
@@ -580,13 +580,13 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 			st.Reason = "" // failed anyway: the status shows, without the reason
 		}
 	}
-	if b.observer != nil {
-		b.observer.Handled(d.ks.key, h.id, ev.Attempt, took, err)
+	if b.cfg.observer != nil {
+		b.cfg.observer.Handled(d.ks.key, h.id, ev.Attempt, took, err)
 	}
 	if err != nil && ctx.Err() != nil && b.isStopping() {
 		// Cancelled by shutdown: not a failure of the handler. The state
 		// is saved as pending and handled after a restart.
-		b.log.Warn("opbus: handler interrupted by shutdown", "key", d.ks.key.String(), "handler", h.id, "id", ev.ID, "err", err)
+		b.cfg.log.Warn("opbus: handler interrupted by shutdown", "key", d.ks.key.String(), "handler", h.id, "id", ev.ID, "err", err)
 		d.retryAt(time.Now())
 		return
 	}
@@ -594,8 +594,8 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 		b.failed(d, h, ev, cur, st, err, took)
 		return
 	}
-	if b.log.Enabled(ctx, slog.LevelDebug) {
-		b.log.Debug("opbus: handler succeeded", "key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took, "status", st.String())
+	if b.cfg.log.Enabled(ctx, slog.LevelDebug) {
+		b.cfg.log.Debug("opbus: handler succeeded", "key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took, "status", st.String())
 	}
 	_, failing := d.rec.fails[h.id]
 	_, saved := d.rec.good[h.id]
@@ -626,7 +626,7 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		b.stats.panicked.Add(1)
-		b.log.Error("opbus: handler panicked", append(attrs(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))...)
+		b.cfg.log.Error("opbus: handler panicked", append(attrs(), "panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))...)
 	}
 	if st.IsZero() {
 		st = ErrorStatus(err.Error())
@@ -659,18 +659,18 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 	f.n++
 	d.dirty = true
 	if errors.Is(err, ErrPermanent) {
-		b.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)
+		b.cfg.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)
 		f.permanent, f.at = true, time.Time{}
 		d.ks.paid(h.idx)
 		return
 	}
 	delay, asked := retryDelay(err)
 	if !asked {
-		delay = b.backoff.delay(f.n)
+		delay = b.cfg.backoff.delay(f.n)
 	}
 	f.at = time.Now().Add(max(delay, time.Nanosecond))
 	d.retryAt(f.at)
-	b.log.Error("opbus: handler failed", append(attrs(), "err", err, "retry_in", delay)...)
+	b.cfg.log.Error("opbus: handler failed", append(attrs(), "err", err, "retry_in", delay)...)
 }
 
 func (b *Bus) isStopping() bool {
@@ -681,7 +681,7 @@ func (b *Bus) isStopping() bool {
 
 // filter runs h's When, turning a panic into an error.
 func (b *Bus) filter(h *handler, ev *Event) (ok bool, err error) {
-	if b.recover {
+	if b.cfg.recover {
 		defer func() {
 			if v := recover(); v != nil {
 				ok, err = false, fmt.Errorf("On.When: %w", &PanicError{Value: v, Stack: debug.Stack()})
@@ -693,7 +693,7 @@ func (b *Bus) filter(h *handler, ev *Event) (ok bool, err error) {
 
 // call runs a handler, turning a panic into a *PanicError.
 func (b *Bus) call(ctx context.Context, h *handler, ev *Event) (st Status, err error) {
-	if b.recover {
+	if b.cfg.recover {
 		defer func() {
 			if v := recover(); v != nil {
 				st, err = Status{}, &PanicError{Value: v, Stack: debug.Stack()}
@@ -708,7 +708,7 @@ func (b *Bus) call(ctx context.Context, h *handler, ev *Event) (st Status, err e
 // succeeded or failed for good.
 func (b *Bus) runDelete(ctx context.Context, d *pass) bool {
 	finished := true
-	for _, h := range b.handlers {
+	for _, h := range b.reg.handlers {
 		if !h.forKind(d.ks.key.Kind) || !h.wants(Delete) || d.rec.digests[h.idx] == deletedDigest {
 			continue
 		}
@@ -726,25 +726,25 @@ func (b *Bus) runDelete(ctx context.Context, d *pass) bool {
 }
 
 func (b *Bus) runCollectors(ctx context.Context, d *pass) {
-	for _, c := range b.collectors {
+	for _, c := range b.reg.collectors {
 		st := b.collect(ctx, d, c)
 		d.putSlot(c.id, st)
 	}
 }
 
 func (b *Bus) collect(ctx context.Context, d *pass, c *collector) (st Status) {
-	if b.recover {
+	if b.cfg.recover {
 		defer func() {
 			if v := recover(); v != nil {
 				b.stats.panicked.Add(1)
-				b.log.Error("opbus: collector panicked", "key", d.ks.key.String(), "collector", c.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				b.cfg.log.Error("opbus: collector panicked", "key", d.ks.key.String(), "collector", c.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				st = ErrorStatus(fmt.Sprintf("collector %s panicked: %v", c.id, v))
 			}
 		}()
 	}
 	st = c.fn(ctx, d.ks.key, d.new)
 	if err := st.check(); err != nil {
-		b.log.Error("opbus: collector returned a bad status", "key", d.ks.key.String(), "collector", c.id, "err", err)
+		b.cfg.log.Error("opbus: collector returned a bad status", "key", d.ks.key.String(), "collector", c.id, "err", err)
 		st = ErrorStatus(fmt.Sprintf("collector %s returned a bad status: %v", c.id, err))
 	}
 	return st

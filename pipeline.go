@@ -54,7 +54,7 @@ type writeJob struct {
 // pipelines reports whether a write of a lane's pass goes beside the next
 // pass: writes have been slow enough to be worth it.
 func (b *Bus) pipelines() bool {
-	return b.pipeAlways || b.writeCost.Load() >= int64(pipeAfter)
+	return b.lanes.pipeAlways || b.lanes.writeCost.Load() >= int64(pipeAfter)
 }
 
 // statusSnap is a status that a pass queued behind a write (queuesBehindWrite)
@@ -70,7 +70,7 @@ type statusSnap struct {
 // noteQueuedStatus notes the status of the queued pass d, if it changed, for the
 // write that follows (at most maxQueued of them).
 func (b *Bus) noteQueuedStatus(l *lane, d *pass) {
-	if b.sink == nil || d.ks.sunk {
+	if b.cfg.sink == nil || d.ks.sunk {
 		return
 	}
 	if n := len(l.statuses); n > 0 && l.statuses[n-1].slots.equal(d.rec.slots) {
@@ -98,7 +98,7 @@ func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *wr
 	ks := d.ks
 	w.d = d
 	if d.dirty || !ks.saved {
-		data, err := d.rec.encode(b.ids)
+		data, err := d.rec.encode(b.reg.ids)
 		if err != nil {
 			ks.saved = false
 			b.writeFailed(d, "saving record", err)
@@ -109,7 +109,7 @@ func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *wr
 	}
 	b.publish(ctx, d, false) // notes whether the status changed
 	switch {
-	case b.sink == nil:
+	case b.cfg.sink == nil:
 		ks.sunk = true
 	case !ks.sunk:
 		w.put = true
@@ -132,9 +132,9 @@ func (w *writeJob) run(ctx context.Context, b *Bus) {
 		if b.dropped(ks) {
 			break
 		}
-		if err := b.sink.PutStatus(ctx, ks.key, s.cur, s.summary, s.slots); err != nil {
+		if err := b.cfg.sink.PutStatus(ctx, ks.key, s.cur, s.summary, s.slots); err != nil {
 			// This write's own status still goes, and is retried.
-			b.log.Error("opbus: publishing a status queued beside a write", "key", ks.key.String(), "status", s.summary.String(), "err", err)
+			b.cfg.log.Error("opbus: publishing a status queued beside a write", "key", ks.key.String(), "status", s.summary.String(), "err", err)
 			break
 		}
 	}
@@ -150,14 +150,14 @@ func (w *writeJob) run(ctx context.Context, b *Bus) {
 		if b.dropped(ks) {
 			w.skipped = true // shutdown or a halt took the key from this pass
 		} else {
-			w.putErr = b.sink.PutStatus(ctx, ks.key, w.cur, w.summary, w.slots)
+			w.putErr = b.cfg.sink.PutStatus(ctx, ks.key, w.cur, w.summary, w.slots)
 		}
 	}
 	// A moving average over about eight writes; a lost update between
 	// two writers only delays it.
 	took := int64(time.Since(start))
-	avg := b.writeCost.Load()
-	b.writeCost.Store(avg + (took-avg)/8)
+	avg := b.lanes.writeCost.Load()
+	b.lanes.writeCost.Store(avg + (took-avg)/8)
 }
 
 // finishWrite takes in the outcome of w: a failed write leaves the record
@@ -191,7 +191,7 @@ func (b *Bus) finishWrite(w *writeJob) {
 // writeFailed reports a failed write of the pass d and asks for a retry.
 func (b *Bus) writeFailed(d *pass, what string, err error) {
 	err = fmt.Errorf("opbus: %s of %v: %w", what, d.ks.key, err)
-	b.log.Error("opbus: "+what, "key", d.ks.key.String(), "err", err)
+	b.cfg.log.Error("opbus: "+what, "key", d.ks.key.String(), "err", err)
 	d.errs = append(d.errs, err)
 	d.storeFailed()
 }
@@ -230,10 +230,10 @@ func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 		b.freeWriteSlot()
 		b.mu.Lock()
 		w.finished = true
-		p, mine := b.parked[ks]
+		p, mine := b.lanes.parked[ks]
 		mine = mine && p.w == w
 		if mine {
-			delete(b.parked, ks)
+			delete(b.lanes.parked, ks)
 		}
 		b.mu.Unlock()
 		close(w.done)
@@ -264,7 +264,7 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 		}
 		if next != nil {
 			next.done = make(chan struct{})
-			b.parked[ks] = parking{w: next}
+			b.lanes.parked[ks] = parking{w: next}
 			b.markReady(ks)
 			b.mu.Unlock()
 			return next
@@ -273,7 +273,7 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 		b.afterWrite(ks)
 	}
 	b.mu.Lock()
-	delete(b.flying, ks)
+	delete(b.lanes.flying, ks)
 	b.release(ks)
 	b.mu.Unlock()
 	return nil
@@ -341,9 +341,9 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 	for l.w != nil {
 		b.mu.Lock()
 		switch {
-		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks) && (l.handling || b.handling < b.workers):
+		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks) && (l.handling || b.lanes.handling < b.cfg.workers):
 			if !l.handling { // given back while the pass waited for the write before
-				b.handling++
+				b.lanes.handling++
 				l.handling = true
 			}
 			if !l.w.finished {
@@ -352,10 +352,10 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 			b.mu.Unlock()
 			return parkRun
 		case !l.w.finished:
-			if b.parked == nil {
-				b.parked = map[*keyState]parking{}
+			if b.lanes.parked == nil {
+				b.lanes.parked = map[*keyState]parking{}
 			}
-			b.parked[ks] = parking{w: l.w, owed: l.owed, passes: l.unwritten, statuses: l.statuses}
+			b.lanes.parked[ks] = parking{w: l.w, owed: l.owed, passes: l.unwritten, statuses: l.statuses}
 			b.markReady(ks) // a due retry, or the lane's maxTaken: another lane may take it over
 			b.mu.Unlock()
 			l.w, l.owed, l.statuses, l.flying = nil, false, nil, false // the write's goroutine forgets the flying state
@@ -375,11 +375,11 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 // takeParked gives lane l the key ks parked on its write, for a state of
 // ks that may run now (see markReady); b.mu is held.
 func (b *Bus) takeParked(l *lane, ks *keyState) bool {
-	p, ok := b.parked[ks]
+	p, ok := b.lanes.parked[ks]
 	if !ok || l == nil {
 		return false
 	}
-	delete(b.parked, ks)
+	delete(b.lanes.parked, ks)
 	l.w, l.owed, l.unwritten, l.statuses, l.flying = p.w, p.owed, p.passes, p.statuses, true
 	if !p.w.finished {
 		b.stats.beside.Add(1)

@@ -145,11 +145,11 @@ func (s *atkStore) waitStarted(t *testing.T, name string) {
 func isParked(b *Bus, name string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ks := b.keys[keyNamed(name)]
+	ks := b.q.keys[keyNamed(name)]
 	if ks == nil {
 		return false
 	}
-	_, ok := b.parked[ks]
+	_, ok := b.lanes.parked[ks]
 	return ok
 }
 
@@ -207,7 +207,7 @@ func resume(t *testing.T, mem *MemoryStore, prepare func(b *Bus)) func(name stri
 	must(t, err)
 	var pending []Key
 	for _, k := range keys {
-		rec, err := b.readRecord(ctx, k, b.index)
+		rec, err := b.readRecord(ctx, k, b.reg.index)
 		must(t, err)
 		if rec != nil && len(rec.states()) > 0 {
 			pending = append(pending, k)
@@ -220,7 +220,7 @@ func resume(t *testing.T, mem *MemoryStore, prepare func(b *Bus)) func(name stri
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for _, k := range pending {
-			if _, ok := b.keys[k]; !ok {
+			if _, ok := b.q.keys[k]; !ok {
 				return false
 			}
 		}
@@ -230,7 +230,7 @@ func resume(t *testing.T, mem *MemoryStore, prepare func(b *Bus)) func(name stri
 	cancel(nil)
 	must(t, waitRun(t, done, 5*time.Second))
 	for _, k := range keys {
-		rec, err := b.readRecord(ctx, k, b.index)
+		rec, err := b.readRecord(ctx, k, b.reg.index)
 		must(t, err)
 		if rec != nil && len(rec.states()) > 0 {
 			t.Errorf("%v: states still pending after the restart settled", k)
@@ -248,7 +248,7 @@ func TestAttack22cNinthQueuedPassFreesWorker(t *testing.T) {
 	store := newAtkStore()
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	gate := make(chan struct{})
 	var mu sync.Mutex
 	ran := map[string][]string{}
@@ -302,7 +302,7 @@ func TestAttack22cDeletionBesideHangingWriteFreesWorker(t *testing.T) {
 	store := newAtkStore()
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	var deleted atomic.Int32
 	must(t, b.Handle("gone", func(ctx context.Context, ev *Event) (Status, error) {
@@ -342,14 +342,14 @@ func TestAttack22cHeldPassesBounded(t *testing.T) {
 	store := newAtkStore()
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
 	idle := func() bool { // no pass of a holds a handler slot
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.handling == 0
+		return b.lanes.handling == 0
 	}
 
 	must(t, b.Observe(ctx, keyNamed("a"), doc("a", "v1")))
@@ -396,7 +396,7 @@ func TestAttack22cShutdownParkedRestart(t *testing.T) {
 				store.hold(n)
 			}
 			b := newBus(t, &Options{Store: store, Workers: 1, Writers: 1, ShutdownTimeout: 50 * time.Millisecond})
-			b.pipeAlways = true
+			b.lanes.pipeAlways = true
 			runs := imageRuns(t, b)
 			stop := run(t, b)
 			ctx := context.Background()
@@ -466,7 +466,7 @@ func TestAttack22cShutdownAbandonsPassBesideWrite(t *testing.T) {
 	store.runOnly = true
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: 50 * time.Millisecond})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	stuck := make(chan struct{})
 	entered := make(chan struct{})
 	var mu sync.Mutex
@@ -524,7 +524,7 @@ func TestAttack22cShutdownWritesReturnDuringDrain(t *testing.T) {
 		store.hold(n)
 	}
 	b := newBus(t, &Options{Store: store, Workers: 1, Writers: 1, ShutdownTimeout: 2 * time.Second})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	cancel, done := startRun(b)
 	ctx := context.Background()
@@ -606,7 +606,7 @@ func TestAttack22cHaltParked(t *testing.T) {
 		store.hold(n)
 	}
 	b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1, Writers: 1, ShutdownTimeout: time.Hour})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	cancel, done := startRun(b)
 	ctx := context.Background()
@@ -655,7 +655,7 @@ func TestAttack22cSaveFailsWhileParked(t *testing.T) {
 	sink := newAtkSink()
 	b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1,
 		Backoff: Backoff{Initial: 10 * time.Millisecond, Max: 40 * time.Millisecond}})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -700,7 +700,7 @@ func TestAttack22cOwedWriteFails(t *testing.T) {
 	store := newAtkStore()
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 1, Backoff: Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -736,7 +736,7 @@ func TestAttack22cDispatchBesideParked(t *testing.T) {
 	store := newAtkStore()
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -750,7 +750,7 @@ func TestAttack22cDispatchBesideParked(t *testing.T) {
 	waitFor(t, "the Dispatch call waiting", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.awaited(b.keys[keyNamed("a")])
+		return b.awaited(b.q.keys[keyNamed("a")])
 	})
 	for _, wait := range []func(context.Context) error{b.Wait, b.Settle} {
 		short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
@@ -789,7 +789,7 @@ func TestAttack22cDeleteRecreateWhileParked(t *testing.T) {
 	store := newAtkStore()
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 2})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	var mu sync.Mutex
 	var log []string
 	must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
@@ -840,7 +840,7 @@ func TestAttack22cIncarnationChangeWhileParked(t *testing.T) {
 		return &Options{Store: store, Workers: 2, Incarnation: uidOf}
 	}
 	b := newBus(t, opts())
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	var mu sync.Mutex
 	var log []string
 	h := func(ctx context.Context, ev *Event) (Status, error) {
@@ -894,7 +894,7 @@ func TestAttack22cSlowSinkInOrder(t *testing.T) {
 			sink := newAtkSink()
 			sink.delay = time.Millisecond
 			b := newBus(t, &Options{Store: store, Sink: sink, Workers: 2, Writers: 1})
-			b.pipeAlways = always
+			b.lanes.pipeAlways = always
 			runs := imageRuns(t, b)
 			stop := run(t, b)
 			ctx := context.Background()
@@ -978,7 +978,7 @@ func manyKeys(t *testing.T, store *atkStore, always bool) {
 	sink.delay = 100 * time.Microsecond
 	b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1, Writers: 1, MaxBacklog: 1000,
 		Backoff: Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}})
-	b.pipeAlways = always
+	b.lanes.pipeAlways = always
 	var mu sync.Mutex
 	ran := map[string][]string{}
 	in := map[string]int{}
@@ -1062,7 +1062,7 @@ func TestAttack22cRetryBesideParked(t *testing.T) {
 	store := newAtkStore()
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 1, Backoff: Backoff{Initial: 5 * time.Millisecond, Max: 5 * time.Millisecond}})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	var mu sync.Mutex
 	var log []string
 	must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
@@ -1109,7 +1109,7 @@ func TestAttack22cShutdownWithDispatchWaiting(t *testing.T) {
 	store.runOnly = true
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: 50 * time.Millisecond})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -1123,7 +1123,7 @@ func TestAttack22cShutdownWithDispatchWaiting(t *testing.T) {
 	waitFor(t, "the Dispatch call waiting", func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return b.awaited(b.keys[keyNamed("a")])
+		return b.awaited(b.q.keys[keyNamed("a")])
 	})
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
@@ -1186,7 +1186,7 @@ func TestAttack22cStatusStoreBeside(t *testing.T) {
 	store := &atkPaired{atkStore: newAtkStore(), sink: sink}
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1, Backoff: Backoff{Initial: 2 * time.Millisecond, Max: 5 * time.Millisecond}})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -1223,7 +1223,7 @@ func TestAttack22cDispatchFromHandler(t *testing.T) {
 	store.lag = 300 * time.Microsecond
 	sink := newAtkSink()
 	b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1, Writers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	var mu sync.Mutex
 	var derr []error
 	ran := map[string][]string{}
@@ -1282,7 +1282,7 @@ func TestAttack22cStateAfterDueRetryRunsBeside(t *testing.T) {
 	store := newAtkStore()
 	store.hold("a")
 	b := newBus(t, &Options{Store: store, Workers: 2})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	inV2, goV2 := make(chan struct{}), make(chan struct{})
 	inV3 := make(chan struct{})
 	var mu sync.Mutex
@@ -1371,7 +1371,7 @@ func TestAttack22cStubbornWriteAtStop(t *testing.T) {
 			mem := NewMemoryStore()
 			store := &stubbornStore{MemoryStore: mem, took: 1150 * time.Millisecond, seen: map[string]bool{}}
 			b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: 50 * time.Millisecond})
-			b.pipeAlways = true
+			b.lanes.pipeAlways = true
 			runs := imageRuns(t, b)
 			cancel, done := startRun(b)
 			ctx := context.Background()

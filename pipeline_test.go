@@ -51,7 +51,7 @@ func TestWriteBesideNextPass(t *testing.T) {
 	mem := NewMemoryStore()
 	store := newGatedStore("slow", mem)
 	b := newBus(t, &Options{Store: store, Workers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -108,7 +108,7 @@ func TestWriteBesideFails(t *testing.T) {
 	mem := NewMemoryStore()
 	store := &failOnce{MemoryStore: mem, started: make(chan struct{}, 1), gate: make(chan struct{}), failed: map[string]bool{}}
 	b := newBus(t, &Options{Store: store, Workers: 1, Backoff: Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond}})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -133,7 +133,7 @@ func TestWriteBesideShutdown(t *testing.T) {
 	mem := NewMemoryStore()
 	store := newGatedStore("slow", mem)
 	b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: 50 * time.Millisecond})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -162,7 +162,7 @@ func TestWriteHeldWhileWriting(t *testing.T) {
 	mem := NewMemoryStore()
 	store := newGatedStore("slow", mem)
 	b := newBus(t, &Options{Store: store, Workers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -205,7 +205,7 @@ func (s *slowStore) Save(ctx context.Context, key Key, data []byte) error {
 // states still come.
 func TestDispatchBesideBusyKey(t *testing.T) {
 	b := newBus(t, &Options{Store: &slowStore{MemoryStore: NewMemoryStore(), took: 2 * time.Millisecond}, Workers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	defer func() { must(t, stop()) }()
@@ -239,7 +239,7 @@ func TestDispatchBesideBusyKey(t *testing.T) {
 func TestWriteSlotFreedBesideHandler(t *testing.T) {
 	mem := NewMemoryStore()
 	b := newBus(t, &Options{Store: &slowStore{MemoryStore: mem, took: 5 * time.Millisecond}, Workers: 2, Writers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	release := make(chan struct{})
 	var started atomic.Int32
 	must(t, b.Handle("image", func(ctx context.Context, ev *Event) (Status, error) {
@@ -291,7 +291,7 @@ func TestParkedKeysFreeWorkers(t *testing.T) {
 	mem := NewMemoryStore()
 	store := &heldStore{MemoryStore: mem, open: make(chan struct{})}
 	b := newBus(t, &Options{Store: store, Workers: 1, Writers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	ctx := context.Background()
@@ -341,7 +341,7 @@ func TestHeldStatusesReachSinkInOrder(t *testing.T) {
 	store := newGatedStore("slow", mem)
 	sink := &orderSink{}
 	b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1})
-	b.pipeAlways = true
+	b.lanes.pipeAlways = true
 	runs := imageRuns(t, b)
 	stop := run(t, b)
 	defer func() { must(t, stop()) }()

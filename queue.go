@@ -21,6 +21,23 @@ type observation struct {
 	pre       *preDiff    // the subscribed changes from the state observed before (precompare.go)
 }
 
+// queues is what a Bus keeps of its keys and their queued states; guarded
+// by Bus.mu.
+type queues struct {
+	keys     map[Key]*keyState
+	ready    []*keyState       // keys with work and no holder (markReady)
+	busy     []*keyState       // keys held by a pass
+	queued   int               // states waiting across all keys
+	pending  int               // keys ready or busy (countPending)
+	idle     chan struct{}     // made by Wait while pending > 0; closed when it reaches 0
+	readied  chan struct{}     // made by Wait before Run, while a key is busy; closed when a key becomes ready
+	seq      uint64            // observations pushed, for Dispatch to find its own
+	timerSeq uint64            // retry timers armed
+	ended    map[Key]string    // keys forgotten after their deletion → that incarnation
+	awaiting map[*keyState]int // keys Dispatch calls wait for → how many
+	changed  chan struct{}     // closed at the next change a waiter may wait for (wakeup.go); made by a waiter
+}
+
 // keyState is what the bus keeps per object. Fields below "owned by the
 // dispatching goroutine" are touched only by the goroutine that has set
 // busy; the rest are guarded by Bus.mu, except where noted.
@@ -43,20 +60,24 @@ type keyState struct {
 	abandoned atomic.Bool
 
 	// The flags, together so that they pack into the space an atomic.Bool
-	// leaves (BenchmarkMemoryPerKey: the struct fits a smaller size class).
-	queuedNow bool // in Bus.ready
-	busy      bool
-	blocked   bool // the queue waits for the retry timer: a deletion or a record load is unfinished
-	retryDue  bool
-	taken     bool // the stored pending states are in queue (or in flight) now
-	// owned by the dispatching goroutine
-	live     bool // an incarnation is current: observed, not deleted
-	deleting bool // cur is the last state of an incarnation being deleted
-	seen     bool // a state was dispatched by this Bus
-	sunk     bool // the sink has the current slots
-	saved    bool // the store has the current record
-	shown    bool // published holds the slots of the last commit
-	ended    bool // the last incarnation's deletion is finished, and none began since
+	// leaves (BenchmarkMemoryPerKey: the struct fits a smaller size class),
+	// each named with its owner:
+	//   queue: the per-key queue (queue.go, run.go, dispatch.go), under Bus.mu;
+	//   pass:  the goroutine holding the key, making a pass (pass.go);
+	//   write: the pass's commit and the write stage (commit.go,
+	//          writestage.go, pipeline.go), on the goroutine holding the key.
+	queuedNow bool // queue: listed in queues.ready
+	busy      bool // queue: a pass holds the key (at most one)
+	blocked   bool // queue: the queue waits for the retry timer: a deletion or a record load is unfinished
+	retryDue  bool // queue: a retry is due; taken before the queue
+	taken     bool // queue: the stored pending states are in the queue (or in flight) now
+	live      bool // pass: an incarnation is current: observed, not deleted
+	deleting  bool // pass: cur is the last state of an incarnation being deleted
+	seen      bool // pass: a state was dispatched by this Bus
+	ended     bool // pass: the last incarnation's deletion is finished, and none began since
+	sunk      bool // write: the sink has the current slots
+	saved     bool // write: the store has the current record
+	shown     bool // write, under Bus.mu: published holds the slots of the last commit
 }
 
 // keyExtra is the part of a key's state that only keys with retries,
@@ -108,21 +129,21 @@ func (ks *keyState) hasTimer() bool { return ks.x != nil && ks.x.timer != nil }
 // awaited reports whether a Dispatch call waits for ks, which Run then
 // leaves to it; b.mu is held. (Not in keyExtra: the goroutine that holds
 // ks reads ks.x without b.mu.)
-func (b *Bus) awaited(ks *keyState) bool { return len(b.awaiting) > 0 && b.awaiting[ks] > 0 }
+func (b *Bus) awaited(ks *keyState) bool { return len(b.q.awaiting) > 0 && b.q.awaiting[ks] > 0 }
 
 // keyState returns the state of key, creating it; b.mu is held.
 func (b *Bus) keyState(key Key) *keyState {
-	ks, ok := b.keys[key]
+	ks, ok := b.q.keys[key]
 	if !ok {
 		ks = &keyState{key: key, sunk: true, saved: true}
-		if inc, ok := b.ended[key]; ok {
+		if inc, ok := b.q.ended[key]; ok {
 			ks.ended = true
 			if inc != "" {
 				ks.x = &keyExtra{endedInc: inc}
 			}
-			delete(b.ended, key)
+			delete(b.q.ended, key)
 		}
-		b.keys[key] = ks
+		b.q.keys[key] = ks
 	}
 	return ks
 }
@@ -154,7 +175,7 @@ func (ks *keyState) hasWork() bool {
 // incarnationOf returns the incarnation ID of obj, recovering a panic of
 // the user's function as an error.
 func (b *Bus) incarnationOf(obj map[string]any) (id string, err error) {
-	if b.incarnation == nil || obj == nil {
+	if b.cfg.incarnation == nil || obj == nil {
 		return "", nil
 	}
 	defer func() {
@@ -162,7 +183,7 @@ func (b *Bus) incarnationOf(obj map[string]any) (id string, err error) {
 			err = fmt.Errorf("opbus: Options.Incarnation panicked: %v", v)
 		}
 	}()
-	return b.incarnation(obj), nil
+	return b.cfg.incarnation(obj), nil
 }
 
 // admit checks an observation at the door, puts its documents in canonical
@@ -178,7 +199,7 @@ func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	b.mu.Lock()
 	cmp := b.cmpFor(key.Kind)
 	var base map[string]any
-	if ks := b.keys[key]; ks != nil && b.frozen && b.rel == nil && !o.deleted && !o.hasOld {
+	if ks := b.q.keys[key]; ks != nil && b.frozen && b.rel == nil && !o.deleted && !o.hasOld {
 		base = ks.last // handlers are registered (frozen): what they read is known
 	}
 	b.mu.Unlock()
@@ -230,17 +251,17 @@ func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
 // push appends o to the queue of ks, coalescing past the bound; b.mu is
 // held.
 func (b *Bus) push(ks *keyState, o observation) {
-	b.seq++
-	o.seq = b.seq
+	b.q.seq++
+	o.seq = b.q.seq
 	ks.observed(&o)
-	if len(ks.queue) >= b.maxBacklog {
+	if len(ks.queue) >= b.cfg.maxBacklog {
 		b.coalesce(ks, &o)
 	}
 	ks.queue = append(ks.queue, o)
-	b.queued++
+	b.q.queued++
 	b.stats.observed.Add(1)
-	if b.observer != nil {
-		b.observer.Observed(ks.key, b.queued)
+	if b.cfg.observer != nil {
+		b.cfg.observer.Observed(ks.key, b.q.queued)
 	}
 	b.markReady(ks)
 }
@@ -278,31 +299,31 @@ func (b *Bus) coalesce(ks *keyState, o *observation) {
 		out = append(out, x)
 	}
 	*o = out[len(out)-1]
-	b.queued -= len(ks.queue) - (len(out) - 1)
+	b.q.queued -= len(ks.queue) - (len(out) - 1)
 	clear(ks.queue[len(out)-1:])
 	ks.queue = out[:len(out)-1]
 	if o.coalesced || len(out)-1 < len(q)-1 {
 		b.stats.coalesced.Add(1)
-		b.log.Warn("opbus: backlog coalesced: intermediate states skipped", "key", ks.key.String(), "bound", b.maxBacklog)
-		if b.observer != nil {
-			b.observer.Coalesced(ks.key)
+		b.cfg.log.Warn("opbus: backlog coalesced: intermediate states skipped", "key", ks.key.String(), "bound", b.cfg.maxBacklog)
+		if b.cfg.observer != nil {
+			b.cfg.observer.Coalesced(ks.key)
 		}
 	}
 }
 
 // bounds reports whether an incarnation may end between x and y without
 // an observed deletion: never without incarnation IDs.
-func (b *Bus) bounds(x, y observation) bool { return b.incarnation != nil && x.inc != y.inc }
+func (b *Bus) bounds(x, y observation) bool { return b.cfg.incarnation != nil && x.inc != y.inc }
 
 // markReady puts ks on the ready list if it has work and is not busy or
 // listed, and keeps the idle channel; b.mu is held.
 func (b *Bus) markReady(ks *keyState) {
 	if ks.hasWork() && !ks.queuedNow && (!ks.busy || b.isParked(ks)) {
 		ks.queuedNow = true
-		b.ready = append(b.ready, ks)
-		if b.readied != nil {
-			close(b.readied) // a Wait without Run dispatches it
-			b.readied = nil
+		b.q.ready = append(b.q.ready, ks)
+		if b.q.readied != nil {
+			close(b.q.readied) // a Wait without Run dispatches it
+			b.q.readied = nil
 		}
 		b.notify() // a Dispatch call waiting for the head of the queue to change
 		b.offerWork()
@@ -313,23 +334,23 @@ func (b *Bus) markReady(ks *keyState) {
 // isParked reports whether ks is busy only with a write that runs beside
 // (rule 22c), so that a lane may take it over; b.mu is held.
 func (b *Bus) isParked(ks *keyState) bool {
-	if len(b.parked) == 0 {
+	if len(b.lanes.parked) == 0 {
 		return false
 	}
-	_, ok := b.parked[ks]
+	_, ok := b.lanes.parked[ks]
 	return ok
 }
 
 // countPending recounts the keys with work (listed or being dispatched) and
 // wakes Wait when none is left; b.mu is held.
 func (b *Bus) countPending() {
-	b.pending = len(b.ready) + len(b.busy)
+	b.q.pending = len(b.q.ready) + len(b.q.busy)
 	if b.resumed == resumeListing {
-		b.pending++ // the store's pending states are being looked for (wakeup.go)
+		b.q.pending++ // the store's pending states are being looked for (wakeup.go)
 	}
-	if b.pending == 0 && b.idle != nil {
-		close(b.idle)
-		b.idle = nil
+	if b.q.pending == 0 && b.q.idle != nil {
+		close(b.q.idle)
+		b.q.idle = nil
 	}
 }
 
@@ -357,7 +378,7 @@ func (b *Bus) take(ks *keyState, force bool, own uint64) (observation, bool) {
 		if len(ks.queue) == 0 {
 			ks.queue = nil
 		}
-		b.queued--
+		b.q.queued--
 		return o, true
 	}
 	return observation{}, false
@@ -376,7 +397,7 @@ func (b *Bus) unshift(ks *keyState, os ...observation) {
 		return
 	}
 	ks.queue = append(keep, ks.queue...)
-	b.queued += len(keep)
+	b.q.queued += len(keep)
 }
 
 // retryAt arms the retry timer of ks for t (replacing a later one); only a
@@ -398,16 +419,16 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 	}
 	d := max(time.Until(t), 0)
 	b.stats.retried.Add(1)
-	if b.observer != nil {
-		b.observer.Retrying(ks.key, d)
+	if b.cfg.observer != nil {
+		b.cfg.observer.Retrying(ks.key, d)
 	}
-	b.timerSeq++
-	seq := b.timerSeq
+	b.q.timerSeq++
+	seq := b.q.timerSeq
 	x.timerSeq, x.timerAt = seq, t
 	x.timer = time.AfterFunc(d, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if x.timerSeq != seq || b.keys[ks.key] != ks {
+		if x.timerSeq != seq || b.q.keys[ks.key] != ks {
 			return // stopped, replaced, or of a key state that is gone
 		}
 		x.timer = nil

@@ -161,7 +161,7 @@ const maxRecordBuf = 64 << 10
 // the one path by which the bus reads records. index maps handler IDs to
 // indexes. A record that cannot be read is a *RecordError.
 func (b *Bus) readRecord(ctx context.Context, key Key, index map[string]int) (*record, error) {
-	data, err := b.store.Load(ctx, key)
+	data, err := b.cfg.store.Load(ctx, key)
 	if err != nil || data == nil {
 		return nil, err
 	}

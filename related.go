@@ -126,7 +126,7 @@ func (b *Bus) relations() error {
 	if b.rel != nil {
 		return nil
 	}
-	if err := b.setIgnore(append(slices.Clone(b.ignore), RelatedField)); err != nil {
+	if err := b.setIgnore(append(slices.Clone(b.reg.ignore), RelatedField)); err != nil {
 		return err
 	}
 	b.rel = &relations{fns: map[string]RelateFunc{}, parents: map[Key][]Key{}, views: map[Key]*relView{}}

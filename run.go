@@ -43,7 +43,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for range b.workers + b.writers {
+	for range b.cfg.workers + b.cfg.writers {
 		// Workers+Writers goroutines: at most Workers run handlers, at
 		// most Writers write (writestage.go).
 		wg.Go(func() {
@@ -59,7 +59,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	b.stop()
-	for _, ks := range b.keys {
+	for _, ks := range b.q.keys {
 		if ks.x != nil {
 			ks.x.stopTick() // a schedule is no work to save (timer.go)
 		}
@@ -73,13 +73,13 @@ func (b *Bus) Run(ctx context.Context) error {
 	drained := b.drained(&wg)
 	select {
 	case <-drained:
-	case <-time.After(b.shutdown):
-		b.log.Warn("opbus: shutdown timeout: cancelling running handlers", "timeout", b.shutdown)
+	case <-time.After(b.cfg.shutdown):
+		b.cfg.log.Warn("opbus: shutdown timeout: cancelling running handlers", "timeout", b.cfg.shutdown)
 		cancel(nil)
 		select {
 		case <-drained:
 		case <-time.After(abandonAfter):
-			b.log.Error("opbus: handlers ignored their cancelled context; abandoning them, their results are not committed")
+			b.cfg.log.Error("opbus: handlers ignored their cancelled context; abandoning them, their results are not committed")
 		}
 	}
 	return b.persistPending(context.WithoutCancel(ctx))
@@ -88,7 +88,7 @@ func (b *Bus) Run(ctx context.Context) error {
 // armRetries schedules the retries of failures that Dispatch or Wait met
 // before Run started, which nothing would run otherwise; b.mu is held.
 func (b *Bus) armRetries() {
-	for _, ks := range b.keys {
+	for _, ks := range b.q.keys {
 		if ks.busy {
 			continue // its holder owns ks.rec; it arms its own retry
 		}
@@ -121,7 +121,7 @@ func (ks *keyState) failureDue() time.Time {
 func (b *Bus) work(ctx context.Context, l *lane) {
 	for {
 		b.mu.Lock()
-		for (len(b.ready) == 0 || b.handling >= b.workers) && !b.stopping {
+		for (len(b.q.ready) == 0 || b.lanes.handling >= b.cfg.workers) && !b.stopping {
 			b.waitWork()
 		}
 		if b.stopping {
@@ -137,15 +137,15 @@ func (b *Bus) work(ctx context.Context, l *lane) {
 // lane l, which takes a handler slot for it; with a nil l for Wait.
 func (b *Bus) workOne(ctx context.Context, l *lane) {
 	b.mu.Lock()
-	if len(b.ready) == 0 || b.stopping || (l != nil && b.handling >= b.workers) {
+	if len(b.q.ready) == 0 || b.stopping || (l != nil && b.lanes.handling >= b.cfg.workers) {
 		b.mu.Unlock()
 		return
 	}
-	ks := b.ready[0]
-	b.ready[0] = nil
-	b.ready = b.ready[1:]
+	ks := b.q.ready[0]
+	b.q.ready[0] = nil
+	b.q.ready = b.q.ready[1:]
 	ks.queuedNow = false
-	if b.keys[ks.key] != ks || b.awaited(ks) || (ks.busy && !b.takeParked(l, ks)) {
+	if b.q.keys[ks.key] != ks || b.awaited(ks) || (ks.busy && !b.takeParked(l, ks)) {
 		// gone, left to a Dispatch call, or held by one or by a lane
 		b.mu.Unlock()
 		return
@@ -157,7 +157,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 		}
 	}
 	if l != nil {
-		b.handling++
+		b.lanes.handling++
 		l.handling, l.ks = true, ks
 		b.offerWork() // more ready keys for more free slots
 	}
@@ -165,7 +165,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 
 	if l == nil {
 		if _, _, err := b.step(ctx, ks, false, nil, 0); err != nil {
-			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+			b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
 	}
 	parked := l != nil && b.passes(ctx, l, ks)
@@ -196,7 +196,7 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		_, ok, err := b.step(ctx, ks, false, nil, 0)
 		l.pipe = false
 		if err != nil {
-			b.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+			b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
 		if ok && l.deferred {
 			continue
@@ -219,7 +219,7 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 	if l.flying {
 		l.flying = false
 		b.mu.Lock()
-		delete(b.flying, ks) // kept while a write of its state was under way
+		delete(b.lanes.flying, ks) // kept while a write of its state was under way
 		b.mu.Unlock()
 	}
 	return false
@@ -228,23 +228,23 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 // acquire makes the caller the only one dispatching ks; b.mu is held.
 func (b *Bus) acquire(ks *keyState) {
 	ks.busy = true
-	b.busy = append(b.busy, ks)
+	b.q.busy = append(b.q.busy, ks)
 }
 
 // release ends the caller's hold on ks, forgets a key whose incarnation
 // ended with nothing left to do, and wakes whoever waits; b.mu is held.
 func (b *Bus) release(ks *keyState) {
 	ks.busy = false
-	for i, k := range b.busy {
+	for i, k := range b.q.busy {
 		if k == ks {
-			b.busy[i] = b.busy[len(b.busy)-1]
-			b.busy[len(b.busy)-1] = nil
-			b.busy = b.busy[:len(b.busy)-1]
+			b.q.busy[i] = b.q.busy[len(b.q.busy)-1]
+			b.q.busy[len(b.q.busy)-1] = nil
+			b.q.busy = b.q.busy[:len(b.q.busy)-1]
 			break
 		}
 	}
-	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && !ks.hasTimer() && b.keys[ks.key] == ks && !b.stopping {
-		delete(b.keys, ks.key)
+	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && !ks.hasTimer() && b.q.keys[ks.key] == ks && !b.stopping {
+		delete(b.q.keys, ks.key)
 		b.remember(ks.key, ks.endedInc())
 	} else {
 		b.markReady(ks)
@@ -259,29 +259,29 @@ const maxEnded = 4096
 
 // remember notes that key's incarnation inc was deleted; b.mu is held.
 func (b *Bus) remember(key Key, inc string) {
-	if len(b.ended) >= maxEnded {
-		for k := range b.ended {
-			delete(b.ended, k)
+	if len(b.q.ended) >= maxEnded {
+		for k := range b.q.ended {
+			delete(b.q.ended, k)
 			break
 		}
 	}
-	b.ended[key] = inc
+	b.q.ended[key] = inc
 }
 
 // resumePending schedules the keys whose records hold states an earlier
 // run left pending; dispatching them reads those states first.
 func (b *Bus) resumePending(ctx context.Context) {
-	l, ok := b.store.(Lister)
+	l, ok := b.cfg.store.(Lister)
 	if !ok {
 		return
 	}
 	keys, err := l.Keys(ctx)
 	if err != nil {
-		b.log.Error("opbus: listing stored records", "err", err)
+		b.cfg.log.Error("opbus: listing stored records", "err", err)
 		return
 	}
 	for _, key := range keys {
-		rec, err := b.readRecord(ctx, key, b.index)
+		rec, err := b.readRecord(ctx, key, b.reg.index)
 		if err == nil && (rec == nil || len(rec.states()) == 0) {
 			continue
 		}
@@ -289,7 +289,7 @@ func (b *Bus) resumePending(ctx context.Context) {
 		// key's first pass loads it again (with backoff, reporting a
 		// corrupt record), so that nothing pending is left behind.
 		b.mu.Lock()
-		if _, known := b.keys[key]; !known {
+		if _, known := b.q.keys[key]; !known {
 			// A key already known (observed, or being dispatched) reads its
 			// record, pending states included, at its first pass.
 			ks := b.keyState(key)
@@ -313,11 +313,11 @@ func (b *Bus) persistPending(ctx context.Context) error {
 	var work []left
 	b.mu.Lock()
 	b.closed = true
-	for _, ks := range b.keys {
-		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken, owed: b.owed[ks]}
+	for _, ks := range b.q.keys {
+		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken, owed: b.lanes.owed[ks]}
 		switch {
 		case ks.busy:
-			if in, ok := b.flying[ks]; ok && !in.retry && !in.relOnly() {
+			if in, ok := b.lanes.flying[ks]; ok && !in.retry && !in.relOnly() {
 				l.states = append(l.states, in)
 			}
 		case ks.retryDue || ks.deleting || (ks.blocked && ks.cur != nil):
@@ -345,7 +345,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		}
 		work = append(work, l)
 	}
-	busy := slices.Clone(b.busy)
+	busy := slices.Clone(b.q.busy)
 	b.mu.Unlock()
 
 	for _, ks := range busy {
@@ -357,7 +357,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		ks.abandoned.Store(true)
 		mu.Unlock()
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.shutdown)
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.shutdown)
 	defer cancel()
 	var errs []error
 	for _, l := range work {
@@ -366,7 +366,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		}
 	}
 	if len(work) > 0 {
-		b.log.Info("opbus: saved pending work for the next run", "keys", len(work), "failed", len(errs))
+		b.cfg.log.Info("opbus: saved pending work for the next run", "keys", len(work), "failed", len(errs))
 	}
 	return errors.Join(errs...)
 }
@@ -396,7 +396,7 @@ func (ks *keyState) dropRepeats(states []observation) []observation {
 // replacedBy reports whether q starts with a state of another incarnation
 // than the live one of ks, which is not busy; b.mu is held.
 func (ks *keyState) replacedBy(b *Bus, q []observation) bool {
-	if b.incarnation == nil || !ks.live || ks.cur == nil || ks.rec == nil || ks.rec.inc == "" || len(q) == 0 {
+	if b.cfg.incarnation == nil || !ks.live || ks.cur == nil || ks.rec == nil || ks.rec.inc == "" || len(q) == 0 {
 		return false
 	}
 	return !q[0].deleted && q[0].inc != "" && q[0].inc != ks.rec.inc
@@ -422,17 +422,17 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 	}
 	if rec == nil && abandoned && owed != nil {
 		var err error
-		if rec, err = decodeRecord(ks.key, owed, b.index); err != nil {
+		if rec, err = decodeRecord(ks.key, owed, b.reg.index); err != nil {
 			return err
 		}
 	}
 	if rec == nil {
 		var err error
-		if rec, err = b.readRecord(ctx, ks.key, b.index); err != nil {
+		if rec, err = b.readRecord(ctx, ks.key, b.reg.index); err != nil {
 			return err // never overwrite what cannot be read
 		}
 		if rec == nil {
-			rec = newRecord(len(b.handlers))
+			rec = newRecord(len(b.reg.handlers))
 		}
 	}
 	if len(states) == 0 && len(rec.states()) > 0 {
@@ -453,15 +453,15 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 	for _, o := range kept {
 		rec.addPending(pendingState{Object: b.cmpFor(ks.key.Kind).stripped(o.new), Deleted: o.deleted})
 	}
-	data, err := rec.encode(b.ids)
+	data, err := rec.encode(b.reg.ids)
 	if err != nil {
 		return err
 	}
 	if err := b.saveRecord(ctx, ks.key, data); err != nil {
-		b.log.Error("opbus: saving pending work", "key", ks.key.String(), "err", err)
+		b.cfg.log.Error("opbus: saving pending work", "key", ks.key.String(), "err", err)
 		return err
 	}
-	b.log.Debug("opbus: saved pending states", slog.String("key", ks.key.String()), slog.Int("states", len(rec.states())))
+	b.cfg.log.Debug("opbus: saved pending states", slog.String("key", ks.key.String()), slog.Int("states", len(rec.states())))
 	return nil
 }
 

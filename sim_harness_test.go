@@ -208,7 +208,7 @@ func (s *simRun) startBus() error {
 	if err != nil {
 		return err
 	}
-	b.pipeAlways = cfg.pipeline
+	b.lanes.pipeAlways = cfg.pipeline
 	gen := s.gen
 	for _, h := range simHandlers(cfg, gen) {
 		on := On{Types: h.types, Fields: h.fields, Revision: h.revision, Every: h.every, Writes: h.writes}

@@ -222,14 +222,14 @@ func (s *simRun) checkTimers() {
 			continue
 		}
 		s.bus.mu.Lock()
-		ks := s.bus.keys[s.cfg.key(k)]
+		ks := s.bus.q.keys[s.cfg.key(k)]
 		s.bus.mu.Unlock()
 		if ks == nil || ks.rec == nil || !ks.live {
 			continue // this bus has not dispatched it (a restart without relist): no timer
 		}
 		if data, err := s.store.inner.Load(context.Background(), s.cfg.key(k)); err != nil || data == nil {
 			continue
-		} else if _, err := decodeRecord(s.cfg.key(k), data, s.bus.index); err != nil {
+		} else if _, err := decodeRecord(s.cfg.key(k), data, s.bus.reg.index); err != nil {
 			continue // the record is unreadable: no handler runs (rule 21)
 		}
 		for _, h := range simHandlers(s.cfg, s.gen) {

@@ -51,7 +51,7 @@ func (b *Bus) subscribedOf(kind string) *subscribed {
 	}
 	s := &subscribed{}
 	var roots []Path
-	for _, h := range b.handlers {
+	for _, h := range b.reg.handlers {
 		if !h.forKind(kind) || (!h.wants(Create) && !h.wants(Update)) {
 			continue // runs on no diff: Delete and Resume read their digests only
 		}

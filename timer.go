@@ -121,8 +121,8 @@ func (d *pass) scheduleOf(h *handler) *schedule {
 
 // isDue reports whether h's schedule s is due in this pass.
 func (d *pass) isDue(h *handler, s *schedule) bool {
-	if d.b.due != nil {
-		return d.b.due(d.ks.key, h.id, s.every != h.every)
+	if d.b.cfg.due != nil {
+		return d.b.cfg.due(d.ks.key, h.id, s.every != h.every)
 	}
 	if d.now.IsZero() {
 		d.now = time.Now()
@@ -160,7 +160,7 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 			typ = Create
 		}
 		d.tick = true
-		if o, ok := b.observer.(TimerObserver); ok && !failingHere {
+		if o, ok := b.cfg.observer.(TimerObserver); ok && !failingHere {
 			o.TimerDue(d.ks.key, h.id, max(time.Since(s.next()), 0))
 		}
 		b.run(ctx, d, h, typ, cur, coalesced)
@@ -221,10 +221,10 @@ func (d *pass) scheduled(h *handler, again time.Duration, start time.Time) {
 // that has none yet and did not run in this pass (its value was handled
 // before it became periodic, or it takes no Create): from now.
 func (b *Bus) startSchedules(d *pass) {
-	if !b.periodic || d.ks.deleting || d.rec == nil {
+	if !b.reg.periodic || d.ks.deleting || d.rec == nil {
 		return
 	}
-	for _, h := range b.handlers {
+	for _, h := range b.reg.handlers {
 		if h.every == 0 || !h.forKind(d.ks.key.Kind) || d.scheduleOf(h) != nil {
 			continue
 		}
@@ -243,7 +243,7 @@ func (b *Bus) startSchedules(d *pass) {
 // timer is armed: the caller decides when passes happen.
 func (b *Bus) armTick(ks *keyState, checked time.Time) {
 	var at time.Time
-	if ks.rec != nil && ks.live && !ks.deleting && b.due == nil {
+	if ks.rec != nil && ks.live && !ks.deleting && b.cfg.due == nil {
 		for _, s := range ks.rec.schedules() {
 			if !checked.IsZero() && !s.next().After(checked) {
 				// Due when the pass looked, but it did not run: its
@@ -284,7 +284,7 @@ func (b *Bus) armTickAt(ks *keyState, at time.Time) {
 	t.timer = time.AfterFunc(max(time.Until(at), 0), func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if x.tick != t || b.keys[ks.key] != ks || b.stopping {
+		if x.tick != t || b.q.keys[ks.key] != ks || b.stopping {
 			return // stopped, replaced, or of a key state that is gone
 		}
 		x.tick = nil
@@ -297,10 +297,10 @@ func (b *Bus) armTickAt(ks *keyState, at time.Time) {
 // (Dispatch, Wait) left with schedules; b.mu is held, and Run has just set
 // running. A key being dispatched arms its own at the end of its pass.
 func (b *Bus) armSchedules() {
-	if b.due != nil {
+	if b.cfg.due != nil {
 		return
 	}
-	for _, ks := range b.keys {
+	for _, ks := range b.q.keys {
 		if ks.busy || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.schedules()) == 0 {
 			continue
 		}

@@ -264,7 +264,7 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 		d.diff = append(own, related...)
 		slices.SortStableFunc(d.diff, func(x, y Change) int { return comparePaths(x.Path, y.Path) })
 		d.diffd = true
-		for _, h := range b.handlers {
+		for _, h := range b.reg.handlers {
 			if len(h.rel) > 0 {
 				d.ks.setClean(h.idx, false)
 			}
@@ -296,7 +296,7 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 
 // readsRelated reports whether a handler of kind reads related objects.
 func (b *Bus) readsRelated(kind string) bool {
-	for _, h := range b.handlers {
+	for _, h := range b.reg.handlers {
 		if len(h.rel) > 0 && h.forKind(kind) {
 			return true
 		}

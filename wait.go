@@ -20,7 +20,7 @@ func (b *Bus) Wait(ctx context.Context) error {
 		if !b.running && !b.closed {
 			b.resume(ctx) // the states an earlier run left pending are queued states too
 		}
-		for !b.running && !b.closed && len(b.ready) > 0 {
+		for !b.running && !b.closed && len(b.q.ready) > 0 {
 			b.mu.Unlock()
 			b.workOne(ctx, nil)
 			if err := ctx.Err(); err != nil {
@@ -28,7 +28,7 @@ func (b *Bus) Wait(ctx context.Context) error {
 			}
 			b.mu.Lock()
 		}
-		if b.pending == 0 {
+		if b.q.pending == 0 {
 			b.mu.Unlock()
 			return nil
 		}
@@ -36,18 +36,18 @@ func (b *Bus) Wait(ctx context.Context) error {
 			b.mu.Unlock()
 			return err
 		}
-		if b.idle == nil {
-			b.idle = make(chan struct{})
+		if b.q.idle == nil {
+			b.q.idle = make(chan struct{})
 		}
-		idle := b.idle
+		idle := b.q.idle
 		var readied chan struct{}
 		if !b.running && !b.closed {
 			// A Dispatch call holds a key: states observed meanwhile
 			// become ready when it returns, for this Wait to dispatch.
-			if b.readied == nil {
-				b.readied = make(chan struct{})
+			if b.q.readied == nil {
+				b.q.readied = make(chan struct{})
 			}
-			readied = b.readied
+			readied = b.q.readied
 		}
 		b.mu.Unlock()
 		select {
@@ -96,10 +96,10 @@ func (b *Bus) Settle(ctx context.Context) error {
 // whose retries are due for Wait to dispatch, and returns when the next
 // one is due; b.mu is held.
 func (b *Bus) unsettled() (busy bool, next time.Time) {
-	if b.pending > 0 {
+	if b.q.pending > 0 {
 		return true, next
 	}
-	for _, ks := range b.keys {
+	for _, ks := range b.q.keys {
 		if ks.hasTimer() || ks.retryDue {
 			return true, next
 		}
@@ -125,8 +125,8 @@ const settlePoll = 10 * time.Millisecond
 // undispatched returns an error if states are queued that no worker will
 // take any more: Run has stopped; b.mu is held.
 func (b *Bus) undispatched() error {
-	if len(b.ready) == 0 || !(b.stopping || b.closed) {
+	if len(b.q.ready) == 0 || !(b.stopping || b.closed) {
 		return nil
 	}
-	return fmt.Errorf("opbus: %d objects have states queued and Run has stopped: %w", len(b.ready), ErrClosed)
+	return fmt.Errorf("opbus: %d objects have states queued and Run has stopped: %w", len(b.q.ready), ErrClosed)
 }

@@ -21,18 +21,18 @@ import "context"
 // notify wakes every goroutine waiting on a channel from nextChange; b.mu
 // is held.
 func (b *Bus) notify() {
-	if b.changed != nil {
-		close(b.changed)
-		b.changed = nil
+	if b.q.changed != nil {
+		close(b.q.changed)
+		b.q.changed = nil
 	}
 }
 
 // nextChange returns a channel closed at the next notify; b.mu is held.
 func (b *Bus) nextChange() <-chan struct{} {
-	if b.changed == nil {
-		b.changed = make(chan struct{})
+	if b.q.changed == nil {
+		b.q.changed = make(chan struct{})
 	}
-	return b.changed
+	return b.q.changed
 }
 
 // waitChange lets go of b.mu until the next notify or the end of ctx,
@@ -66,9 +66,9 @@ func (b *Bus) stop() {
 // offerWork wakes one idle goroutine of Run if a key is ready and a handler
 // slot free; b.mu is held.
 func (b *Bus) offerWork() {
-	if len(b.ready) > 0 && b.handling < b.workers {
+	if len(b.q.ready) > 0 && b.lanes.handling < b.cfg.workers {
 		select {
-		case b.workTok <- struct{}{}:
+		case b.lanes.workTok <- struct{}{}:
 		default: // a token is there already
 		}
 	}
@@ -79,17 +79,17 @@ func (b *Bus) offerWork() {
 func (b *Bus) waitWork() {
 	b.mu.Unlock()
 	select {
-	case <-b.workTok:
+	case <-b.lanes.workTok:
 	case <-b.stopped:
 	}
 	b.mu.Lock()
 }
 
 // takeWriteSlot waits for one of the Options.Writers write slots.
-func (b *Bus) takeWriteSlot() { b.writeSem <- struct{}{} }
+func (b *Bus) takeWriteSlot() { b.lanes.writeSem <- struct{}{} }
 
 // freeWriteSlot gives back a write slot taken with takeWriteSlot.
-func (b *Bus) freeWriteSlot() { <-b.writeSem }
+func (b *Bus) freeWriteSlot() { <-b.lanes.writeSem }
 
 // resumeState tells whether the states an earlier run left pending in the
 // store have been looked for: by Run as it starts or, before Run, by the

@@ -44,13 +44,13 @@ func (b *Bus) setWrites(h *handler, writes []string) error {
 // the paths h writes besides; b.mu is held. Ignore and IgnoreKind call it
 // again for each such handler.
 func (b *Bus) writesComparers(h *handler) error {
-	cmp, err := writesComparer(b.ignore, b.listKeys, h.writes)
+	cmp, err := writesComparer(b.reg.ignore, b.cfg.listKeys, h.writes)
 	if err != nil {
 		return err
 	}
 	var kinds map[string]*Comparer
-	for kind, paths := range b.kindIgnore {
-		c, err := writesComparer(addNew(slices.Clone(b.ignore), paths...), b.listKeys, h.writes)
+	for kind, paths := range b.reg.kindIgnore {
+		c, err := writesComparer(addNew(slices.Clone(b.reg.ignore), paths...), b.cfg.listKeys, h.writes)
 		if err != nil {
 			return within(err, "opbus: with the paths ignored on kind %q", kind)
 		}

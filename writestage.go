@@ -1,12 +1,28 @@
 package opbus
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Under Run, a pass runs its handlers in one of Options.Workers handler
 // slots and writes its record and status in one of Options.Writers write
 // slots (rule 22a): a slow store or API server holds a write slot, not a
 // handler worker. The key stays held until its write returns, so a value is
 // handled only once its record is durable and a key's passes stay in order.
+
+// lanes is what a Bus keeps of Run's goroutines and the write stage;
+// guarded by Bus.mu except where noted.
+type lanes struct {
+	handling   int                       // passes holding a handler slot
+	workTok    chan struct{}             // a ready key and a free handler slot may be there (wakeup.go)
+	writeSem   chan struct{}             // the write slots: one element per write under way (wakeup.go)
+	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
+	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write
+	parked     map[*keyState]parking     // busy keys that no lane holds while their write runs (pipeline.go)
+	writeCost  atomic.Int64              // a moving average of a write's time in ns (pipeline.go); atomic
+	pipeAlways bool                      // tests: every write of Run's passes runs beside the next pass
+}
 
 // lane is what one of Run's goroutines holds; it lives in that goroutine's
 // context so that commit, deep in a pass, can find it.
@@ -83,7 +99,7 @@ func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 func (b *Bus) freeHandler(l *lane) {
 	if l.handling {
 		l.handling = false
-		b.handling--
+		b.lanes.handling--
 		b.offerWork()
 	}
 }
@@ -134,6 +150,6 @@ func (b *Bus) flush(ctx context.Context, ks *keyState) {
 // once that write is made or no longer due.
 func (b *Bus) settleOwed(ks *keyState) {
 	b.mu.Lock()
-	delete(b.owed, ks)
+	delete(b.lanes.owed, ks)
 	b.mu.Unlock()
 }

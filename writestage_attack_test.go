@@ -491,11 +491,11 @@ func TestAttack22WritersOption(t *testing.T) {
 		}
 	}
 	b := newBus(t, &Options{})
-	equal(t, 16, b.writers, "default 4 × 4 workers")
+	equal(t, 16, b.cfg.writers, "default 4 × 4 workers")
 	b = newBus(t, &Options{Workers: 3})
-	equal(t, 12, b.writers)
+	equal(t, 12, b.cfg.writers)
 	b = newBus(t, &Options{Workers: 3, Writers: 1})
-	equal(t, 1, b.writers)
+	equal(t, 1, b.cfg.writers)
 	// 4 × Workers would overflow: such counts are refused, naming the option.
 	for _, o := range []Options{{Workers: 1 << 62}, {Writers: 1 << 62}} {
 		if _, err := New(&o); err == nil || !strings.Contains(err.Error(), "expected at most 65536") {
@@ -503,5 +503,5 @@ func TestAttack22WritersOption(t *testing.T) {
 		}
 	}
 	b = newBus(t, &Options{Workers: 1 << 16})
-	equal(t, 1<<16, b.writers, "the default writers are capped as Workers are")
+	equal(t, 1<<16, b.cfg.writers, "the default writers are capped as Workers are")
 }
