@@ -60,49 +60,9 @@ func (c *canonicalizer) value(v any, at Path) (any, bool, error) {
 	case nil, bool, string:
 		return v, false, nil
 	case map[string]any:
-		if c.sorted {
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				if _, _, err := c.value(x[k], append(at, MapKey(k))); err != nil {
-					return nil, false, err
-				}
-			}
-			return x, false, nil
-		}
-		var out map[string]any
-		for k, e := range x {
-			ce, changed, err := c.value(e, append(at, MapKey(k)))
-			if err != nil {
-				return nil, false, err
-			}
-			if changed {
-				if out == nil {
-					out = maps.Clone(x)
-				}
-				out[k] = ce
-			}
-		}
-		if out == nil {
-			return x, false, nil
-		}
-		return out, true, nil
+		return c.mapValue(x, at)
 	case []any:
-		var out []any
-		for i, e := range x {
-			ce, changed, err := c.value(e, append(at, ListIndex(i)))
-			if err != nil {
-				return nil, false, err
-			}
-			if changed {
-				if out == nil {
-					out = slices.Clone(x)
-				}
-				out[i] = ce
-			}
-		}
-		if out == nil {
-			return x, false, nil
-		}
-		return out, true, nil
+		return c.listValue(x, at)
 	}
 	switch x := v.(type) {
 	case int, int64, float64, json.Number:
@@ -132,6 +92,58 @@ func (c *canonicalizer) value(v any, at Path) (any, bool, error) {
 	}
 	cv, err := c.converted(reflect.ValueOf(v), at)
 	return cv, true, err
+}
+
+// mapValue is value for a map: x itself unless a value in it was
+// converted, then a copy.
+func (c *canonicalizer) mapValue(x map[string]any, at Path) (any, bool, error) {
+	if c.sorted {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if _, _, err := c.value(x[k], append(at, MapKey(k))); err != nil {
+				return nil, false, err
+			}
+		}
+		return x, false, nil
+	}
+	var out map[string]any
+	for k, e := range x {
+		ce, changed, err := c.value(e, append(at, MapKey(k)))
+		if err != nil {
+			return nil, false, err
+		}
+		if changed {
+			if out == nil {
+				out = maps.Clone(x)
+			}
+			out[k] = ce
+		}
+	}
+	if out == nil {
+		return x, false, nil
+	}
+	return out, true, nil
+}
+
+// listValue is value for a list: x itself unless a value in it was
+// converted, then a copy.
+func (c *canonicalizer) listValue(x []any, at Path) (any, bool, error) {
+	var out []any
+	for i, e := range x {
+		ce, changed, err := c.value(e, append(at, ListIndex(i)))
+		if err != nil {
+			return nil, false, err
+		}
+		if changed {
+			if out == nil {
+				out = slices.Clone(x)
+			}
+			out[i] = ce
+		}
+	}
+	if out == nil {
+		return x, false, nil
+	}
+	return out, true, nil
 }
 
 var (
@@ -175,41 +187,9 @@ func (c *canonicalizer) converted(rv reflect.Value, at Path) (any, error) {
 		}
 		return f, nil
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String {
-			return nil, unsupported(rv, at, "a map's keys must be strings")
-		}
-		if rv.IsNil() {
-			return nil, nil
-		}
-		keys := rv.MapKeys()
-		if c.sorted {
-			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
-		}
-		out := make(map[string]any, len(keys))
-		for _, k := range keys {
-			e, _, err := c.value(rv.MapIndex(k).Interface(), append(at, MapKey(k.String())))
-			if err != nil {
-				return nil, err
-			}
-			out[k.String()] = e
-		}
-		return out, nil
+		return c.convertedMap(rv, at)
 	case reflect.Slice, reflect.Array:
-		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
-			return nil, unsupported(rv, at, "encoding/json writes bytes in base64: convert them to a string")
-		}
-		if t.Kind() == reflect.Slice && rv.IsNil() {
-			return nil, nil
-		}
-		out := make([]any, rv.Len())
-		for i := range out {
-			e, _, err := c.value(rv.Index(i).Interface(), append(at, ListIndex(i)))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = e
-		}
-		return out, nil
+		return c.convertedList(rv, at)
 	case reflect.Pointer:
 		// What it points to, through any number of pointers but not
 		// forever: a pointer type can point to itself.
@@ -232,6 +212,49 @@ func (c *canonicalizer) converted(rv reflect.Value, at Path) (any, error) {
 		return nil, unsupported(rv, at, "a struct's JSON form follows its field tags: convert it with opbus.Document")
 	}
 	return nil, unsupported(rv, at, "expected a JSON-like value: a map with string keys, a slice, a string, a bool, a number or nil")
+}
+
+// convertedMap is converted for a map.
+func (c *canonicalizer) convertedMap(rv reflect.Value, at Path) (any, error) {
+	if rv.Type().Key().Kind() != reflect.String {
+		return nil, unsupported(rv, at, "a map's keys must be strings")
+	}
+	if rv.IsNil() {
+		return nil, nil
+	}
+	keys := rv.MapKeys()
+	if c.sorted {
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+	}
+	out := make(map[string]any, len(keys))
+	for _, k := range keys {
+		e, _, err := c.value(rv.MapIndex(k).Interface(), append(at, MapKey(k.String())))
+		if err != nil {
+			return nil, err
+		}
+		out[k.String()] = e
+	}
+	return out, nil
+}
+
+// convertedList is converted for a slice or an array.
+func (c *canonicalizer) convertedList(rv reflect.Value, at Path) (any, error) {
+	t := rv.Type()
+	if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+		return nil, unsupported(rv, at, "encoding/json writes bytes in base64: convert them to a string")
+	}
+	if t.Kind() == reflect.Slice && rv.IsNil() {
+		return nil, nil
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		e, _, err := c.value(rv.Index(i).Interface(), append(at, ListIndex(i)))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
 }
 
 func unsupported(rv reflect.Value, at Path, why string) error {

@@ -147,6 +147,11 @@ func decodeValue(v any, at Path, out any) error {
 		*o = l
 		return nil
 	}
+	return decodeKind(v, at, out)
+}
+
+// decodeKind is decodeValue for an out of any other type, by its kind.
+func decodeKind(v any, at Path, out any) error {
 	rv := reflect.ValueOf(out).Elem()
 	t := rv.Type()
 	if reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
@@ -180,29 +185,7 @@ func decodeValue(v any, at Path, out any) error {
 		rv.SetInt(n.i)
 		return nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		n, ok := asNumber(v)
-		if !ok {
-			return mismatch(v, at, t.String(), "")
-		}
-		var u uint64
-		switch {
-		case n.isInt && n.i >= 0:
-			u = uint64(n.i)
-		case n.big != "":
-			var err error
-			if u, err = strconv.ParseUint(n.big, 10, 64); err != nil {
-				return mismatch(v, at, t.String(), "out of its range")
-			}
-		case !n.isInt && n.f != math.Trunc(n.f):
-			return mismatch(v, at, t.String(), "not a whole number")
-		default:
-			return mismatch(v, at, t.String(), "out of its range")
-		}
-		if rv.OverflowUint(u) {
-			return mismatch(v, at, t.String(), "out of its range")
-		}
-		rv.SetUint(u)
-		return nil
+		return decodeUint(v, at, rv)
 	case reflect.Float32, reflect.Float64:
 		n, ok := asNumber(v)
 		if !ok {
@@ -221,6 +204,35 @@ func decodeValue(v any, at Path, out any) error {
 		}
 	}
 	return decodeJSON(v, at, out)
+}
+
+// decodeUint sets rv, of an unsigned integer kind, to v, a whole number in
+// its range.
+func decodeUint(v any, at Path, rv reflect.Value) error {
+	t := rv.Type()
+	n, ok := asNumber(v)
+	if !ok {
+		return mismatch(v, at, t.String(), "")
+	}
+	var u uint64
+	switch {
+	case n.isInt && n.i >= 0:
+		u = uint64(n.i)
+	case n.big != "":
+		var err error
+		if u, err = strconv.ParseUint(n.big, 10, 64); err != nil {
+			return mismatch(v, at, t.String(), "out of its range")
+		}
+	case !n.isInt && n.f != math.Trunc(n.f):
+		return mismatch(v, at, t.String(), "not a whole number")
+	default:
+		return mismatch(v, at, t.String(), "out of its range")
+	}
+	if rv.OverflowUint(u) {
+		return mismatch(v, at, t.String(), "out of its range")
+	}
+	rv.SetUint(u)
+	return nil
 }
 
 // decodeJSON decodes v into out through v's JSON form, and names in an

@@ -200,10 +200,20 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	if len(w.Timers) > 0 && w.Version < 3 {
 		return fail("timers in a version %d record: expected version 3", w.Version)
 	}
+	r, err := w.record(index)
+	if err != nil {
+		return fail("%v", err)
+	}
+	return r, nil
+}
+
+// record returns the record w holds, keeping the digests, schedules and
+// kept values of the handlers of index only (rule 19).
+func (w *wireRecord) record(index map[string]int) (*record, error) {
 	r := &record{inc: w.Inc, slots: w.Slots, good: w.Good, values: w.Values}
 	all, err := decodeDigests(w.Digests)
 	if err != nil {
-		return fail("digests: %v", err)
+		return nil, fmt.Errorf("digests: %v", err)
 	}
 	r.digests = make([]digest, len(index))
 	for id, d := range all {
@@ -211,31 +221,16 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 			r.digests[i] = d
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(w.Fails)) {
-		wf := w.Fails[id]
-		on, err := decodeDigests(map[string]string{id: wf.On})
-		if err != nil {
-			return fail("failure: %v", err)
-		}
-		if wf.N < 0 {
-			return fail("failure of %q: negative count %d", id, wf.N)
-		}
-		if r.fails == nil {
-			r.fails = map[string]*failure{}
-		}
-		f := &failure{on: on[id], n: wf.N, permanent: wf.Permanent}
-		if wf.At != 0 {
-			f.at = time.UnixMilli(wf.At)
-		}
-		r.fails[id] = f
+	if r.fails, err = w.failures(); err != nil {
+		return nil, err
 	}
 	if err := checkSlots(r.slots); err != nil {
-		return fail("%v", err)
+		return nil, err
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.Timers)) {
 		wt := w.Timers[id]
 		if wt.Every <= 0 {
-			return fail("timer of %q: period %dms: expected a positive period", id, wt.Every)
+			return nil, fmt.Errorf("timer of %q: period %dms: expected a positive period", id, wt.Every)
 		}
 		if _, ok := index[id]; !ok {
 			continue // of a handler no longer registered, like its digest (rule 19)
@@ -245,13 +240,13 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	for i, p := range w.Pending {
 		obj, err := decodeSnapshot(p.Snapshot)
 		if err != nil {
-			return fail("pending state %d: %v", i, err)
+			return nil, fmt.Errorf("pending state %d: %v", i, err)
 		}
 		r.addPending(pendingState{Deleted: p.Deleted, Object: obj})
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.Olds)) {
 		if _, err := decodeSnapshot(w.Olds[id]); err != nil {
-			return fail("last handled value of %q: %v", id, err)
+			return nil, fmt.Errorf("last handled value of %q: %v", id, err)
 		}
 		if _, ok := index[id]; ok {
 			if r.olds == nil {
@@ -261,6 +256,30 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 		}
 	}
 	return r, nil
+}
+
+// failures returns the handlers' failures w holds, nil for none.
+func (w *wireRecord) failures() (map[string]*failure, error) {
+	var fails map[string]*failure
+	for _, id := range slices.Sorted(maps.Keys(w.Fails)) {
+		wf := w.Fails[id]
+		on, err := decodeDigests(map[string]string{id: wf.On})
+		if err != nil {
+			return nil, fmt.Errorf("failure: %v", err)
+		}
+		if wf.N < 0 {
+			return nil, fmt.Errorf("failure of %q: negative count %d", id, wf.N)
+		}
+		if fails == nil {
+			fails = map[string]*failure{}
+		}
+		f := &failure{on: on[id], n: wf.N, permanent: wf.Permanent}
+		if wf.At != 0 {
+			f.at = time.UnixMilli(wf.At)
+		}
+		fails[id] = f
+	}
+	return fails, nil
 }
 
 func checkSlots(s Slots) error {

@@ -20,52 +20,8 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		buf = append(buf, `,"inc":`...)
 		buf = appendJSONString(buf, r.inc)
 	}
-	var small [64]int // the indexes of the handlers, without an allocation for most buses
-	idx := small[:0]
-	for i, d := range r.digests {
-		if !d.isZero() {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) > 0 {
-		slices.SortFunc(idx, func(a, b int) int { return strings.Compare(ids[a], ids[b]) })
-		buf = append(buf, `,"digests":{`...)
-		for n, i := range idx {
-			if n > 0 {
-				buf = append(buf, ',')
-			}
-			buf = appendJSONString(buf, ids[i])
-			buf = append(buf, ':', '"')
-			buf = base64.RawURLEncoding.AppendEncode(buf, r.digests[i][:])
-			buf = append(buf, '"')
-		}
-		buf = append(buf, '}')
-	}
-	if len(r.fails) > 0 {
-		buf = append(buf, `,"fails":{`...)
-		for n, id := range sortedKeys(r.fails) {
-			f := r.fails[id]
-			if n > 0 {
-				buf = append(buf, ',')
-			}
-			buf = appendJSONString(buf, id)
-			buf = append(buf, `:{"on":"`...)
-			buf = base64.RawURLEncoding.AppendEncode(buf, f.on[:])
-			buf = append(buf, `","n":`...)
-			buf = strconv.AppendInt(buf, int64(f.n), 10)
-			if !f.at.IsZero() {
-				if ms := f.at.UnixMilli(); ms != 0 {
-					buf = append(buf, `,"at":`...)
-					buf = strconv.AppendInt(buf, ms, 10)
-				}
-			}
-			if f.permanent {
-				buf = append(buf, `,"permanent":true`...)
-			}
-			buf = append(buf, '}')
-		}
-		buf = append(buf, '}')
-	}
+	buf = appendDigestsJSON(buf, r.digests, ids)
+	buf = appendFailsJSON(buf, r.fails)
 	var err error
 	if len(r.slots) > 0 {
 		buf = append(buf, `,"slots":`...)
@@ -91,31 +47,8 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		}
 		buf = append(buf, '}')
 	}
-	if ps := r.states(); len(ps) > 0 {
-		buf = append(buf, `,"pending":[`...)
-		for n, p := range ps {
-			snap, err := encodeSnapshot(p.Object)
-			if err != nil {
-				return nil, err
-			}
-			if n > 0 {
-				buf = append(buf, ',')
-			}
-			buf = append(buf, '{')
-			if p.Deleted {
-				buf = append(buf, `"deleted":true`...)
-			}
-			if len(snap) > 0 {
-				if p.Deleted {
-					buf = append(buf, ',')
-				}
-				buf = append(buf, `"snapshot":"`...)
-				buf = base64.StdEncoding.AppendEncode(buf, snap)
-				buf = append(buf, '"')
-			}
-			buf = append(buf, '}')
-		}
-		buf = append(buf, ']')
+	if buf, err = appendPendingJSON(buf, r.states()); err != nil {
+		return nil, err
 	}
 	if len(r.olds) > 0 {
 		buf = append(buf, `,"olds":{`...)
@@ -130,22 +63,118 @@ func appendRecordJSON(buf []byte, r *record, ids []string) ([]byte, error) {
 		}
 		buf = append(buf, '}')
 	}
-	if len(r.schedules()) > 0 {
-		buf = append(buf, `,"timers":{`...)
-		for n, s := range r.schedules() { // in ID order
-			if n > 0 {
-				buf = append(buf, ',')
+	buf = appendTimersJSON(buf, r.schedules())
+	return append(buf, '}'), nil
+}
+
+// appendDigestsJSON writes the "digests" member of a record: the handlers'
+// digests by ID, in ID order; nothing if none is set.
+func appendDigestsJSON(buf []byte, digests []digest, ids []string) []byte {
+	var small [64]int // the indexes of the handlers, without an allocation for most buses
+	idx := small[:0]
+	for i, d := range digests {
+		if !d.isZero() {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return buf
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(ids[a], ids[b]) })
+	buf = append(buf, `,"digests":{`...)
+	for n, i := range idx {
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, ids[i])
+		buf = append(buf, ':', '"')
+		buf = base64.RawURLEncoding.AppendEncode(buf, digests[i][:])
+		buf = append(buf, '"')
+	}
+	return append(buf, '}')
+}
+
+// appendFailsJSON writes the "fails" member of a record; nothing if none.
+func appendFailsJSON(buf []byte, fails map[string]*failure) []byte {
+	if len(fails) == 0 {
+		return buf
+	}
+	buf = append(buf, `,"fails":{`...)
+	for n, id := range sortedKeys(fails) {
+		f := fails[id]
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, id)
+		buf = append(buf, `:{"on":"`...)
+		buf = base64.RawURLEncoding.AppendEncode(buf, f.on[:])
+		buf = append(buf, `","n":`...)
+		buf = strconv.AppendInt(buf, int64(f.n), 10)
+		if !f.at.IsZero() {
+			if ms := f.at.UnixMilli(); ms != 0 {
+				buf = append(buf, `,"at":`...)
+				buf = strconv.AppendInt(buf, ms, 10)
 			}
-			buf = appendJSONString(buf, s.id)
-			buf = append(buf, `:{"at":`...)
-			buf = strconv.AppendInt(buf, time.Duration(s.anchor).Milliseconds(), 10)
-			buf = append(buf, `,"every":`...)
-			buf = strconv.AppendInt(buf, s.every.Milliseconds(), 10)
-			buf = append(buf, '}')
+		}
+		if f.permanent {
+			buf = append(buf, `,"permanent":true`...)
 		}
 		buf = append(buf, '}')
 	}
-	return append(buf, '}'), nil
+	return append(buf, '}')
+}
+
+// appendPendingJSON writes the "pending" member of a record; nothing if
+// none.
+func appendPendingJSON(buf []byte, ps []pendingState) ([]byte, error) {
+	if len(ps) == 0 {
+		return buf, nil
+	}
+	buf = append(buf, `,"pending":[`...)
+	for n, p := range ps {
+		snap, err := encodeSnapshot(p.Object)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '{')
+		if p.Deleted {
+			buf = append(buf, `"deleted":true`...)
+		}
+		if len(snap) > 0 {
+			if p.Deleted {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `"snapshot":"`...)
+			buf = base64.StdEncoding.AppendEncode(buf, snap)
+			buf = append(buf, '"')
+		}
+		buf = append(buf, '}')
+	}
+	return append(buf, ']'), nil
+}
+
+// appendTimersJSON writes the "timers" member of a record, in handler ID
+// order; nothing if none.
+func appendTimersJSON(buf []byte, scheds []*schedule) []byte {
+	if len(scheds) == 0 {
+		return buf
+	}
+	buf = append(buf, `,"timers":{`...)
+	for n, s := range scheds {
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, s.id)
+		buf = append(buf, `:{"at":`...)
+		buf = strconv.AppendInt(buf, time.Duration(s.anchor).Milliseconds(), 10)
+		buf = append(buf, `,"every":`...)
+		buf = strconv.AppendInt(buf, s.every.Milliseconds(), 10)
+		buf = append(buf, '}')
+	}
+	return append(buf, '}')
 }
 
 func appendSlotsJSON(buf []byte, s Slots) ([]byte, error) {

@@ -77,34 +77,56 @@ func (e *snapshotEncoder) value(v any) error {
 		}
 		e.buf = appendString(append(e.buf, 'j'), string(x))
 	case map[string]any:
-		if x == nil {
-			e.buf = append(e.buf, 'M')
-			return nil
-		}
-		e.buf = binary.AppendUvarint(append(e.buf, 'm'), uint64(len(x)))
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			e.buf = appendString(e.buf, k)
-			e.path = append(e.path, MapKey(k))
-			err := e.value(x[k])
-			e.path = e.path[:len(e.path)-1]
-			if err != nil {
-				return err
-			}
-		}
+		return e.mapValue(x)
 	case []any:
-		if x == nil {
-			e.buf = append(e.buf, 'L')
-			return nil
+		return e.listValue(x)
+	default:
+		return e.number(v)
+	}
+	return nil
+}
+
+// mapValue encodes a map, its keys in order.
+func (e *snapshotEncoder) mapValue(x map[string]any) error {
+	if x == nil {
+		e.buf = append(e.buf, 'M')
+		return nil
+	}
+	e.buf = binary.AppendUvarint(append(e.buf, 'm'), uint64(len(x)))
+	for _, k := range slices.Sorted(maps.Keys(x)) {
+		e.buf = appendString(e.buf, k)
+		e.path = append(e.path, MapKey(k))
+		err := e.value(x[k])
+		e.path = e.path[:len(e.path)-1]
+		if err != nil {
+			return err
 		}
-		e.buf = binary.AppendUvarint(append(e.buf, 'l'), uint64(len(x)))
-		for i, el := range x {
-			e.path = append(e.path, ListIndex(i))
-			err := e.value(el)
-			e.path = e.path[:len(e.path)-1]
-			if err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// listValue encodes a list.
+func (e *snapshotEncoder) listValue(x []any) error {
+	if x == nil {
+		e.buf = append(e.buf, 'L')
+		return nil
+	}
+	e.buf = binary.AppendUvarint(append(e.buf, 'l'), uint64(len(x)))
+	for i, el := range x {
+		e.path = append(e.path, ListIndex(i))
+		err := e.value(el)
+		e.path = e.path[:len(e.path)-1]
+		if err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// number encodes a number of one of Go's numeric types, or reports a value
+// of any other type.
+func (e *snapshotEncoder) number(v any) error {
+	switch x := v.(type) {
 	case int:
 		e.buf = binary.AppendVarint(append(e.buf, 'i'), int64(x))
 	case int8:
@@ -284,40 +306,58 @@ func (d *snapshotDecoder) value(depth int) (any, error) {
 	case 'L':
 		return []any(nil), nil
 	case 'm':
-		n, err := d.count(2) // a key length and a tag at least
-		if err != nil {
-			return nil, err
-		}
-		m := make(map[string]any, n)
-		prev := ""
-		for i := range n {
-			at := d.pos
-			k, err := d.str()
-			if err != nil {
-				return nil, err
-			}
-			if i > 0 && strings.Compare(prev, k) >= 0 {
-				d.pos = at
-				return nil, d.fail(fmt.Sprintf("map key %q after %q: expected keys in increasing order, each once", k, prev))
-			}
-			prev = k
-			if m[k], err = d.value(depth + 1); err != nil {
-				return nil, err
-			}
-		}
-		return m, nil
+		return d.mapValue(depth)
 	case 'l':
-		n, err := d.count(1)
+		return d.listValue(depth)
+	default:
+		return d.number(tag)
+	}
+}
+
+// mapValue decodes the payload of a map, its keys in increasing order.
+func (d *snapshotDecoder) mapValue(depth int) (any, error) {
+	n, err := d.count(2) // a key length and a tag at least
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]any, n)
+	prev := ""
+	for i := range n {
+		at := d.pos
+		k, err := d.str()
 		if err != nil {
 			return nil, err
 		}
-		l := make([]any, n)
-		for i := range l {
-			if l[i], err = d.value(depth + 1); err != nil {
-				return nil, err
-			}
+		if i > 0 && strings.Compare(prev, k) >= 0 {
+			d.pos = at
+			return nil, d.fail(fmt.Sprintf("map key %q after %q: expected keys in increasing order, each once", k, prev))
 		}
-		return l, nil
+		prev = k
+		if m[k], err = d.value(depth + 1); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// listValue decodes the payload of a list.
+func (d *snapshotDecoder) listValue(depth int) (any, error) {
+	n, err := d.count(1)
+	if err != nil {
+		return nil, err
+	}
+	l := make([]any, n)
+	for i := range l {
+		if l[i], err = d.value(depth + 1); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// number decodes the payload of a number whose tag was just read.
+func (d *snapshotDecoder) number(tag byte) (any, error) {
+	switch tag {
 	case 'i':
 		i, err := d.signed(math.MinInt, math.MaxInt, "int")
 		return int(i), err
