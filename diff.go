@@ -214,13 +214,6 @@ type walker struct {
 	// (precompare); bad records that it holds a value admission would
 	// convert or report.
 	check, bad bool
-
-	mem    []member       // CompareJSON: the members of the containers being compared
-	ord    []int32        // CompareJSON: members in key order, indexes into mem
-	ends   [2][]extent    // CompareJSON: the containers of each side (jsonDoc.ends)
-	late   [2]map[int]int // CompareJSON: those noted out of order (jsonDoc.late)
-	memTop int            // CompareJSON: how far mem was used, to clear
-	miss   textMiss       // CompareJSON: where the two texts were last found to differ
 }
 
 // span is the run out[from:to] of changes below one map key or list element.

@@ -56,9 +56,9 @@
 // index. Numbers compare by value, so a Pod decoded by encoding/json equals
 // the same Pod decoded by client-go. [Diff.Under] re-roots a diff at a field,
 // [Diff.Touches] tells whether a field changed, [apply] replays a diff.
-// [CompareJSON] returns the same Diff for two JSON texts without decoding
-// them: equal parts are compared as bytes, and only what differs is
-// decoded.
+// Package github.com/opbus/opbus/jsoncompare returns the same Diff for two
+// JSON texts without decoding them: equal parts are compared as bytes, and
+// only what differs is decoded.
 //
 // # Subscriptions
 //

@@ -113,7 +113,9 @@ type On struct {
 	// (a restart neither resets it nor makes up missed runs one by one:
 	// they collapse into one run). A due run that fails is retried as any
 	// other; the grid resumes after it succeeds. The schedule ends with
-	// the object's incarnation. It needs Create or Update in Types.
+	// the object's incarnation. It needs Create or Update in Types, and
+	// is at most 100 years (a schedule counts time in Unix nanoseconds,
+	// which end in 2262).
 	Every time.Duration
 	// KeepOld stores the value of Fields that the handler last handled in
 	// the object's record, so that after a restart its first event has

@@ -37,22 +37,6 @@ func ExampleCompare() {
 	// add status.reason = "Error"
 }
 
-func ExampleCompareJSON() {
-	old := []byte(`{"metadata":{"resourceVersion":"41"},"status":{"phase":"Running","restarts":1}}`)
-	new := []byte(`{"metadata":{"resourceVersion":"42"},"status":{"phase":"Failed","restarts":1.0}}`)
-	d, err := opbus.CompareJSON(old, new)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(d)
-	_, err = opbus.CompareJSON(old, []byte(`{"status":{"phase":"Failed",}}`))
-	fmt.Println(err)
-	// Output:
-	// change metadata.resourceVersion: "41" → "42"
-	// change status.phase: "Running" → "Failed"
-	// opbus: new JSON: invalid character '}' at byte 28: want a string key in an object
-}
-
 func ExampleComparer() {
 	cmp, err := opbus.NewComparer(&opbus.CompareOptions{
 		Ignore:   []string{"metadata.resourceVersion"},

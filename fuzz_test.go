@@ -34,7 +34,7 @@ func FuzzCompareApply(f *testing.F) {
 // FuzzParsePath checks that ParsePath never panics and that String
 // round-trips whatever parses.
 func FuzzParsePath(f *testing.F) {
-	for _, s := range []string{"a.b", "a[0]", "a[*].b", `a["x.y"]`, "a[name=x]", `a[k="v w"]`, "a..b", "[", `a["\u00e9"]`} {
+	for _, s := range []string{"a.b", "a[0]", "a[*].b", `a["x.y"]`, "a[name=x]", `a[k="v w"]`, `a["k w"=v]`, "a..b", "[", `a["\u00e9"]`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

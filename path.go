@@ -25,7 +25,9 @@ const (
 //
 // Key holds the map key for [SegKey] and the field name for [SegMatch];
 // Value holds the value a [SegMatch] element's field must have; Index holds
-// the position for [SegIndex].
+// the position for [SegIndex], which is not negative. The fields a Kind
+// does not use are zero. Any such segment prints ([Path.String]) as text
+// that [ParsePath] reads back as the same segment.
 type Segment struct {
 	Kind  SegmentKind
 	Key   string
@@ -37,7 +39,14 @@ type Segment struct {
 func MapKey(k string) Segment { return Segment{Kind: SegKey, Key: k} }
 
 // ListIndex returns a segment that addresses the list element at position i.
-func ListIndex(i int) Segment { return Segment{Kind: SegIndex, Index: i} }
+// It panics if i is negative, as indexing a slice does: no element is
+// there, and no path text names one.
+func ListIndex(i int) Segment {
+	if i < 0 {
+		panic(fmt.Sprintf("opbus: ListIndex(%d): expected a non-negative index", i))
+	}
+	return Segment{Kind: SegIndex, Index: i}
+}
 
 // Path addresses a subtree of an object: a sequence of segments from the root.
 // The zero Path (no segments) is the root, the whole object; it prints as the
@@ -54,6 +63,9 @@ func ListIndex(i int) Segment { return Segment{Kind: SegIndex, Index: i} }
 // An unquoted key is any run of characters other than '.', '[', ']', '"' and
 // white space; a key that holds any of those is written quoted, in Go string
 // syntax. `[*]` matches every element of a list and every value of a map.
+// In `[field=value]` the value may be quoted too (`[name="a b"]`), and so
+// may the field, for a field that is not an unquoted key or that holds '='
+// or starts with '*': `["app name"=web]`.
 type Path []Segment
 
 // ParsePath parses a field path. The empty string is an error: the root path
@@ -160,7 +172,8 @@ func (p *pathParser) key() (Path, error) {
 	return p.out, nil
 }
 
-// bracket parses one of [3], [*], [field=value], [field="value"] or ["key"].
+// bracket parses one of [3], [*], [field=value], [field="value"], ["key"]
+// or ["field"=value].
 func (p *pathParser) bracket() (Path, error) {
 	open := p.pos
 	p.pos++ // '['
@@ -181,6 +194,9 @@ func (p *pathParser) bracket() (Path, error) {
 		k, err := p.quoted()
 		if err != nil {
 			return nil, err
+		}
+		if p.pos < len(p.in) && p.in[p.pos] == '=' {
+			return p.matchValue(open, k) // ["field"=value]
 		}
 		if err := p.close(open); err != nil {
 			return nil, err
@@ -244,6 +260,11 @@ func (p *pathParser) match(open int) (Path, error) {
 	if field == "" {
 		return p.fail(p.pos, "missing field name before '=': expected field=value")
 	}
+	return p.matchValue(open, field)
+}
+
+// matchValue parses =value or ="value" after the field of a match.
+func (p *pathParser) matchValue(open int, field string) (Path, error) {
 	p.pos++ // '='
 	if p.pos < len(p.in) && p.in[p.pos] == '=' {
 		return p.fail(p.pos-1, "'==' in [%s==…]: a match has one '=', as in [%s=value]", field, field)
@@ -350,7 +371,11 @@ func (s Segment) write(b *strings.Builder, first bool) {
 		b.WriteString("[*]")
 	case SegMatch:
 		b.WriteByte('[')
-		b.WriteString(s.Key)
+		if plainField(s.Key) {
+			b.WriteString(s.Key)
+		} else {
+			b.WriteString(strconv.Quote(s.Key))
+		}
 		b.WriteByte('=')
 		if plainValue(s.Value) {
 			b.WriteString(s.Value)
@@ -371,6 +396,12 @@ func plainKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// plainField reports whether a match's field can be written unquoted:
+// bracket reads "[*" as a wildcard, and a field ends at its first '='.
+func plainField(k string) bool {
+	return plainKey(k) && k[0] != '*' && !strings.Contains(k, "=")
 }
 
 func plainValue(v string) bool {

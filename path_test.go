@@ -33,6 +33,10 @@ func TestParsePathValid(t *testing.T) {
 		{"ünïcode.ключ", Path{MapKey("ünïcode"), MapKey("ключ")}, ""},
 		{"a[007]", Path{MapKey("a"), ListIndex(7)}, "a[7]"},
 		{`a[""]`, Path{MapKey("a"), MapKey("")}, ""},
+		{`a["app name"=web]`, Path{MapKey("a"), {Kind: SegMatch, Key: "app name", Value: "web"}}, ""},
+		{`a[""=""]`, Path{MapKey("a"), {Kind: SegMatch}}, ""},
+		{`a["*"="x y"]`, Path{MapKey("a"), {Kind: SegMatch, Key: "*", Value: "x y"}}, `a["*"=x y]`},
+		{`a["name"=app]`, Path{MapKey("a"), {Kind: SegMatch, Key: "name", Value: "app"}}, "a[name=app]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

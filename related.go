@@ -234,6 +234,19 @@ func (b *Bus) relay(key Key, o observation, to []Key) {
 	}
 }
 
+// onlyRelatedTo reports whether ks, which the caller is releasing, is the
+// state of a key that the bus has never observed and that holds nothing:
+// made only to carry changes of related objects to an object this bus
+// does not watch (an owner reference to another kind), which its view
+// (relations.views, kept apart) has taken. Such a key state is forgotten,
+// as the key state of a finished deletion is: children of unknown parents
+// would otherwise leave one for each parent for good. An observation of the
+// object makes it again, and finds the view. b.mu is held.
+func (b *Bus) onlyRelatedTo(ks *keyState) bool {
+	return b.rel != nil && !ks.live && !ks.seen && !ks.ended && ks.rec == nil && ks.x == nil &&
+		len(ks.queue) == 0 && !ks.retryDue && b.keys[ks.key] == ks && !b.stopping
+}
+
 // supersedes reports whether the queued observation x may be coalesced
 // into y, the next one: two updates of one incarnation, or changes of
 // related objects next to an update. Deletions, incarnation boundaries

@@ -369,3 +369,54 @@ func TestRelatedPendingAtShutdown(t *testing.T) {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }
+
+// TestRelatedUnknownParentsForgotten: children related to objects the bus
+// never observes (owner references to kinds it does not watch) leave
+// nothing behind once they are deleted: no key state for the parent, no
+// view, no relation; the bounded memory of finished deletions is all.
+// (Defect 4: each such child left its parent's key state, about 250
+// bytes, for good.)
+func TestRelatedUnknownParentsForgotten(t *testing.T) {
+	for _, withRun := range []bool{true, false} {
+		t.Run(fmt.Sprintf("run=%v", withRun), func(t *testing.T) {
+			b := newBus(t, nil)
+			must(t, b.Relate("Deployment", ownersOf))
+			r := &readiness{}
+			must(t, b.Handle("ready", r.handle, On{Kinds: []string{"WebApp"}, Fields: []string{"related.Deployment[*].status.readyReplicas"}}))
+			ctx := t.Context()
+			if withRun {
+				stop := run(t, b)
+				defer func() { must(t, stop()) }()
+			}
+			const n = 300
+			for i := range n {
+				k := deployKey(fmt.Sprint("d", i))
+				must(t, b.Observe(ctx, k, deployment(k.Name, 1, fmt.Sprint("gone", i), fmt.Sprint("gone", i+1))))
+			}
+			must(t, b.Wait(ctx))
+			b.mu.Lock()
+			keys, views := len(b.keys), len(b.rel.views)
+			b.mu.Unlock()
+			// a parent observed now sees the children observed before it
+			must(t, b.Observe(ctx, appKey("gone0"), webAppDoc("gone0", 1)))
+			must(t, b.ObserveDelete(ctx, appKey("gone0"), nil))
+			must(t, b.Wait(ctx))
+			checkRuns(t, r, "gone0", "create:d0=1")
+			if keys > n || views != n+1 {
+				t.Fatalf("while the children live: %d key states, %d views; want at most %d (the children's) and %d (a parent observed later sees its children)", keys, views, n, n+1)
+			}
+			for i := range n {
+				must(t, b.ObserveDelete(ctx, deployKey(fmt.Sprint("d", i)), nil))
+			}
+			must(t, b.Wait(ctx))
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if len(b.keys) != 0 || len(b.rel.views) != 0 || len(b.rel.parents) != 0 {
+				t.Errorf("after the children's deletion: %d key states, %d views, %d relations; want none", len(b.keys), len(b.rel.views), len(b.rel.parents))
+			}
+			if len(b.ended) > n+1 {
+				t.Errorf("%d finished deletions remembered, want at most the %d children and gone0", len(b.ended), n)
+			}
+		})
+	}
+}

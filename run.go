@@ -246,6 +246,8 @@ func (b *Bus) release(ks *keyState) {
 	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && !ks.hasTimer() && b.q.keys[ks.key] == ks && !b.stopping {
 		delete(b.q.keys, ks.key)
 		b.remember(ks.key, ks.endedInc())
+	} else if b.onlyRelatedTo(ks) {
+		delete(b.keys, ks.key) // related.go
 	} else {
 		b.markReady(ks)
 	}

@@ -3,6 +3,7 @@ package opbus
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,41 @@ type schedule struct {
 	later  int64         // in memory: a due time after a run that did not succeed; 0 for none
 }
 
+// maxPeriod bounds a schedule's period, [On.Every] (checked by Handle) and
+// [Event.Again] (longer is taken as this). A schedule's times are Unix
+// nanoseconds, an int64 that ends in April 2262, about 236 years after
+// 2026: a period of 250 years would wrap anchor + every into the past and
+// make the handler due at once, again and again. With at most 100 years,
+// a due time stays inside the int64 for every anchor before 2162; past
+// that, and for a stored period beyond the bound, the arithmetic below
+// saturates at the end of time instead of wrapping: such a schedule is
+// never due.
+const maxPeriod = 100 * 365 * 24 * time.Hour
+
+// period returns s's period in nanoseconds, at least 1 (a stored record
+// holds a positive period; this keeps the division below defined anyway).
+func (s *schedule) period() int64 { return max(int64(s.every), 1) }
+
+// addSat returns a + b, saturated at the ends of int64 instead of wrapping.
+func addSat(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
+}
+
+// since returns how many whole periods of s lie between the anchor and
+// now, 0 if now is not after the anchor.
+func (s *schedule) since(now int64) int64 {
+	if now <= s.anchor {
+		return 0
+	}
+	return addSat(now, -s.anchor) / s.period() // saturated: a lower bound, still on the grid
+}
+
 // next returns when the handler is due: the first due time after the
 // anchor, or after a run that did not succeed (whose retries follow the
 // failure rules, not the schedule).
@@ -40,14 +76,14 @@ func (s *schedule) next() time.Time {
 	if s.later != 0 {
 		return time.Unix(0, s.later)
 	}
-	return time.Unix(0, s.anchor+int64(s.every))
+	return time.Unix(0, addSat(s.anchor, s.period()))
 }
 
 // ran moves the anchor to the latest due time at or before now: the run at
 // now covers every due time up to it.
 func (s *schedule) ran(now time.Time) {
-	if k := (now.UnixNano() - s.anchor) / int64(s.every); k > 0 {
-		s.anchor += k * int64(s.every)
+	if k := s.since(now.UnixNano()); k > 0 {
+		s.anchor += k * s.period() // at most now - anchor: no overflow
 	}
 	s.later = 0
 }
@@ -56,8 +92,8 @@ func (s *schedule) ran(now time.Time) {
 // due at the first due time after now.
 func (s *schedule) tried(now time.Time) {
 	if s.later == 0 || s.later <= now.UnixNano() {
-		k := max((now.UnixNano()-s.anchor)/int64(s.every)+1, 1)
-		s.later = s.anchor + k*int64(s.every)
+		k := s.since(now.UnixNano())
+		s.later = addSat(s.anchor+k*s.period(), s.period())
 	}
 }
 
@@ -107,10 +143,11 @@ type DueFunc func(key Key, handler string, again bool) bool
 // handler goes back to its [On.Every]). Again is ignored when the handler
 // returns an error (retries follow [RetryAfter] and the backoff) and when
 // d is not positive. Under the Juju adapter the next run is at the next
-// hook, whatever d.
+// hook, whatever d. A d longer than 100 years is taken as 100 years
+// (the bound of [On.Every]).
 func (ev *Event) Again(d time.Duration) {
 	if ev.d != nil && d > 0 {
-		ev.again = d
+		ev.again = min(d, maxPeriod)
 	}
 }
 
@@ -334,6 +371,8 @@ func checkEvery(id string, every time.Duration, types uint8) error {
 	switch {
 	case every < 0:
 		return fmt.Errorf("opbus: handler %q: On.Every is %v: expected a positive period, or 0 for none", id, every)
+	case every > maxPeriod:
+		return fmt.Errorf("opbus: handler %q: On.Every is %v: expected at most %v (100 years: schedules count time in Unix nanoseconds, which end in 2262)", id, every, maxPeriod)
 	case every > 0 && every%time.Millisecond != 0:
 		return fmt.Errorf("opbus: handler %q: On.Every is %v: expected whole milliseconds (schedules are stored in milliseconds)", id, every)
 	case every > 0 && types&(1<<Create|1<<Update) == 0:

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -346,12 +348,65 @@ func TestEveryChecked(t *testing.T) {
 	}{
 		{On{Every: -time.Second}, `opbus: handler "h": On.Every is -1s: expected a positive period, or 0 for none`},
 		{On{Every: time.Microsecond}, `opbus: handler "h": On.Every is 1µs: expected whole milliseconds (schedules are stored in milliseconds)`},
+		{On{Every: 250 * 365 * 24 * time.Hour}, `opbus: handler "h": On.Every is 2190000h0m0s: expected at most 876000h0m0s (100 years: schedules count time in Unix nanoseconds, which end in 2262)`},
 		{On{Every: time.Second, Types: []EventType{Delete}}, `opbus: handler "h": On.Every is set but Types has neither Create nor Update: a periodic run is an update of the object`},
 	} {
 		b := newBus(t, nil)
 		err := b.Handle("h", func(context.Context, *Event) (Status, error) { return Status{}, nil }, tt.on)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("Handle(%+v) = %v, want %s", tt.on, err, tt.want)
+		}
+	}
+}
+
+// TestTimerPeriodBounded: On.Every of exactly the bound is accepted, and
+// one that cannot be represented once added to today's time is an error
+// (TestEveryChecked); Again with a d past the end of Unix nanoseconds
+// polls at the bound instead of wrapping into the past: the handler runs
+// once, not again and again.
+func TestTimerPeriodBounded(t *testing.T) {
+	b := newBus(t, nil)
+	var runs atomic.Int64
+	must(t, b.Handle("every", func(context.Context, *Event) (Status, error) {
+		return Active(""), nil
+	}, On{Every: maxPeriod}))
+	must(t, b.Handle("again", func(ctx context.Context, ev *Event) (Status, error) {
+		runs.Add(1)
+		ev.Again(math.MaxInt64) // about 292 years
+		return Waiting("later"), nil
+	}, On{}))
+	stop := run(t, b)
+	must(t, b.Observe(t.Context(), podKey, map[string]any{"spec": 1}))
+	must(t, b.Wait(t.Context()))
+	time.Sleep(200 * time.Millisecond) // a wrapped due time is due at once, again and again
+	must(t, stop())
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the handler that asked Again(292 years) ran %d times, want 1", n)
+	}
+}
+
+// TestScheduleSaturates: a schedule whose next due time lies past the end
+// of Unix nanoseconds (a period at the bound from an anchor after 2162, or
+// a stored period beyond it) is due at the end of time, never in the past.
+func TestScheduleSaturates(t *testing.T) {
+	late := time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, s := range []*schedule{
+		{anchor: startAt(late), every: maxPeriod},
+		{anchor: startAt(time.Now()), every: math.MaxInt64},
+		{anchor: math.MinInt64 + 1, every: math.MaxInt64},
+	} {
+		start := time.Unix(0, s.anchor)
+		if n := s.next(); !n.After(start) {
+			t.Errorf("schedule %+v: next = %v, want after its anchor %v", *s, n, start)
+		}
+		now := time.Now()
+		s.tried(now)
+		if n := s.next(); !n.After(now) {
+			t.Errorf("schedule %+v: next after a failed run at %v = %v, want after it", *s, now, n)
+		}
+		s.ran(now)
+		if n := s.next(); !n.After(now) {
+			t.Errorf("schedule %+v: next after a run at %v = %v, want after it", *s, now, n)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/jsoncompare"
 )
 
 // A diffPeer is one library in the diff family. Each function reports whether the two
@@ -45,10 +46,10 @@ var diffPeers = []diffPeer{
 		decoded: func(in *input) (bool, error) {
 			return len(opbus.Compare(in.oldObj, in.newObj)) > 0, nil
 		},
-		// CompareJSON compares the texts without decoding them; only the
+		// jsoncompare compares the texts without decoding them; only the
 		// values that differ are decoded, for the changes.
 		bytes: func(o, n []byte) (bool, error) {
-			d, err := opbus.CompareJSON(o, n)
+			d, err := jsoncompare.Compare(o, n)
 			return len(d) > 0, err
 		},
 	},

@@ -11,8 +11,8 @@
 //     pod-equal (two separately decoded copies of the same Pod), big (~200 KB, one leaf
 //     changed), deep (30 levels of maps, one leaf changed at the bottom).
 //   - BenchmarkDiffBytes/<fixture>/<lib>: the same from JSON bytes, including decoding
-//     both sides, since watch events arrive as bytes (opbus: CompareJSON, which reads
-//     the texts without decoding them).
+//     both sides, since watch events arrive as bytes (opbus: jsoncompare.Compare,
+//     which reads the texts without decoding them).
 //   - BenchmarkDetect/<fixture>/<approach>: does status.containerStatuses differ between
 //     two versions of a Pod, the way each framework decides whether to run a handler;
 //     opbus both as Compare + Diff.Touches and as its real per-subscription detection,

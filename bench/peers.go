@@ -34,9 +34,9 @@ const Opbus = "opbus"
 // DiffPeers are the entries of the BenchmarkDiff and BenchmarkDiffBytes families.
 var DiffPeers = []Peer{
 	{Name: Opbus, Returns: "diff", FullDiff: true,
-		Note: "opbus.Compare; from bytes, opbus.CompareJSON, which compares the texts without decoding them and decodes only the values that differ."},
+		Note: "opbus.Compare; from bytes, jsoncompare.Compare (github.com/opbus/opbus/jsoncompare), which compares the texts without decoding them and decodes only the values that differ."},
 	{Name: "jsondiff", Returns: "patch", FullDiff: true,
-		Note: "github.com/wI2L/jsondiff rejects int64, which client-go produces, so it is given encoding/json's float64 decoding of the same bytes (CompareWithoutMarshal); from bytes it is CompareJSON."},
+		Note: "github.com/wI2L/jsondiff rejects int64, which client-go produces, so it is given encoding/json's float64 decoding of the same bytes (CompareWithoutMarshal); from bytes it is its CompareJSON."},
 	{Name: "go-cmp", Returns: "text", FullDiff: true,
 		Note: "github.com/google/go-cmp cmp.Diff."},
 	{Name: "r3labs", Returns: "diff", FullDiff: true,

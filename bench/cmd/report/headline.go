@@ -48,7 +48,7 @@ func headlines(lib, peers *run) []headline {
 		if t, ok := fam.median("pod", bench.Opbus, "sec/op"); ok {
 			peer, peerT := fam.fastest("pod", fullDiffPeer)
 			if peer != "" {
-				hs = append(hs, headline{"the same diff from the Pods' JSON bytes (`CompareJSON`, `BenchmarkDiffBytes`)",
+				hs = append(hs, headline{"the same diff from the Pods' JSON bytes (`jsoncompare.Compare`, `BenchmarkDiffBytes`)",
 					"the fastest full-diff peer from bytes, " + peer, t / peerT, fmtTime(t), fmtTime(peerT)})
 			}
 		}

@@ -23,7 +23,7 @@ var sections = []section{
 		"Both objects are already decoded the way client-go decodes them (integers as int64). pod: one container goes running → terminated; pod-equal: two separately decoded copies of the same Pod; big: ~200 KB, one leaf changed; deep: maps 30 deep, one leaf changed at the bottom.",
 		bench.DiffPeers, bench.Floor, nil},
 	{"DiffBytes", "Structural diff from JSON bytes (`BenchmarkDiffBytes`)",
-		"The same, starting from the compact JSON of both sides (watch events arrive as bytes): decoding is timed. opbus uses `CompareJSON`, which compares the texts without decoding them.",
+		"The same, starting from the compact JSON of both sides (watch events arrive as bytes): decoding is timed. opbus uses `jsoncompare.Compare`, which compares the texts without decoding them.",
 		bench.DiffPeers, bench.Floor, nil},
 	{"Detect", "Change detection per subscription (`BenchmarkDetect`)",
 		"Does `status.containerStatuses` differ between the previous and the new Pod (as `*unstructured.Unstructured`)? " +

@@ -173,8 +173,8 @@ func targets(lib, peers *run, ext *external) []target {
 		decoded       bool
 	}{
 		{"Diff", "decoded", true},
-		// From bytes, opbus compares the texts themselves (CompareJSON).
-		{"DiffBytes", "from JSON bytes: CompareJSON", false},
+		// From bytes, opbus compares the texts themselves (jsoncompare.Compare).
+		{"DiffBytes", "from JSON bytes: jsoncompare.Compare", false},
 	} {
 		fam := peers.family(form.family)
 		if fam == nil {

@@ -1,25 +1,39 @@
-package opbus
+// Package jsoncompare compares two JSON texts without decoding them: it
+// returns the [opbus.Diff] that [opbus.Comparer.Compare] returns for the
+// two texts decoded as [opbus.Document] decodes them (integers as int64,
+// exact past its range; other numbers as float64). Parts whose bytes are
+// equal are equal; only values that differ are decoded, for the changes'
+// Old and New. Watch events and stored objects arrive as bytes, and most of
+// two successive states of an object are the same bytes.
+//
+// It keeps apart from the opbus package, which the bus needs, since the
+// bus compares decoded documents only.
+package jsoncompare
 
 import (
 	"bytes"
 	"slices"
+	"sync"
+
+	"github.com/opbus/opbus"
 )
 
-// CompareJSON returns the changes that turn the JSON text old into new, with
-// default settings. See [Comparer.CompareJSON].
-func CompareJSON(old, new []byte) (Diff, error) {
-	return defaultComparer.CompareJSON(old, new)
+// Compare returns the changes that turn the JSON text old into new, with
+// default settings: nothing ignored, lists compared by index. See
+// [Comparer.Compare].
+func Compare(old, new []byte) (opbus.Diff, error) {
+	return defaultComparer.Compare(old, new)
 }
 
-// CompareJSON returns the changes that turn the JSON text old into new: the
-// Diff that [Comparer.Compare] returns for the two texts decoded as
-// [Document] decodes (integers as int64, exact past its range; other numbers
-// as float64), without decoding them. Parts whose bytes are equal are
-// equal; only values that differ are decoded, for the changes' Old and
-// New. Both texts are checked
-// in full: one that is not a single JSON value is an error that names it
-// (old or new) and the byte where it goes wrong, and no Diff.
-func (c *Comparer) CompareJSON(old, new []byte) (Diff, error) {
+// Compare returns the changes that turn the JSON text old into new: the
+// Diff that [opbus.Comparer.Compare], with the same options, returns for
+// the two texts decoded as [opbus.Document] decodes (integers as int64,
+// exact past its range; other numbers as float64), without decoding them.
+// Parts whose bytes are equal are equal; only values that differ are
+// decoded, for the changes' Old and New. Both texts are checked in full:
+// one that is not a single JSON value is an error that names it (old or
+// new) and the byte where it goes wrong, and no Diff.
+func (c *Comparer) Compare(old, new []byte) (opbus.Diff, error) {
 	a := jsonDoc{data: old, side: "old"}
 	b := jsonDoc{data: new, side: "new"}
 	as, bs := a.space(0), b.space(0)
@@ -35,15 +49,35 @@ func (c *Comparer) CompareJSON(old, new []byte) (Diff, error) {
 	}
 	w := walkers.Get().(*walker)
 	defer func() {
-		w.trimJSON()
+		w.trim()
 		walkers.Put(w)
 	}()
-	return w.compareJSON(c, &a, &b, as, bs)
+	return w.compare(c, &a, &b, as, bs)
 }
 
-// compareJSON compares the documents a and b, whose values start at as and
+var walkers = sync.Pool{New: func() any { return &walker{path: make(opbus.Path, 0, 32)} }}
+
+// walker holds the state of one Compare: the path from the root to the
+// current node, the changes found so far, and the scratch of the texts'
+// containers.
+type walker struct {
+	c    *Comparer
+	path opbus.Path
+	out  opbus.Diff
+	tmp  opbus.Diff // scratch for reordering sibling changes
+	span []span     // scratch for sibling spans
+
+	mem    []member       // the members of the containers being compared
+	ord    []int32        // members in key order, indexes into mem
+	ends   [2][]extent    // the containers of each side (jsonDoc.ends)
+	late   [2]map[int]int // those noted out of order (jsonDoc.late)
+	memTop int            // how far mem was used, to clear
+	miss   textMiss       // where the two texts were last found to differ
+}
+
+// compare compares the documents a and b, whose values start at as and
 // bs, with c.
-func (w *walker) compareJSON(c *Comparer, a, b *jsonDoc, as, bs int) (Diff, error) {
+func (w *walker) compare(c *Comparer, a, b *jsonDoc, as, bs int) (opbus.Diff, error) {
 	w.c = c
 	a.ends, b.ends = &w.ends[0], &w.ends[1]
 	a.late, b.late = &w.late[0], &w.late[1]
@@ -60,14 +94,14 @@ func (w *walker) compareJSON(c *Comparer, a, b *jsonDoc, as, bs int) (Diff, erro
 	return w.out, nil
 }
 
-// maxKept bounds the scratch a pooled walker keeps after a CompareJSON, in
+// maxKept bounds the scratch a pooled walker keeps after a Compare, in
 // elements of each buffer: a huge document's do not stay alive, nor make
 // every later call clear them.
 const maxKept = 1 << 15
 
-// trimJSON readies w for the pool after a CompareJSON: emptied, and without
+// trim readies w for the pool after a Compare: emptied, and without
 // scratch past maxKept.
-func (w *walker) trimJSON() {
+func (w *walker) trim() {
 	clear(w.mem[:w.memTop]) // members point into the caller's texts
 	w.mem, w.ord, w.memTop, w.miss = w.mem[:0], w.ord[:0], 0, textMiss{}
 	if cap(w.mem) > maxKept {
@@ -86,7 +120,11 @@ func (w *walker) trimJSON() {
 		}
 		clear(w.late[i])
 	}
-	w.reset()
+	w.c, w.out = nil, nil
+	w.path = w.path[:0]
+	clear(w.tmp[:cap(w.tmp)])
+	w.tmp = w.tmp[:0]
+	w.span = w.span[:0]
 }
 
 // end checks that nothing but whitespace follows the document's value.
@@ -139,7 +177,7 @@ func (w *walker) diffJSON(a, b *jsonDoc, as, bs int, mask uint64, listKey string
 	}
 	av, _ := decodeText(a.data, as)
 	bv, _ := decodeText(b.data, bs)
-	w.diffKeyed(av, bv, mask, listKey)
+	w.values(av, bv, true, true, mask, listKey)
 	return ae, be, nil
 }
 
@@ -371,20 +409,20 @@ func (w *walker) jsonMember(a, b *jsonDoc, am, bm *member, mask uint64, depth in
 	} else {
 		k = string(bm.key)
 	}
-	next, ignored, field := w.c.step(mask, len(w.path), MapKey(k))
+	next, ignored, field := w.c.step(mask, len(w.path), opbus.MapKey(k))
 	if ignored {
 		return nil
 	}
 	from := len(w.out)
-	w.path = append(w.path, MapKey(k))
+	w.path = append(w.path, opbus.MapKey(k))
 	var err error
 	switch {
 	case bm == nil:
 		v, _ := decodeText(a.data, am.vs)
-		w.emit(OpRemove, v, nil, next, field)
+		w.values(v, nil, true, false, next, field)
 	case am == nil:
 		v, _ := decodeText(b.data, bm.vs)
-		w.emit(OpAdd, nil, v, next, field)
+		w.values(nil, v, false, true, next, field)
 	default:
 		_, _, err = w.diffJSON(a, b, am.vs, bm.vs, next, field, depth)
 	}
@@ -421,11 +459,11 @@ func (w *walker) diffJSONList(a, b *jsonDoc, as, bs int, mask uint64, depth int)
 			if eb, err = b.skip(ib, depth); err != nil {
 				return ea, eb, err
 			}
-			next, ignored, field := w.c.step(mask, len(w.path), ListIndex(i))
+			next, ignored, field := w.c.step(mask, len(w.path), opbus.ListIndex(i))
 			if ignored {
 				break
 			}
-			w.path = append(w.path, ListIndex(i))
+			w.path = append(w.path, opbus.ListIndex(i))
 			_, _, err = w.diffJSON(a, b, ia, ib, next, field, depth)
 			w.path = w.path[:len(w.path)-1]
 			if err != nil {
@@ -435,12 +473,12 @@ func (w *walker) diffJSONList(a, b *jsonDoc, as, bs int, mask uint64, depth int)
 			if eb, err = b.skip(ib, depth); err != nil {
 				return ae, eb, err
 			}
-			w.jsonElement(b, ib, i, OpAdd, mask)
+			w.jsonElement(b, ib, i, true, mask)
 		default: // old's elements past new's end, removed
 			if ea, err = a.skip(ia, depth); err != nil {
 				return ea, be, err
 			}
-			w.jsonElement(a, ia, i, OpRemove, mask)
+			w.jsonElement(a, ia, i, false, mask)
 		}
 		if !doneA {
 			if ia, doneA, err = a.nextElement(ea); err != nil {
@@ -478,17 +516,17 @@ func (t *jsonDoc) nextElement(e int) (i int, done bool, err error) {
 }
 
 // jsonElement reports list element i, at vs in t, added or removed.
-func (w *walker) jsonElement(t *jsonDoc, vs, i int, op Op, mask uint64) {
-	next, ignored, field := w.c.step(mask, len(w.path), ListIndex(i))
+func (w *walker) jsonElement(t *jsonDoc, vs, i int, added bool, mask uint64) {
+	next, ignored, field := w.c.step(mask, len(w.path), opbus.ListIndex(i))
 	if ignored {
 		return
 	}
 	v, _ := decodeText(t.data, vs)
-	w.path = append(w.path, ListIndex(i))
-	if op == OpAdd {
-		w.emit(OpAdd, nil, v, next, field)
+	w.path = append(w.path, opbus.ListIndex(i))
+	if added {
+		w.values(nil, v, false, true, next, field)
 	} else {
-		w.emit(OpRemove, v, nil, next, field)
+		w.values(v, nil, true, false, next, field)
 	}
 	w.path = w.path[:len(w.path)-1]
 }

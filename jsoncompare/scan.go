@@ -1,4 +1,4 @@
-package opbus
+package jsoncompare
 
 import (
 	"cmp"
@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // maxJSONDepth is encoding/json's nesting limit, kept so that a text
-// CompareJSON takes is one encoding/json would decode.
+// Compare takes is one encoding/json would decode.
 const maxJSONDepth = 10000
 
-// A jsonDoc is one side of a CompareJSON: its bytes and the name errors
+// A jsonDoc is one side of a Compare: its bytes and the name errors
 // give it ("old", "new").
 type jsonDoc struct {
 	data []byte
@@ -107,9 +108,9 @@ var strClass = func() (t [256]uint8) {
 // errorAt reports a syntax error at byte i, naming the side.
 func (t *jsonDoc) errorAt(i int, what string) error {
 	if i >= len(t.data) {
-		return fmt.Errorf("opbus: %s JSON: unexpected end of input at byte %d: %s", t.side, len(t.data), what)
+		return fmt.Errorf("jsoncompare: %s JSON: unexpected end of input at byte %d: %s", t.side, len(t.data), what)
 	}
-	return fmt.Errorf("opbus: %s JSON: invalid character %q at byte %d: %s", t.side, t.data[i], i, what)
+	return fmt.Errorf("jsoncompare: %s JSON: invalid character %q at byte %d: %s", t.side, t.data[i], i, what)
 }
 
 // space returns the index of the first non-whitespace byte at or after i.
@@ -331,7 +332,7 @@ func (t *jsonDoc) array(i, depth int) (end int, err error) {
 
 // decodeText returns the value of the checked text d[i:], as the bus's
 // documents hold it: maps, lists, strings, bools, nil, and numbers as
-// [Document] makes them (int64, uint64 past its range, a json.Number for a
+// [opbus.Document] makes them (int64, uint64 past its range, a json.Number for a
 // longer integer, else float64, else a json.Number); and the index past it.
 func decodeText(d []byte, i int) (any, int) {
 	t := jsonDoc{data: d}
@@ -394,7 +395,7 @@ func decodeString(q []byte, hard bool) string {
 	return s
 }
 
-// decodeNumber converts a checked number as plainNumbers does.
+// decodeNumber converts a checked number as [opbus.Document] does.
 func decodeNumber(n []byte) any {
 	s := string(n)
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -403,11 +404,17 @@ func decodeNumber(n []byte) any {
 	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
 		return u
 	}
-	if _, ok := bigInteger(s); ok {
+	if isInteger(s) {
 		return json.Number(s)
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		return f
 	}
 	return json.Number(s)
+}
+
+// isInteger reports whether s, a checked JSON number, is an integer: no
+// fraction and no exponent.
+func isInteger(s string) bool {
+	return !strings.ContainsAny(s, ".eE")
 }

@@ -1,11 +1,9 @@
-package opbus
+package jsoncompare
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,58 +11,74 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/opbus/opbus"
 )
 
-// docOf decodes a JSON text as Document does (integers as int64, …), and
-// fails on anything after the value, as CompareJSON does.
+// docOf decodes a JSON text as opbus.Document does (integers as int64,
+// …), and fails on anything after the value, as Compare does.
 func docOf(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("not one JSON value")
+	}
+	m, err := opbus.Document(map[string]any{"v": json.RawMessage(data)})
+	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("data after the value")
-	}
-	return plainNumbers(v), nil
+	return m["v"], nil
 }
 
-// checkCompareJSON holds c.CompareJSON(x, y) to c.Compare of the decoded
-// texts, and to an error naming the side that does not decode.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkCompareJSON holds c.Compare(x, y) to opbus's Comparer.Compare of
+// the decoded texts, with the same options, and to an error naming the
+// side that does not decode.
 func checkCompareJSON(t *testing.T, c *Comparer, x, y []byte) {
 	t.Helper()
-	got, err := c.CompareJSON(x, y)
+	got, err := c.Compare(x, y)
 	a, errA := docOf(x)
 	b, errB := docOf(y)
 	switch {
 	case errA != nil || errB != nil:
 		if err == nil {
-			t.Fatalf("CompareJSON(%q, %q): no error, want one (old: %v, new: %v)", x, y, errA, errB)
+			t.Fatalf("Compare(%q, %q): no error, want one (old: %v, new: %v)", x, y, errA, errB)
 		}
 		if errA == nil && !strings.Contains(err.Error(), "new JSON") || errB == nil && !strings.Contains(err.Error(), "old JSON") {
-			t.Fatalf("CompareJSON(%q, %q): error %q names the wrong side (old: %v, new: %v)", x, y, err, errA, errB)
+			t.Fatalf("Compare(%q, %q): error %q names the wrong side (old: %v, new: %v)", x, y, err, errA, errB)
 		}
 	case err != nil:
-		t.Fatalf("CompareJSON(%q, %q): %v, want the diff of two valid texts", x, y, err)
+		t.Fatalf("Compare(%q, %q): %v, want the diff of two valid texts", x, y, err)
 	default:
-		if want := c.Compare(a, b); !reflect.DeepEqual(got, want) {
-			t.Fatalf("CompareJSON(%s, %s):\n%s\nwant Compare's\n%s", x, y, diffText(got), diffText(want))
+		if want := c.cmp.Compare(a, b); !reflect.DeepEqual(got, want) {
+			t.Fatalf("Compare(%s, %s):\n%s\nwant opbus.Comparer.Compare's\n%s", x, y, got, want)
 		}
 	}
 }
 
 // jsonComparers are the settings the equivalence tests run with: defaults,
-// ignored paths, and list keys by name and anchored.
+// ignored paths, list keys by name and anchored, and patterns by index.
 func jsonComparers(t testing.TB) []*Comparer {
-	c, err := NewComparer(&CompareOptions{
+	c, err := NewComparer(&opbus.CompareOptions{
 		Ignore:   []string{"b.c", "metadata.resourceVersion", "l[*].a"},
 		ListKeys: map[string]string{"containers": "name", "spec.ports": "port"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []*Comparer{defaultComparer, c}
+	// patterns by index and by element key, and list keys below a list
+	byIndex, err := NewComparer(&opbus.CompareOptions{
+		Ignore:   []string{"l[1]", "[0].c", "a[2][*].b", `containers[name="x"].a`},
+		ListKeys: map[string]string{"l[*].l": "name", "[1].containers": "a"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []*Comparer{defaultComparer, c, byIndex}
 }
 
 func TestCompareJSONCases(t *testing.T) {
@@ -93,11 +107,11 @@ func TestCompareJSONCases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CompareJSON([]byte(tt.old), []byte(tt.new))
+			got, err := Compare([]byte(tt.old), []byte(tt.new))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g, w := diffText(got), strings.Join(tt.want, "\n"); g != w {
+			if g, w := got.String(), strings.Join(tt.want, "\n"); g != w {
 				t.Fatalf("got\n%s\nwant\n%s", g, w)
 			}
 			for _, c := range jsonComparers(t) {
@@ -113,12 +127,12 @@ func TestCompareJSONOptions(t *testing.T) {
 		"spec":{"containers":[{"name":"a","image":"1"},{"name":"b","image":"2"}],"ports":[{"port":80,"x":1}]}}`
 	new := `{"metadata":{"resourceVersion":"2","name":"p"},"b":{"c":2,"d":1},
 		"spec":{"containers":[{"name":"b","image":"3"},{"name":"a","image":"1"}],"ports":[{"port":80,"x":2}]}}`
-	got, err := c.CompareJSON([]byte(old), []byte(new))
+	got, err := c.Compare([]byte(old), []byte(new))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `change spec.containers[name=b].image: "2" → "3"` + "\n" + `change spec.ports[port=80].x: 1 → 2`
-	if g := diffText(got); g != want {
+	if g := got.String(); g != want {
 		t.Fatalf("got\n%s\nwant\n%s", g, want)
 	}
 	checkCompareJSON(t, c, []byte(old), []byte(new))
@@ -143,12 +157,12 @@ func TestCompareJSONErrors(t *testing.T) {
 		{strings.Repeat("[", 10001) + strings.Repeat("]", 10001), `[]`, "old JSON: invalid character '[' at byte 10000: nested past 10000 levels"},
 	}
 	for _, tt := range tests {
-		d, err := CompareJSON([]byte(tt.old), []byte(tt.new))
+		d, err := Compare([]byte(tt.old), []byte(tt.new))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("CompareJSON(%q, %q) = %v, %v; want an error with %q", tt.old, tt.new, d, err, tt.want)
+			t.Errorf("Compare(%q, %q) = %v, %v; want an error with %q", tt.old, tt.new, d, err, tt.want)
 		}
 		if d != nil {
-			t.Errorf("CompareJSON(%q, %q): a diff %v beside the error", tt.old, tt.new, d)
+			t.Errorf("Compare(%q, %q): a diff %v beside the error", tt.old, tt.new, d)
 		}
 	}
 }
@@ -157,16 +171,16 @@ func TestCompareJSONErrors(t *testing.T) {
 // both ways, and their own copies.
 func TestCompareJSONFixtures(t *testing.T) {
 	for _, pair := range [][2]string{{"pod-old", "pod-new"}, {"pod-old", "pod-annotated"}, {"big-old", "big-new"}, {"deep-old", "deep-new"}} {
-		x, err := os.ReadFile(filepath.Join("testdata", "fixtures", pair[0]+".json"))
+		x, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", pair[0]+".json"))
 		must(t, err)
-		y, err := os.ReadFile(filepath.Join("testdata", "fixtures", pair[1]+".json"))
+		y, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", pair[1]+".json"))
 		must(t, err)
 		for _, c := range jsonComparers(t) {
 			checkCompareJSON(t, c, x, y)
 			checkCompareJSON(t, c, y, x)
 			checkCompareJSON(t, c, x, bytes.Clone(x))
 		}
-		if d, _ := CompareJSON(x, y); len(d) == 0 {
+		if d, _ := Compare(x, y); len(d) == 0 {
 			t.Errorf("%s → %s: no change found", pair[0], pair[1])
 		}
 	}
@@ -175,10 +189,10 @@ func TestCompareJSONFixtures(t *testing.T) {
 // TestCompareJSONAllocations: equal texts allocate nothing, and a change
 // in a Pod allocates for that change, not for the Pod.
 func TestCompareJSONAllocations(t *testing.T) {
-	x, err := os.ReadFile(filepath.Join("testdata", "fixtures", "pod-old.json"))
+	x, err := os.ReadFile(filepath.Join("..", "testdata", "fixtures", "pod-old.json"))
 	must(t, err)
 	y := bytes.Clone(x)
-	if n := testing.AllocsPerRun(20, func() { _, _ = CompareJSON(x, y) }); n != 0 {
+	if n := testing.AllocsPerRun(20, func() { _, _ = Compare(x, y) }); n != 0 {
 		t.Errorf("equal Pods: %.0f allocations, want 0", n)
 	}
 	if raceEnabled {
@@ -190,13 +204,13 @@ func TestCompareJSONAllocations(t *testing.T) {
 	if bytes.Equal(z, x) {
 		t.Fatal("fixture has no resourceVersion")
 	}
-	if n := testing.AllocsPerRun(20, func() { _, _ = CompareJSON(x, z) }); n > 10 {
+	if n := testing.AllocsPerRun(20, func() { _, _ = Compare(x, z) }); n > 10 {
 		t.Errorf("one change in a Pod: %.0f allocations, want at most 10", n)
 	}
 }
 
 // TestCompareJSONMatchesCompare runs random documents and mutations of them,
-// written with random whitespace and key order, through CompareJSON and
+// written with random whitespace and key order, through Compare and opbus's
 // Compare.
 func TestCompareJSONMatchesCompare(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
@@ -348,7 +362,7 @@ func breakJSON(r *rand.Rand, y []byte) []byte {
 	return slices.Insert(y, i, breakers[r.IntN(len(breakers))])
 }
 
-// FuzzCompareJSON holds CompareJSON to Compare of the decoded texts.
+// FuzzCompareJSON holds Compare to opbus's Compare of the decoded texts.
 func FuzzCompareJSON(f *testing.F) {
 	f.Add([]byte(`{"a":1,"b":[1,2]}`), []byte(`{"a":2,"b":[1]}`))
 	f.Add([]byte(`{"a":1,"a":2}`), []byte(`{"\u0061":2.0}`))
@@ -361,7 +375,7 @@ func FuzzCompareJSON(f *testing.F) {
 	})
 }
 
-// Adversarial shapes for CompareJSON, each of whose time was once many
+// Adversarial shapes for Compare, each of whose time was once many
 // times encoding/json's (BenchmarkCompareJSONShapes measures them against
 // it): a repeated key at the root whose first member new repeats, a change
 // at the bottom of a document nested 3,000 deep with padding at every
@@ -392,8 +406,8 @@ func TestCompareJSONShapes(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			checkCompareJSON(t, defaultComparer, s.old, s.new)
 			checkCompareJSON(t, defaultComparer, s.new, s.old)
-			if d, err := CompareJSON(s.old, s.new); err != nil || len(d) == 0 {
-				t.Fatalf("CompareJSON = %v, %v; want changes", d, err)
+			if d, err := Compare(s.old, s.new); err != nil || len(d) == 0 {
+				t.Fatalf("Compare = %v, %v; want changes", d, err)
 			}
 		})
 	}
@@ -411,7 +425,7 @@ func TestCompareJSONDropsHugeScratch(t *testing.T) {
 	// what it is given at random, and would hand out fresh walkers.
 	w := &walker{}
 	a, b := jsonDoc{data: big1, side: "old"}, jsonDoc{data: big2, side: "new"}
-	d, err := w.compareJSON(defaultComparer, &a, &b, 0, 0)
+	d, err := w.compare(defaultComparer, &a, &b, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,19 +436,19 @@ func TestCompareJSONDropsHugeScratch(t *testing.T) {
 	if grown <= maxKept {
 		t.Fatalf("the walker's scratch is %d elements after a 65,537-member object, want past maxKept (%d): the test no longer makes it grow", grown, maxKept)
 	}
-	w.trimJSON()
+	w.trim()
 	if cap(w.mem) > maxKept || cap(w.ord) > maxKept || cap(w.ends[0]) > maxKept || cap(w.ends[1]) > maxKept || len(w.mem) != 0 || w.memTop != 0 {
 		t.Errorf("a trimmed walker keeps mem %d/%d, ord %d, ends %d, %d", len(w.mem), cap(w.mem), cap(w.ord), cap(w.ends[0]), cap(w.ends[1]))
 	}
 }
 
-// BenchmarkCompareJSONShapes: CompareJSON on the adversarial shapes, and
+// BenchmarkCompareJSONShapes: Compare on the adversarial shapes, and
 // encoding/json decoding both texts, for scale.
 func BenchmarkCompareJSONShapes(b *testing.B) {
 	for _, s := range jsonShapes() {
 		b.Run(s.name+"/comparejson", func(b *testing.B) {
 			for b.Loop() {
-				if _, err := CompareJSON(s.old, s.new); err != nil {
+				if _, err := Compare(s.old, s.new); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -447,5 +461,35 @@ func BenchmarkCompareJSONShapes(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// From JSON text, an integer past uint64 stays exact: Compare keeps it as
+// a json.Number, as opbus.Document does.
+func TestJSONBigIntegers(t *testing.T) {
+	old := []byte(`{"n": 123456789012345678901234567890, "u": 18446744073709551615}`)
+	new := []byte(`{"n": 123456789012345678901234567891, "u": 18446744073709551615}`)
+	d, err := Compare(old, new)
+	must(t, err)
+	if len(d) != 1 || d[0].Path.String() != "n" {
+		t.Fatalf("Compare = %v, want one change at n", d)
+	}
+	if got, want := d[0].New, json.Number("123456789012345678901234567891"); got != want {
+		t.Errorf("change's New = %T %v, want %T %v", got, got, want, want)
+	}
+}
+
+// TestNewComparerErrors: the options are checked as opbus.NewComparer
+// checks them, with its errors.
+func TestNewComparerErrors(t *testing.T) {
+	for _, opts := range []*opbus.CompareOptions{
+		{Ignore: []string{"a..b"}},
+		{ListKeys: map[string]string{"spec.ports": ""}},
+	} {
+		_, err := NewComparer(opts)
+		_, want := opbus.NewComparer(opts)
+		if err == nil || want == nil || err.Error() != want.Error() {
+			t.Errorf("NewComparer(%+v) = %v, want opbus.NewComparer's %v", opts, err, want)
+		}
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package jsoncompare
+
+const raceEnabled = false
