@@ -244,7 +244,7 @@ func (b *Bus) relay(key Key, o observation, to []Key) {
 // object makes it again, and finds the view. b.mu is held.
 func (b *Bus) onlyRelatedTo(ks *keyState) bool {
 	return b.rel != nil && !ks.live && !ks.seen && !ks.ended && ks.rec == nil && ks.x == nil &&
-		len(ks.queue) == 0 && !ks.retryDue && b.keys[ks.key] == ks && !b.stopping
+		len(ks.queue) == 0 && !ks.retryDue && b.q.keys[ks.key] == ks && !b.stopping
 }
 
 // supersedes reports whether the queued observation x may be coalesced

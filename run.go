@@ -247,7 +247,7 @@ func (b *Bus) release(ks *keyState) {
 		delete(b.q.keys, ks.key)
 		b.remember(ks.key, ks.endedInc())
 	} else if b.onlyRelatedTo(ks) {
-		delete(b.keys, ks.key) // related.go
+		delete(b.q.keys, ks.key) // related.go
 	} else {
 		b.markReady(ks)
 	}
