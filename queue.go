@@ -54,30 +54,30 @@ type keyState struct {
 	cur   map[string]any // the latest dispatched state
 	clean uint64         // bit per handler (the first 64): its digest is that of cur
 
-	// abandoned, set under the key's stripe lock (Bus.stripe), drops the
-	// results of a pass that outlived shutdown, and stops that pass before
-	// its next handler.
+	// abandoned drops the results of a pass that outlived shutdown, and
+	// stops that pass before its next handler; owned by stop (shutdown and
+	// halt), set under the key's stripe lock (Bus.stripe).
 	abandoned atomic.Bool
 
 	// The flags, together so that they pack into the space an atomic.Bool
 	// leaves (BenchmarkMemoryPerKey: the struct fits a smaller size class),
-	// each named with its owner:
+	// each named with its owner ("owned by"):
 	//   queue: the per-key queue (queue.go, run.go, dispatch.go), under Bus.mu;
 	//   pass:  the goroutine holding the key, making a pass (pass.go);
 	//   write: the pass's commit and the write stage (commit.go,
 	//          writestage.go, pipeline.go), on the goroutine holding the key.
-	queuedNow bool // queue: listed in queues.ready
-	busy      bool // queue: a pass holds the key (at most one)
-	blocked   bool // queue: the queue waits for the retry timer: a deletion or a record load is unfinished
-	retryDue  bool // queue: a retry is due; taken before the queue
-	taken     bool // queue: the stored pending states are in the queue (or in flight) now
-	live      bool // pass: an incarnation is current: observed, not deleted
-	deleting  bool // pass: cur is the last state of an incarnation being deleted
-	seen      bool // pass: a state was dispatched by this Bus
-	ended     bool // pass: the last incarnation's deletion is finished, and none began since
-	sunk      bool // write: the sink has the current slots
-	saved     bool // write: the store has the current record
-	shown     bool // write, under Bus.mu: published holds the slots of the last commit
+	queuedNow bool // owned by queue: listed in queues.ready
+	busy      bool // owned by queue: a pass holds the key (at most one)
+	blocked   bool // owned by queue: the queue waits for the retry timer: a deletion or a record load is unfinished
+	retryDue  bool // owned by queue: a retry is due; taken before the queue
+	taken     bool // owned by queue: the stored pending states are in the queue (or in flight) now
+	live      bool // owned by pass: an incarnation is current: observed, not deleted
+	deleting  bool // owned by pass: cur is the last state of an incarnation being deleted
+	seen      bool // owned by pass: a state was dispatched by this Bus
+	ended     bool // owned by pass: the last incarnation's deletion is finished, and none began since
+	sunk      bool // owned by write: the sink has the current slots
+	saved     bool // owned by write: the store has the current record
+	shown     bool // owned by write, under Bus.mu: published holds the slots of the last commit
 }
 
 // keyExtra is the part of a key's state that only keys with retries,

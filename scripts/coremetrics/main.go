@@ -203,7 +203,9 @@ func countFields(st *ast.StructType) int {
 	return n
 }
 
-var ownerRE = regexp.MustCompile(`(?i)\b(?:owned by|owner:)\s*([^.;,()]+)`)
+// ownerRE finds the owner a comment names: the word after "owned by" or
+// "owner:" (a queue, a pass, a write stage: one word by convention).
+var ownerRE = regexp.MustCompile(`(?i)\b(?:owned by|owner:)\s*(?:the\s+)?([\pL\pN_-]+)`)
 
 // owner returns the owner a comment names, or "".
 func owner(cg *ast.CommentGroup) string {

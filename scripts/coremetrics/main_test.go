@@ -35,11 +35,11 @@ func TestMeasureFixture(t *testing.T) {
 		t.Errorf("Bus fields = %d; want 8", m.BusFields)
 	}
 	flags := []Flag{
-		{Name: "queued", Type: "bool", Owner: "the queue", Section: "the queue"},
-		{Name: "held", Type: "bool", Owner: "the write stage", Section: "the queue"},
+		{Name: "queued", Type: "bool", Owner: "queue", Section: "queue"},
+		{Name: "held", Type: "bool", Owner: "write", Section: "queue"},
 		{Name: "live", Type: "bool", Section: ""},
 		{Name: "gone", Type: "bool", Section: ""},
-		{Name: "done", Type: "atomic.Bool", Owner: "the pass", Section: "the pass"},
+		{Name: "done", Type: "atomic.Bool", Owner: "pass", Section: "pass"},
 	}
 	if !reflect.DeepEqual(m.Flags, flags) {
 		t.Errorf("keyState flags = %+v; want %+v", m.Flags, flags)
@@ -56,7 +56,7 @@ func TestMeasureFixture(t *testing.T) {
 		"longest function  twelve, 12 lines",
 		"Bus fields        8",
 		"keyState bool fields  5 (3 with an owner on the field)",
-		"held bool         owner: the write stage; section: the queue",
+		"held bool         owner: write; section: queue",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), strings.Join(strings.Fields(line), " ")) {
 			t.Errorf("table lacks %q:\n%s", line, out.String())
