@@ -38,6 +38,7 @@
 //	hook.workload, hook.notice-id, hook.notice-type, hook.notice-key, hook.check
 //	hook.storage-id, hook.storage-location
 //	hook.secret-id, hook.secret-label, hook.secret-revision
+//	hook.meter-status, hook.meter-info   of meter-status-changed
 //	unit, app               the unit ("web/0") and its application ("web")
 //	model.name, model.uuid  the model
 //	leader                  whether the unit leads its application (is-leader)
@@ -120,12 +121,15 @@
 // unit is in error) does not fail every action, as Juju runs actions even
 // then. A failed action fails its run; Juju does not run it again.
 //
-// collect-metrics runs in Juju's restricted context, which refuses
-// state-get, state-set, status-get, status-set, is-leader and the relation
-// tools. There, only the handlers that subscribe to hook.event ([OnHook])
-// run, against no stored records; the document has no leader and no
-// relations; nothing is stored and no status is set. They report with
-// [Tools.AddMetric].
+// collect-metrics and meter-status-changed run in Juju's restricted
+// context ([Kind.IsRestricted]), which refuses every hook tool but
+// juju-log (and add-metric in collect-metrics): config-get, state-get,
+// state-set, status-get, status-set, is-leader and the relation tools
+// among them. There, only the handlers that subscribe to hook.event
+// ([OnHook]) run, against no stored records; the document has no config,
+// leader or relations (meter-status-changed carries hook.meter-status and
+// hook.meter-info); nothing is stored and no status is set. Handlers of
+// collect-metrics report with [Tools.AddMetric].
 //
 // upgrade-charm makes every handler run again once, whether or not its
 // fields changed (Juju runs upgrade-charm, then config-changed, so that
@@ -280,7 +284,8 @@
 // OPBUS_PEBBLE_DIR in the charm process's environment. The model holds
 // secrets (owned and observed, with revisions and grants) for the secret
 // tools; the fakes read state-set and relation-set input as YAML as Juju
-// does, refuse what Juju's restricted context refuses in collect-metrics,
+// does, refuse what Juju's restricted context refuses in collect-metrics
+// and meter-status-changed,
 // and a failed hook shows the unit in error (Model.HookError), as juju
 // status does.
 package juju

@@ -78,6 +78,9 @@ type HookInfo struct {
 	SecretID       string `json:"secret-id"`
 	SecretLabel    string `json:"secret-label"`
 	SecretRevision int    `json:"secret-revision"`
+	// MeterStatus and MeterInfo are those of meter-status-changed.
+	MeterStatus string `json:"meter-status"`
+	MeterInfo   string `json:"meter-info"`
 }
 
 // ModelInfo is the document's model field.
@@ -167,7 +170,7 @@ func hookOf(ev *opbus.Event) (name, kind string) {
 // topFields are the document's top-level fields; hookFields those of hook.
 var (
 	topFields  = []string{"action", "app", "config", "containers", "hook", "leader", "model", "relations", "unit"}
-	hookFields = []string{"check", "departing-unit", "endpoint", "event", "kind", "name", "notice-id",
+	hookFields = []string{"check", "departing-unit", "endpoint", "event", "kind", "meter-info", "meter-status", "name", "notice-id",
 		"notice-key", "notice-type", "relation-id", "remote-app", "remote-unit", "secret-id",
 		"secret-label", "secret-revision", "storage-id", "storage-location", "workload"}
 )
@@ -336,7 +339,7 @@ type reader struct {
 	plan      *plan
 	pebbleDir string // where the containers' Pebble sockets are
 	// restricted leaves out what Juju's restricted context refuses
-	// (is-leader, the relation tools): see hookScope.
+	// (is-leader, config-get, the relation tools): see hookScope.
 	restricted bool
 }
 
@@ -361,7 +364,7 @@ func (r *reader) document(ctx context.Context) (map[string]any, bool, error) {
 		}
 		doc["leader"] = leader
 	}
-	if r.plan.wants("config") {
+	if r.plan.wants("config") && !r.restricted {
 		cfg, err := r.tools.ConfigGet(ctx)
 		if err != nil {
 			return nil, false, err
@@ -424,6 +427,8 @@ func (r *reader) hook() map[string]any {
 	if e.SecretRevision > 0 {
 		h["secret-revision"] = e.SecretRevision
 	}
+	set("meter-status", e.MeterStatus)
+	set("meter-info", e.MeterInfo)
 	return h
 }
 

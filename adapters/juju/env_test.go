@@ -66,6 +66,8 @@ func TestParseEnv(t *testing.T) {
 			common(Env{DispatchPath: "hooks/db-relation-broken", Name: "db-relation-broken", Kind: KindRelationBroken, Relation: rel("db", 7)})},
 		{"relation-created", map[string]string{"JUJU_DISPATCH_PATH": "hooks/db-relation-created", "JUJU_RELATION_ID": "db:8", "JUJU_REMOTE_APP": "pg"}, "dispatch",
 			common(Env{DispatchPath: "hooks/db-relation-created", Name: "db-relation-created", Kind: KindRelationCreated, Relation: rel("db", 8), RemoteApp: "pg"})},
+		{"meter-status-changed", map[string]string{"JUJU_DISPATCH_PATH": "hooks/meter-status-changed", "JUJU_METER_STATUS": "AMBER", "JUJU_METER_INFO": "soon over"}, "dispatch",
+			common(Env{DispatchPath: "hooks/meter-status-changed", Name: "meter-status-changed", Kind: KindMeterStatusChanged, MeterStatus: "AMBER", MeterInfo: "soon over"})},
 		{"pebble-ready", map[string]string{"JUJU_DISPATCH_PATH": "hooks/nginx-proxy-pebble-ready", "JUJU_WORKLOAD_NAME": "nginx-proxy"}, "dispatch",
 			common(Env{DispatchPath: "hooks/nginx-proxy-pebble-ready", Name: "nginx-proxy-pebble-ready", Kind: KindPebbleReady, Workload: "nginx-proxy"})},
 		{"pebble-custom-notice", map[string]string{"JUJU_DISPATCH_PATH": "hooks/app-pebble-custom-notice", "JUJU_WORKLOAD_NAME": "app",

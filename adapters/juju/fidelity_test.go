@@ -152,11 +152,15 @@ func TestBigIntegersStayExact(t *testing.T) {
 }
 
 // TestCollectMetricsRunsHandlers: collect-metrics runs in Juju's
-// restricted context, where state-get, status and leadership are refused;
-// its handlers still run and add metrics.
+// restricted context, where config-get, state-get, status and leadership
+// are refused; its handlers still run and add metrics, the adapter calls
+// no refused tool (a handler of hook.event and config sees no config) and
+// the hook succeeds.
 func TestCollectMetricsRunsHandlers(t *testing.T) {
+	var docs []map[string]any
 	c := charm(
 		handler{"metrics", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			docs = append(docs, ev.New)
 			return opbus.Status{}, juju.FromContext(ctx).Tools.AddMetric(ctx, map[string]float64{"users": 3}, nil)
 		}, func() opbus.On {
 			on := juju.OnHook("collect-metrics")
@@ -173,6 +177,56 @@ func TestCollectMetricsRunsHandlers(t *testing.T) {
 		if call.Exit != 0 {
 			t.Errorf("call %v failed", call)
 		}
+	}
+	if len(docs) != 1 || docs[0]["config"] != nil || docs[0]["leader"] != nil {
+		t.Errorf("documents %v, want one without config or leader", docs)
+	}
+}
+
+// TestMeterStatusChangedIsRestricted: meter-status-changed runs in Juju's
+// restricted context too (only juju-log works there): its handlers run
+// with the meter status in the document, no refused tool is called and
+// the hook succeeds; the other handlers do not run.
+func TestMeterStatusChangedIsRestricted(t *testing.T) {
+	var docs []map[string]any
+	others := 0
+	c := charm(
+		handler{"meter", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			docs = append(docs, ev.New)
+			juju.FromContext(ctx).Logger.Info("meter status changed")
+			return opbus.Blocked("meter is red"), nil
+		}, func() opbus.On {
+			on := juju.OnHook("meter-status-changed")
+			on.Fields = append(on.Fields, "config")
+			return on
+		}()},
+		handler{"config", func(context.Context, *opbus.Event) (opbus.Status, error) {
+			others++
+			return opbus.Active(""), nil
+		}, opbus.On{Fields: []string{"config", "leader", "relations"}}},
+	)
+	m := newModel()
+	out, err := c.RunEnv(context.Background(), juju.Env{Name: "meter-status-changed", MeterStatus: "RED", MeterInfo: "over quota"}, m)
+	if err != nil {
+		t.Fatalf("meter-status-changed failed: %v; calls %v", err, out.Calls)
+	}
+	for _, call := range out.Calls {
+		if call.Exit != 0 {
+			t.Errorf("call %v failed", call)
+		}
+	}
+	if others != 0 {
+		t.Errorf("the config handler ran %d times in meter-status-changed", others)
+	}
+	if len(docs) != 1 {
+		t.Fatalf("the meter handler ran %d times, want once", len(docs))
+	}
+	hook := docs[0]["hook"].(map[string]any)
+	if hook["meter-status"] != "RED" || hook["meter-info"] != "over quota" || hook["kind"] != "meter-status-changed" || docs[0]["config"] != nil {
+		t.Errorf("document %v", docs[0])
+	}
+	if out.CallCount("state-set")+out.CallCount("status-set") != 0 || len(out.Logs) == 0 {
+		t.Errorf("calls %v, logs %v", toolNames(out), out.Logs)
 	}
 }
 

@@ -140,7 +140,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		bo = *opts.Bus
 	}
 	bo.Store = r.store
-	if env.Kind == KindCollectMetrics {
+	if env.Kind.IsRestricted() {
 		bo.Store = opbus.NewMemoryStore() // state-get is refused there
 	}
 	bo.Runs = func(id string) bool { return r.scope.allows(id) }

@@ -72,7 +72,7 @@ func (m *Model) Exec(name string, args []string, stdin []byte) (stdout, stderr [
 		last.Exit = 127
 		return nil, fmt.Appendf(nil, "ERROR unknown hook tool %q\n", name), 127
 	}
-	if m.Restricted && !slices.Contains(restrictedTools, name) {
+	if m.Restricted != "" && !allowedIn(m.Restricted, name) {
 		last.Exit = 1
 		return nil, []byte("ERROR not implemented for restricted context not implemented\n"), 1
 	}

@@ -51,21 +51,32 @@ func TestFakeDeadRelation(t *testing.T) {
 	}
 }
 
-// TestFakeRestrictedContext: in collect-metrics only config-get, juju-log
-// and add-metric work; the others fail as Juju's restricted context
-// refuses them.
+// TestFakeRestrictedContext: in collect-metrics only juju-log and
+// add-metric work, in meter-status-changed only juju-log; the others,
+// config-get among them, fail as Juju's RestrictedContext refuses them.
 func TestFakeRestrictedContext(t *testing.T) {
-	m := &jujutest.Model{Unit: "web/0", Restricted: true}
-	for _, tool := range []string{"state-get", "status-get", "is-leader", "relation-ids"} {
-		if _, stderr, code := m.Exec(tool, nil, nil); code != 1 || !strings.Contains(string(stderr), "restricted context") {
-			t.Errorf("%s: exit %d, %q", tool, code, stderr)
+	refused := []string{"config-get", "state-get", "status-get", "status-set", "is-leader", "relation-ids", "secret-ids", "action-get"}
+	for _, kind := range []juju.Kind{juju.KindCollectMetrics, juju.KindMeterStatusChanged} {
+		m := &jujutest.Model{Unit: "web/0", Restricted: kind, Config: map[string]any{"port": 80}}
+		for _, tool := range refused {
+			if _, stderr, code := m.Exec(tool, nil, nil); code != 1 || !strings.Contains(string(stderr), "not implemented for restricted context") {
+				t.Errorf("%s: %s: exit %d, %q", kind, tool, code, stderr)
+			}
+		}
+		if _, stderr, code := m.Exec("juju-log", []string{"hello"}, nil); code != 0 {
+			t.Errorf("%s: juju-log: exit %d, %q", kind, code, stderr)
 		}
 	}
+	m := &jujutest.Model{Unit: "web/0", Restricted: juju.KindCollectMetrics}
 	if _, stderr, code := m.Exec("add-metric", []string{"users=3"}, nil); code != 0 || m.Metrics["users"] != "3" {
 		t.Errorf("add-metric: exit %d, %q, metrics %v", code, stderr, m.Metrics)
 	}
 	if _, _, code := m.Exec("add-metric", []string{"users=many"}, nil); code != 2 {
 		t.Errorf("add-metric of a non-number: exit %d, want 2", code)
+	}
+	m = &jujutest.Model{Unit: "web/0", Restricted: juju.KindMeterStatusChanged}
+	if _, stderr, code := m.Exec("add-metric", []string{"users=3"}, nil); code != 1 || len(m.Metrics) != 0 {
+		t.Errorf("add-metric in meter-status-changed: exit %d, %q, metrics %v; want it refused", code, stderr, m.Metrics)
 	}
 }
 

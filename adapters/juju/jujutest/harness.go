@@ -50,7 +50,8 @@ type Harness struct {
 // application it names; relation-joined names the last remote unit in
 // name order, relation-changed the first one (none when it has none); a
 // secret hook's secret is the model's only secret, at its latest revision;
-// collect-metrics runs in Juju's restricted context (Model.Restricted);
+// collect-metrics and meter-status-changed run in Juju's restricted
+// context (Model.Restricted);
 // and an action runs st.Action (made when nil). Use [Harness.RunEnv] for any
 // other context, such as relation-departed or a relation-broken whose
 // relation is gone from the model.
@@ -123,9 +124,11 @@ func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, er
 	opts.Getenv = func(k string) string { return vars[k] }
 	opts.Program = "dispatch"
 	opts.Runner = NewRunner(out)
-	out.Restricted = e.Kind == juju.KindCollectMetrics
+	if e.Kind.IsRestricted() {
+		out.Restricted = e.Kind
+	}
 	err = juju.Run(ctx, c.Setup, &opts)
-	out.Restricted = false
+	out.Restricted = ""
 	if e.Kind != juju.KindAction {
 		out.HookError = ""
 	}

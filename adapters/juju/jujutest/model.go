@@ -22,6 +22,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/opbus/opbus/adapters/juju"
 )
 
 // Model is the part of a Juju model one unit sees through hook tools. It is
@@ -71,10 +73,12 @@ type Model struct {
 	// action tools fail as in Juju.
 	Action *Action `json:"action,omitempty"`
 
-	// Restricted is set while a hook runs in Juju's restricted context
-	// (collect-metrics): every tool but config-get, juju-log and
-	// add-metric fails, "not implemented for restricted context".
-	Restricted bool `json:"restricted,omitempty"`
+	// Restricted is the kind of the hook running in Juju's restricted
+	// context ([juju.Kind.IsRestricted]), set by [Harness.RunEnv] while it
+	// runs: in collect-metrics every tool but juju-log and add-metric
+	// fails, in meter-status-changed every tool but juju-log, with Juju's
+	// "not implemented for restricted context". Empty outside them.
+	Restricted juju.Kind `json:"restricted,omitempty"`
 	// Metrics are the values add-metric added, by key.
 	Metrics map[string]string `json:"metrics,omitempty"`
 
