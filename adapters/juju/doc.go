@@ -134,8 +134,10 @@
 // upgrade-charm makes every handler run again once, whether or not its
 // fields changed (Juju runs upgrade-charm, then config-changed, so that
 // the new code re-evaluates what the old code decided), and drops the
-// status slots of handlers the new code no longer registers, so that
-// their status does not stay on the unit.
+// status slots of handlers the new code no longer registers, with all the
+// records keep of them, so that their status does not stay on the unit:
+// the status is set from the slots that remain, active with no message
+// when none does.
 //
 // # Units and applications
 //

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju"
@@ -275,5 +276,39 @@ func TestUpgradeCharmRunsEveryHandlerAgain(t *testing.T) {
 	run(t, upgraded, "config-changed", m)
 	if runs["config"] != 2 {
 		t.Errorf("config ran %d times, want once only after the upgrade", runs["config"])
+	}
+}
+
+// TestUpgradeCharmStatusFromWhatRemains: when upgrade-charm removes the
+// handler whose slot was the unit's only status, the unit does not keep
+// showing its message: it is set from the slots that remain, active with
+// no message when none does; and nothing of the removed handler (digest,
+// slot, kept value, timer) stays in the stored records.
+func TestUpgradeCharmStatusFromWhatRemains(t *testing.T) {
+	old := charm(
+		handler{"config", returns(opbus.Status{}), opbus.On{Fields: []string{"config"}}},
+		handler{"legacy", returns(opbus.Blocked("old code")), opbus.On{Fields: []string{"config.port"}, KeepOld: true, Every: time.Hour}},
+	)
+	m := run(t, old, "install", newModel())
+	if m.UnitStatus != (jujutest.Status{Status: "blocked", Message: "old code"}) || !strings.Contains(m.State[juju.DefaultStateKey], `"legacy"`) {
+		t.Fatalf("after install: status %v, records %s", m.UnitStatus, m.State[juju.DefaultStateKey])
+	}
+	upgraded := charm(handler{"config", returns(opbus.Status{}), opbus.On{Fields: []string{"config"}}})
+	m = run(t, upgraded, "upgrade-charm", m)
+	if want := (jujutest.Status{Status: "active"}); m.UnitStatus != want {
+		t.Errorf("status after the upgrade %v, want %v: no slot holds the removed handler's message", m.UnitStatus, want)
+	}
+	if rec := m.State[juju.DefaultStateKey]; strings.Contains(rec, "legacy") {
+		t.Errorf("the removed handler stays in the records: %s", rec)
+	}
+	// With another slot left, the status is that slot's.
+	old = charm(
+		handler{"config", returns(opbus.Waiting("starting")), opbus.On{Fields: []string{"config"}}},
+		handler{"legacy", returns(opbus.Blocked("old code")), opbus.On{Fields: []string{"leader"}}},
+	)
+	m = run(t, old, "install", newModel())
+	upgraded = charm(handler{"config", returns(opbus.Waiting("starting")), opbus.On{Fields: []string{"config"}}})
+	if m = run(t, upgraded, "upgrade-charm", m); m.UnitStatus != (jujutest.Status{Status: "waiting", Message: "starting"}) {
+		t.Errorf("status after the upgrade %v, want the remaining slot's", m.UnitStatus)
 	}
 }

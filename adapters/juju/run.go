@@ -287,7 +287,7 @@ func (r *run) run(ctx context.Context) error {
 		return within(err, "juju: %s: storing the records", e.Name)
 	}
 	for _, k := range keys {
-		if err := r.publish(ctx, k); err != nil {
+		if err := r.publish(ctx, k, r.store.cleared(k)); err != nil {
 			return within(err, "juju: %s: setting the %s status", e.Name, k.Kind)
 		}
 	}
@@ -310,14 +310,21 @@ func errorSlots(slots opbus.Slots) string {
 
 // publish sets the status of key's unit or application with status-set,
 // only when it differs from what status-get returns. A zero or unknown
-// overall status sets nothing.
-func (r *run) publish(ctx context.Context, key opbus.Key) error {
+// overall status (no slot holds a status) sets nothing, unless cleared
+// says upgrade-charm dropped slots of removed handlers from key's record:
+// then, since status-set cannot set unknown, it sets active with no
+// message, so that the unit does not keep showing the status of a handler
+// that is gone.
+func (r *run) publish(ctx context.Context, key opbus.Key, cleared bool) error {
 	overall, _, err := r.bus.Status(ctx, key)
 	if err != nil {
 		return err
 	}
 	if overall.Level == opbus.LevelUnknown {
-		return nil
+		if !cleared {
+			return nil
+		}
+		overall = opbus.Active("")
 	}
 	level, msg := overall.Level.String(), CleanMessage(overall.Message)
 	app := key.Kind == ObjectApplication
