@@ -127,7 +127,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 	if level.Level() > slog.LevelDebug {
 		busLevel = max(level.Level(), slog.LevelWarn)
 	}
-	tools := Tools{Runner: opts.Runner}
+	tools := Tools{Runner: opts.Runner, hook: env}
 	r := &run{
 		env:       env,
 		tools:     tools,

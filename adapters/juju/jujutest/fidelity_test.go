@@ -3,6 +3,7 @@ package jujutest_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -173,5 +174,74 @@ func TestProcessSettingsYAML(t *testing.T) {
 	}
 	if got.State["k"] != v || got.Relation(1).LocalUnitData["k"] != v || got.State["r"] != "" {
 		t.Errorf("state %q, relation data %q", got.State, got.Relation(1).LocalUnitData)
+	}
+}
+
+// TestFakeSecretRevokeInRelationHook: in a relation hook Juju takes -r to
+// be the hook's relation, so secret-revoke --app is refused there ("do not
+// specify both relation and app") and secret-revoke with no target
+// revokes the relation's application; outside relation hooks --app works.
+// The tools run as processes read the hook's relation from
+// JUJU_RELATION_ID.
+func TestFakeSecretRevokeInRelationHook(t *testing.T) {
+	granted := func() *jujutest.Model {
+		return &jujutest.Model{
+			Unit: "web/0", Leader: true,
+			Relations: []jujutest.Relation{{ID: 2, Endpoint: "db", RemoteApp: "pg"}},
+			Secrets: []jujutest.Secret{{ID: "secret:owned", Owner: "application", Contents: map[int]map[string]string{1: {"pass": "a"}},
+				Grants: []jujutest.SecretGrant{{Relation: 2, App: "pg"}}}},
+		}
+	}
+	grants := func(m *jujutest.Model) int {
+		if m.Staged != nil && m.Staged.Secrets != nil {
+			return len(m.Staged.Secrets[0].Grants)
+		}
+		return len(m.Secrets[0].Grants)
+	}
+	rel := 2
+	m := granted()
+	m.HookRelation = &rel
+	if _, stderr, code := m.Exec("secret-revoke", []string{"--app", "pg", "secret:owned"}, nil); code != 2 || !strings.Contains(string(stderr), "do not specify both relation and app") {
+		t.Errorf("--app in a relation hook: exit %d, %q; want Juju's refusal", code, stderr)
+	}
+	if _, stderr, code := m.Exec("secret-revoke", []string{"secret:owned"}, nil); code != 0 || grants(m) != 0 {
+		t.Errorf("no target in a relation hook: exit %d, %q, %d grants left; want the relation's application revoked", code, stderr, grants(m))
+	}
+	m = granted()
+	if _, stderr, code := m.Exec("secret-revoke", []string{"--app", "pg", "secret:owned"}, nil); code != 0 || grants(m) != 0 {
+		t.Errorf("--app outside a relation hook: exit %d, %q, %d grants left", code, stderr, grants(m))
+	}
+
+	path := filepath.Join(t.TempDir(), "model.json")
+	if err := jujutest.WriteModel(path, granted()); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{jujutest.ModelEnv: path, "JUJU_RELATION_ID": "db:2", "JUJU_DISPATCH_PATH": "hooks/db-relation-changed"}
+	var stderr strings.Builder
+	if code := jujutest.ToolMain([]string{"secret-revoke", "--app", "pg", "secret:owned"}, strings.NewReader(""), io.Discard, &stderr, func(k string) string { return env[k] }); code != 2 {
+		t.Errorf("as a process in a relation hook: exit %d, %q", code, stderr.String())
+	}
+	got, err := jujutest.ReadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.HookRelation != nil {
+		t.Errorf("the hook's relation was saved in the model: %v", *got.HookRelation)
+	}
+}
+
+// TestFakeRestrictedContextAsProcess: the tools run as processes take the
+// restricted context from JUJU_DISPATCH_PATH, as in process.
+func TestFakeRestrictedContextAsProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.json")
+	if err := jujutest.WriteModel(path, &jujutest.Model{Unit: "web/0", Config: map[string]any{"port": 80}}); err != nil {
+		t.Fatal(err)
+	}
+	for hook, want := range map[string]int{"collect-metrics": 1, "meter-status-changed": 1, "config-changed": 0} {
+		env := map[string]string{jujutest.ModelEnv: path, "JUJU_DISPATCH_PATH": "hooks/" + hook}
+		var stderr strings.Builder
+		if code := jujutest.ToolMain([]string{"config-get"}, strings.NewReader(""), io.Discard, &stderr, func(k string) string { return env[k] }); code != want {
+			t.Errorf("config-get in %s: exit %d, %q; want %d", hook, code, stderr.String(), want)
+		}
 	}
 }

@@ -127,8 +127,12 @@ func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, er
 	if e.Kind.IsRestricted() {
 		out.Restricted = e.Kind
 	}
+	if e.Relation != nil {
+		id := e.Relation.ID
+		out.HookRelation = &id
+	}
 	err = juju.Run(ctx, c.Setup, &opts)
-	out.Restricted = ""
+	out.Restricted, out.HookRelation = "", nil
 	if e.Kind != juju.KindAction {
 		out.HookError = ""
 	}

@@ -79,6 +79,12 @@ type Model struct {
 	// fails, in meter-status-changed every tool but juju-log, with Juju's
 	// "not implemented for restricted context". Empty outside them.
 	Restricted juju.Kind `json:"restricted,omitempty"`
+	// HookRelation is the relation of the running relation hook, set by
+	// [Harness.RunEnv] (and by the tools [InstallTools] builds, from
+	// JUJU_RELATION_ID) while it runs: as Juju does, the relation tools
+	// take it as -r when -r is not given, so secret-revoke refuses --app
+	// there. Nil outside relation hooks.
+	HookRelation *int `json:"hook_relation,omitempty"`
 	// Metrics are the values add-metric added, by key.
 	Metrics map[string]string `json:"metrics,omitempty"`
 
