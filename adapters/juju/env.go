@@ -153,7 +153,11 @@ func (e *Env) Endpoint() string {
 // ParseEnv reads the hook environment through getenv (typically
 // [os.Getenv]; an empty value counts as unset) and argv0, the program name
 // (os.Args[0]), which names the hook when JUJU_DISPATCH_PATH is not set (a
-// charm installed as hooks/<name> symlinks).
+// charm installed as hooks/<name> symlinks). JUJU_DISPATCH_PATH is
+// hooks/<name> or actions/<name> as Juju sets it, or an absolute path
+// (`juju exec` with a JUJU_DISPATCH_PATH of the user's), whose last element
+// names the hook, or the action when its directory is "actions", as ops
+// takes it.
 //
 // It fails, naming the variable, when a variable is malformed or when one
 // that every hook or this kind of hook needs is missing: JUJU_UNIT_NAME
@@ -244,8 +248,17 @@ func (e *Env) parseDispatch(dispatch, argv0 string) error {
 		dispatch = dir + "/" + base
 	}
 	dir, name, ok := strings.Cut(dispatch, "/")
+	if strings.HasPrefix(dispatch, "/") {
+		// An absolute path, as `juju exec` users set to fire an event of
+		// their own: its last element names it, as ops takes it.
+		name, dir = filepath.Base(dispatch), filepath.Base(filepath.Dir(dispatch))
+		ok = name != "/" && name != "." && name != ".."
+		if dir != "actions" {
+			dir = "hooks"
+		}
+	}
 	if !ok || name == "" || strings.Contains(name, "/") || (dir != "hooks" && dir != "actions") {
-		return fmt.Errorf("juju: JUJU_DISPATCH_PATH: %q is neither hooks/<name> nor actions/<name>", dispatch)
+		return fmt.Errorf("juju: JUJU_DISPATCH_PATH: %q is neither hooks/<name>, actions/<name> nor an absolute path", dispatch)
 	}
 	e.DispatchPath, e.Name = dispatch, name
 	if dir == "actions" {
