@@ -2,10 +2,13 @@ package jujutest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os/exec"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -243,5 +246,115 @@ func TestFakeRestrictedContextAsProcess(t *testing.T) {
 		if code := jujutest.ToolMain([]string{"config-get"}, strings.NewReader(""), io.Discard, &stderr, func(k string) string { return env[k] }); code != want {
 			t.Errorf("config-get in %s: exit %d, %q; want %d", hook, code, stderr.String(), want)
 		}
+	}
+}
+
+// strictCharm writes a charm directory declaring config options with
+// defaults and actions with parameter schemas.
+func strictCharm(t *testing.T) string {
+	dir := t.TempDir()
+	files := map[string]string{
+		"metadata.yaml": "name: web\n",
+		"config.yaml":   "options:\n  port: {type: int, default: 8080}\n  name: {type: string, default: web}\n  token: {type: string}\n",
+		"actions.yaml": `backup:
+  params:
+    target: {type: string, default: /srv/backup}
+    level: {type: integer, default: 3}
+  additionalProperties: false
+loose:
+  params:
+    n: {type: number}
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestFakeConfigDefaults: config-get gives the defaults of the charm's
+// options beside the values set, as Juju does, in process and as a
+// process (which reads the charm from JUJU_CHARM_DIR); --all adds the
+// options with neither as null.
+func TestFakeConfigDefaults(t *testing.T) {
+	dir := strictCharm(t)
+	var got map[string]any
+	h := &jujutest.Harness{CharmDir: dir, Setup: func(b *opbus.Bus) error {
+		return b.Handle("h", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			var err error
+			got, err = juju.FromContext(ctx).Tools.ConfigGet(ctx)
+			return opbus.Status{}, err
+		}, juju.OnHook())
+	}}
+	if _, err := h.Run(context.Background(), "config-changed", &jujutest.Model{Unit: "web/0", Config: map[string]any{"name": "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"port": int64(8080), "name": "shop"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("config-get %v, want %v", got, want)
+	}
+
+	path := filepath.Join(t.TempDir(), "model.json")
+	if err := jujutest.WriteModel(path, &jujutest.Model{Unit: "web/0", Config: map[string]any{"name": "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{jujutest.ModelEnv: path, "JUJU_CHARM_DIR": dir}
+	var stdout, stderr strings.Builder
+	if code := jujutest.ToolMain([]string{"config-get", "--all", "--format=json"}, strings.NewReader(""), &stdout, &stderr, func(k string) string { return env[k] }); code != 0 {
+		t.Fatalf("config-get as a process: exit %d, %s", code, stderr.String())
+	}
+	if want := `{"name":"shop","port":8080,"token":null}` + "\n"; stdout.String() != want {
+		t.Errorf("config-get --all as a process: %s, want %s", stdout.String(), want)
+	}
+}
+
+// TestFakeActionParams: an action runs as `juju run` queues it: its
+// parameters' defaults are filled in; a parameter of the wrong type, one
+// the action does not declare while additionalProperties is false, and an
+// action the charm does not declare are refused and the charm does not
+// run. Juju 4 refuses undeclared parameters of an action that does not
+// say additionalProperties; Juju 3 allows them.
+func TestFakeActionParams(t *testing.T) {
+	dir := strictCharm(t)
+	runs := 0
+	var params map[string]any
+	h := &jujutest.Harness{CharmDir: dir, Setup: func(b *opbus.Bus) error {
+		return b.Handle("h", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			runs++
+			var err error
+			params, err = juju.FromContext(ctx).Tools.ActionGet(ctx)
+			return opbus.Status{}, err
+		}, juju.OnAction())
+	}}
+	run := func(name string, p map[string]any, version string) (*jujutest.Model, error) {
+		m := &jujutest.Model{Unit: "web/0", Action: &jujutest.Action{Name: name, Params: p}}
+		return h.RunEnv(context.Background(), juju.Env{Name: name, Kind: juju.KindAction, Version: version}, m)
+	}
+	if _, err := run("backup", map[string]any{"level": 5.0}, ""); err != nil || runs != 1 {
+		t.Fatalf("backup: %v after %d runs", err, runs)
+	}
+	if got, _ := json.Marshal(params); string(got) != `{"level":5,"target":"/srv/backup"}` {
+		t.Errorf("action-get %s, want the default target", got)
+	}
+	for _, tt := range []struct {
+		name    string
+		params  map[string]any
+		version string
+		want    string
+	}{
+		{"backup", map[string]any{"level": "high"}, "", "(root).level : Invalid type. Expected: integer, given: string"},
+		{"backup", map[string]any{"force": true}, "", "(root) : Additional property force is not allowed"},
+		{"restore", nil, "", `action "restore" not defined on unit "web/0"`},
+		{"loose", map[string]any{"other": 1.0}, "4.0.0", "(root) : Additional property other is not allowed"},
+	} {
+		before := runs
+		m, err := run(tt.name, tt.params, tt.version)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || m != nil || runs != before {
+			t.Errorf("%s %v: %v (model %v, ran %d times); want the run refused with %q", tt.name, tt.params, err, m != nil, runs-before, tt.want)
+		}
+	}
+	if _, err := run("loose", map[string]any{"other": 1.0}, "3.6.4"); err != nil {
+		t.Errorf("Juju 3 allows undeclared parameters: %v", err)
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/internal/charmmeta"
 )
 
 // ModelEnv is the environment variable that names the model file the hook
@@ -134,7 +136,16 @@ func ToolMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 	}
 	var out, errOut []byte
 	code := 0
+	var charm *charmmeta.Charm
+	if dir := getenv("JUJU_CHARM_DIR"); dir != "" {
+		var err error
+		if charm, err = charmmeta.Read(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "ERROR jujutest: reading the charm's metadata: %v\n", err)
+			return 1
+		}
+	}
 	err := UpdateModel(path, func(m *Model) error {
+		m.charm = charm
 		restricted, hookRelation := m.Restricted, m.HookRelation
 		m.Restricted, m.HookRelation = hookContext(getenv, m)
 		out, errOut, code = m.Exec(name, rest, in)

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/internal/charmmeta"
 )
 
 // Model is the part of a Juju model one unit sees through hook tools. It is
@@ -99,6 +100,11 @@ type Model struct {
 	// Staged holds the writes Juju applies only when the hook exits 0
 	// (state-set, state-delete, relation-set); nil when there are none.
 	Staged *Staged `json:"staged,omitempty"`
+
+	// charm is what the charm declares, when known: config-get adds its
+	// options' defaults and action-get its parameters' defaults. Set by
+	// Harness.RunEnv and ToolMain from the charm directory.
+	charm *charmmeta.Charm
 }
 
 // Relation is one relation the unit takes part in, with the data the unit
