@@ -1,6 +1,7 @@
 package juju
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -112,15 +113,24 @@ type ActionInfo struct {
 }
 
 // DocumentOf decodes the document an event carries (its New state, or Old
-// for a deleted object) into a [Document].
+// for a deleted object) into a [Document]. Numbers in Config and
+// Action.Params are as in the document: an integer is an int64, exact
+// above 2^53 (one beyond int64 a [json.Number]), and a number with a
+// fraction or an exponent a float64.
 func DocumentOf(ev *opbus.Event) (*Document, error) {
 	data, err := json.Marshal(ev.Object())
 	if err != nil {
 		return nil, fmt.Errorf("juju: encoding the document: %w", err)
 	}
 	d := new(Document)
-	if err := json.Unmarshal(data, d); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(d); err != nil {
 		return nil, fmt.Errorf("juju: decoding the document: %w", err)
+	}
+	exactNumbers(d.Config)
+	if d.Action != nil {
+		exactNumbers(d.Action.Params)
 	}
 	return d, nil
 }

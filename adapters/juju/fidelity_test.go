@@ -152,6 +152,30 @@ func TestBigIntegersStayExact(t *testing.T) {
 	}
 }
 
+// TestDocumentOfKeepsIntegers: DocumentOf hands config values and action
+// parameters as the document holds them, integers as exact int64s (J9),
+// not float64s.
+func TestDocumentOfKeepsIntegers(t *testing.T) {
+	var config, params map[string]any
+	c := charm(handler{"h", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
+		d, err := juju.DocumentOf(ev)
+		if err == nil {
+			config, params = d.Config, d.Action.Params
+		}
+		return opbus.Status{}, err
+	}, func() opbus.On { on := juju.OnAction(); on.Fields = append(on.Fields, "config"); return on }()})
+	m := newModel()
+	m.Config = map[string]any{"big": json.Number("9007199254740993"), "ratio": 0.5, "port": 8080.0}
+	m.Action = &jujutest.Action{Name: "resize", Params: map[string]any{"size": json.Number("9007199254740993"), "nested": map[string]any{"n": 2.0}}}
+	run(t, c, "actions/resize", m)
+	if config["big"] != int64(9007199254740993) || config["port"] != int64(8080) || config["ratio"] != 0.5 {
+		t.Errorf("config %#v", config)
+	}
+	if params["size"] != int64(9007199254740993) || params["nested"].(map[string]any)["n"] != int64(2) {
+		t.Errorf("params %#v", params)
+	}
+}
+
 // TestCollectMetricsRunsHandlers: collect-metrics runs in Juju's
 // restricted context, where config-get, state-get, status and leadership
 // are refused; its handlers still run and add metrics, the adapter calls
