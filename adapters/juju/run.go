@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/juju/internal/charmmeta"
 )
 
 // Options configures [Run]. Nil options, and every zero field, mean what a
@@ -68,6 +69,8 @@ type Hook struct {
 	// <PebbleDir>/<name>/pebble.socket: $OPBUS_PEBBLE_DIR, or
 	// [DefaultPebbleDir] when that is empty. See [Hook.Container].
 	PebbleDir string
+
+	charm *charmmeta.Charm // what the charm declares; nil when unknown
 }
 
 type hookKey struct{}
@@ -184,6 +187,9 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints, 
 		if charm.params, err = readActionParams(dir); err != nil {
 			r.log.Debug("juju: the charm's action parameters are not known: action.params fields are not checked", "err", err)
 		}
+		if r.charm, err = charmmeta.Read(dir); err != nil {
+			r.log.Debug("juju: the charm's option and parameter defaults are not known: LoadConfig and LoadParams use none", "err", err)
+		}
 	}
 	subs := r.bus.Subscriptions()
 	r.scope = scopeOf(r.env, subs)
@@ -244,6 +250,7 @@ type run struct {
 
 	pebbleDir string // $OPBUS_PEBBLE_DIR
 	scope     hookScope
+	charm     *charmmeta.Charm // what the charm declares; nil when unknown
 }
 
 func (r *run) run(ctx context.Context) error {
@@ -253,7 +260,7 @@ func (r *run) run(ctx context.Context) error {
 		return within(err, "juju: %s: reading what the unit sees", e.Name)
 	}
 	r.log.DebugContext(ctx, "juju: dispatching", "hook", e.Name, "event", doc["hook"].(map[string]any)["event"], "endpoints", r.plan.endpoints)
-	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir})
+	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir, charm: r.charm})
 
 	keys := []opbus.Key{{Kind: ObjectUnit, Name: e.Unit}}
 	if leader && r.plan.app {
