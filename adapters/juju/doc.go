@@ -279,7 +279,9 @@
 // hook tools: jujutest.Harness runs a charm's handlers in process against
 // a model and returns the model the hook leaves (state in, state out), and
 // jujutest.InstallTools builds the fakes as a program, so that a charm can
-// also be tested as a process, the way Juju runs it. jujutest.StartPebble
+// also be tested as a process, the way Juju runs it: jujutest.BuildCharm
+// builds the charm, jujutest.DeployCharm makes a unit of it, and each
+// CharmUnit.Hook runs one hook as a new process of its dispatch. jujutest.StartPebble
 // serves a fake Pebble (an in-memory filesystem, the plan its layers make,
 // services, checks, and commands run by a function of the test) on a
 // container's socket, for either kind of test: set Harness.PebbleDir, or

@@ -243,6 +243,12 @@ func (c *Harness) charm() (*charmmeta.Charm, error) {
 			return nil, nil
 		}
 	}
+	return readCharm(dir)
+}
+
+// readCharm reads what the charm in dir declares; nil when dir holds
+// none of its metadata files.
+func readCharm(dir string) (*charmmeta.Charm, error) {
 	ch, err := charmmeta.Read(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
