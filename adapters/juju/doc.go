@@ -80,6 +80,9 @@
 // are [Options.Containers] or the containers section of its metadata
 // ([ReadContainers]).
 //
+// Collectors ([opbus.Bus.Collect]) cannot subscribe: list the fields they
+// read in [Options.Read].
+//
 // So a handler must subscribe to every field it reads, which is right in
 // any case: it runs again only when a field it subscribes to changes. Run
 // checks subscriptions before anything runs, and fails the hook with an

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -40,6 +41,13 @@ type Options struct {
 	// ([ReadContainers]). Those handlers subscribe to are probed for the
 	// document's containers field.
 	Containers []string
+	// Read lists document fields (paths, as handlers subscribe to them)
+	// to read at every hook beside those handlers subscribe to, for
+	// collectors ([opbus.Bus.Collect]), which cannot subscribe: a
+	// collector sees only the fields read. They are checked as
+	// subscriptions are; containers fields are not allowed (a container
+	// is probed for the handlers that subscribe to it).
+	Read []string
 	// Bus configures the bus. Run sets its Store (the unit's state) and
 	// Logger (juju-log).
 	Bus *opbus.Options
@@ -151,7 +159,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		bo.Due = dueAt(env.Kind) // timer.go
 	}
 	bo.Logger = slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: busLevel}))
-	if err := r.setup(setup, &bo, opts.Endpoints, opts.Containers, program); err != nil {
+	if err := r.setup(setup, &bo, opts, program); err != nil {
 		r.log.ErrorContext(ctx, "juju: the charm's handlers cannot run", "hook", env.Name, "err", err)
 		return err
 	}
@@ -163,7 +171,8 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 }
 
 // setup makes the bus, registers the handlers and plans what to read.
-func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints, containers []string, program string) error {
+func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, opts *Options, program string) error {
+	endpoints, containers := opts.Endpoints, opts.Containers
 	var err error
 	if r.bus, err = opbus.New(bo); err != nil {
 		return fmt.Errorf("juju: %w", err)
@@ -196,7 +205,22 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints, 
 	if r.env.Kind == KindUpgradeCharm {
 		r.store.upgrade = newUpgrade(subs)
 	}
-	if r.plan, err = newPlan(subs, charm); err != nil {
+	planned := subs
+	if len(opts.Read) > 0 {
+		read := opbus.Subscription{ID: "Options.Read", Kinds: []string{ObjectUnit}}
+		for _, f := range opts.Read {
+			p, err := opbus.ParsePath(f)
+			if err != nil {
+				return fmt.Errorf("juju: Options.Read: %w", err)
+			}
+			if len(p) > 0 && p[0] == opbus.MapKey("containers") {
+				return fmt.Errorf("juju: Options.Read: %s: the containers are probed for handlers that subscribe to them only", f)
+			}
+			read.Fields = append(read.Fields, p)
+		}
+		planned = append(slices.Clone(subs), read)
+	}
+	if r.plan, err = newPlan(planned, charm); err != nil {
 		return err
 	}
 	return r.planContainers(containers, dir)
