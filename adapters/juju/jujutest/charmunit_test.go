@@ -13,7 +13,8 @@ import (
 // hook a process against the fake tools: config-get gives the options'
 // defaults from the charm directory, an action gets its parameters'
 // defaults and is refused, without a process, when its schema refuses its
-// parameters, collect-metrics runs in the restricted context, and a
+// parameters, collect-metrics and meter-status-changed run in the
+// restricted context (no refused tool is called, the hook succeeds), and a
 // failed hook sets HookError until one succeeds.
 func TestCharmUnit(t *testing.T) {
 	dir := filepath.Join("testdata", "charm")
@@ -41,6 +42,11 @@ func TestCharmUnit(t *testing.T) {
 	r = u.Hook(juju.Env{Name: "collect-metrics"}, nil)
 	if r.Exit != 0 || r.Model.Metrics["users"] != "3" || r.Model.CallCount("config-get") != 0 {
 		t.Errorf("collect-metrics: exit %d, metrics %v, calls %v, stderr %s", r.Exit, r.Model.Metrics, r.Model.Calls, r.Stderr)
+	}
+
+	r = u.Hook(juju.Env{Name: "meter-status-changed", MeterStatus: "RED"}, nil)
+	if r.Exit != 0 || len(r.Model.Calls) != 0 {
+		t.Errorf("meter-status-changed: exit %d, calls %v, stderr %s", r.Exit, r.Model.Calls, r.Stderr)
 	}
 
 	r = u.Hook(juju.Env{Name: "config-changed"}, func(m *jujutest.Model) { m.Failures = map[string]string{"state-get": "connection is shut down"} })
