@@ -336,3 +336,40 @@ func TestUpgradeCharmStatusFromWhatRemains(t *testing.T) {
 		t.Errorf("status after the upgrade %v, want the remaining slot's", m.UnitStatus)
 	}
 }
+
+// TestUpgradeCharmLeavesNothingOfARemovedHandler: when no handler of the
+// new code runs at upgrade-charm (the records are written as the upgrade
+// edited them), nothing of a removed handler stays in them: its timer
+// went with its digest, slot and kept value.
+func TestUpgradeCharmLeavesNothingOfARemovedHandler(t *testing.T) {
+	old := charm(
+		handler{"install", returns(opbus.Status{}), juju.OnHook("install")},
+		handler{"legacy", returns(opbus.Active("")), opbus.On{Fields: []string{"config.port"}, KeepOld: true, Every: time.Hour}},
+	)
+	m := run(t, old, "install", newModel())
+	if rec := m.State[juju.DefaultStateKey]; !strings.Contains(rec, `"timers":{"legacy"`) {
+		t.Fatalf("after install the records hold no timer of legacy: %s", rec)
+	}
+	upgraded := charm(handler{"install", returns(opbus.Status{}), juju.OnHook("install")})
+	m = run(t, upgraded, "upgrade-charm", m)
+	if rec := m.State[juju.DefaultStateKey]; strings.Contains(rec, "legacy") {
+		t.Errorf("the removed handler stays in the records: %s", rec)
+	}
+}
+
+// TestUpgradeCharmAppStatusFromWhatRemains: when upgrade-charm removes the
+// last application handler, whose slot held the application's status,
+// the leader sets the application's status from what remains (active
+// with no message), not leaving the removed handler's.
+func TestUpgradeCharmAppStatusFromWhatRemains(t *testing.T) {
+	unit := handler{"config", returns(opbus.Active("")), opbus.On{Kinds: []string{juju.ObjectUnit}, Fields: []string{"config"}}}
+	old := charm(unit, handler{"app-legacy", returns(opbus.Blocked("old app")), opbus.On{Kinds: []string{juju.ObjectApplication}, Fields: []string{"config"}}})
+	m := run(t, old, "install", newModel())
+	if m.AppStatus != (jujutest.Status{Status: "blocked", Message: "old app"}) {
+		t.Fatalf("application status after install %v", m.AppStatus)
+	}
+	m = run(t, charm(unit), "upgrade-charm", m)
+	if want := (jujutest.Status{Status: "active"}); m.AppStatus != want {
+		t.Errorf("application status after the upgrade %v, want %v", m.AppStatus, want)
+	}
+}

@@ -317,6 +317,17 @@ func (r *run) run(ctx context.Context) error {
 	if _, err := r.store.flush(ctx); err != nil {
 		return within(err, "juju: %s: storing the records", e.Name)
 	}
+	// upgrade-charm may have removed every application handler, with
+	// their slots: the leader still sets the application's status from
+	// the slots that remain.
+	if app := (opbus.Key{Kind: ObjectApplication, Name: e.App}); !slices.Contains(keys, app) && r.store.cleared(app) {
+		if leader, err = r.tools.IsLeader(ctx); err != nil {
+			return within(err, "juju: %s: setting the %s status", e.Name, app.Kind)
+		}
+		if leader {
+			keys = append(keys, app)
+		}
+	}
 	for _, k := range keys {
 		if err := r.publish(ctx, k, r.store.cleared(k)); err != nil {
 			return within(err, "juju: %s: setting the %s status", e.Name, k.Kind)
