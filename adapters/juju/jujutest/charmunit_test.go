@@ -58,3 +58,30 @@ func TestCharmUnit(t *testing.T) {
 		t.Errorf("retried hook: exit %d, hook error %q, status %v", r.Exit, r.Model.HookError, r.Model.UnitStatus)
 	}
 }
+
+// TestCharmUnitDatabase runs the charm's database relation as processes:
+// at relation-created the leader writes its request; once the provider
+// shares endpoints and the secret named by secret-user, the charm reads
+// its credentials with secret-get and uses the server's version.
+func TestCharmUnitDatabase(t *testing.T) {
+	dir := filepath.Join("testdata", "charm")
+	files := []string{filepath.Join(dir, "metadata.yaml"), filepath.Join(dir, "config.yaml"), filepath.Join(dir, "actions.yaml")}
+	m := &jujutest.Model{Unit: "small/0", Leader: true, Relations: []jujutest.Relation{{ID: 4, Endpoint: "database", RemoteApp: "postgresql"}}}
+	u := jujutest.DeployCharm(t, jujutest.BuildCharm(t, dir), m, juju.Env{}, &jujutest.DeployOptions{Files: files})
+	rel := juju.Env{Relation: &juju.RelationID{Endpoint: "database", ID: 4}, RemoteApp: "postgresql"}
+
+	e := rel
+	e.Name = "database-relation-created"
+	r := u.Hook(e, nil)
+	if d := r.Model.Relation(4).LocalAppData; r.Exit != 0 || d["database"] != "small" || !strings.Contains(d["requested-secrets"], `"password"`) {
+		t.Fatalf("relation-created: exit %d, request %v, stderr %s", r.Exit, d, r.Stderr)
+	}
+	e.Name = "database-relation-changed"
+	r = u.Hook(e, func(m *jujutest.Model) {
+		m.Relations[0].RemoteAppData = map[string]string{"database": "small", "endpoints": "10.0.0.5:5432", "version": "16.2", "secret-user": "secret:pguser"}
+		m.Secrets = []jujutest.Secret{{ID: "secret:pguser", Contents: map[int]map[string]string{1: {"username": "relation-4", "password": "pw-4"}}}}
+	})
+	if r.Exit != 0 || r.Model.WorkloadVersion != "16.2" || r.Model.CallCount("secret-get") != 1 || strings.Contains(r.Stderr, "pw-4") {
+		t.Errorf("relation-changed: exit %d, version %q, calls %v, stderr %s", r.Exit, r.Model.WorkloadVersion, r.Model.Calls, r.Stderr)
+	}
+}

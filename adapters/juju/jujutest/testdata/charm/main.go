@@ -1,6 +1,7 @@
 // Command charm is a small charm for jujutest's process-level tests: a
-// config handler that reports the port, a backup action and a
-// collect-metrics handler.
+// config handler that reports the port, a backup action, a
+// collect-metrics handler and a database relation that sets the workload
+// version to the database server's.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/database"
 )
 
 type config struct {
@@ -41,7 +43,21 @@ func collect(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 	return opbus.Status{}, juju.FromContext(ctx).Tools.AddMetric(ctx, map[string]float64{"users": 3}, nil)
 }
 
+func useDatabase(ctx context.Context, infos []database.Info) (opbus.Status, error) {
+	switch {
+	case len(infos) == 0:
+		return opbus.Status{}, nil
+	case !infos[0].Ready():
+		return opbus.Waiting("Waiting for the database"), nil
+	}
+	return opbus.Status{}, juju.FromContext(ctx).Tools.ApplicationVersionSet(ctx, infos[0].Version)
+}
+
 func setup(b *opbus.Bus) error {
+	db := database.Requires{Endpoint: "database", Database: "small"}
+	if err := db.Register(b, "database", useDatabase); err != nil {
+		return err
+	}
 	if err := b.Handle("config", configure, opbus.On{Fields: []string{"config"}}); err != nil {
 		return err
 	}
