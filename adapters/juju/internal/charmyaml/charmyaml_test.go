@@ -121,3 +121,20 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: any input parses or fails with an error, never a panic, and
+// what parses encodes as JSON.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"a: 1\n", "- a\n- b: [1, {c: d}]\n", "a: |-\n  x\n b\n", "a: \"\\u00e9\"\n", "a:\n- - x\n", "? a\n", "a: [\n", "{a: 1}", "|\n", "-\n-\n", "a: 'x''y' # c\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := Parse([]byte(s))
+		if err != nil {
+			return
+		}
+		if _, err := json.Marshal(v); err != nil && !strings.Contains(err.Error(), "unsupported value") {
+			t.Errorf("Parse(%q) = %#v, which does not encode: %v", s, v, err)
+		}
+	})
+}
