@@ -45,7 +45,10 @@ type Charm struct {
 // error wrapping fs.ErrNotExist.
 func Read(dir string) (*Charm, error) {
 	files := map[string]map[string]any{}
-	for _, name := range []string{"metadata.yaml", "charmcraft.yaml", "config.yaml", "actions.yaml"} {
+	if _, err := os.Stat(filepath.Join(dir, "metadata.yaml")); err == nil {
+		files["metadata.yaml"] = nil // declares neither options nor actions: not read
+	}
+	for _, name := range []string{"charmcraft.yaml", "config.yaml", "actions.yaml"} {
 		path := filepath.Join(dir, name)
 		data, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
