@@ -38,6 +38,7 @@
 //	hook.workload, hook.notice-id, hook.notice-type, hook.notice-key, hook.check
 //	hook.storage-id, hook.storage-location
 //	hook.secret-id, hook.secret-label, hook.secret-revision
+//	hook.meter-status, hook.meter-info   of meter-status-changed
 //	unit, app               the unit ("web/0") and its application ("web")
 //	model.name, model.uuid  the model
 //	leader                  whether the unit leads its application (is-leader)
@@ -78,6 +79,9 @@
 // to it, to containers or to the whole document; the charm's containers
 // are [Options.Containers] or the containers section of its metadata
 // ([ReadContainers]).
+//
+// Collectors ([opbus.Bus.Collect]) cannot subscribe: list the fields they
+// read in [Options.Read].
 //
 // So a handler must subscribe to every field it reads, which is right in
 // any case: it runs again only when a field it subscribes to changes. Run
@@ -120,18 +124,23 @@
 // unit is in error) does not fail every action, as Juju runs actions even
 // then. A failed action fails its run; Juju does not run it again.
 //
-// collect-metrics runs in Juju's restricted context, which refuses
-// state-get, state-set, status-get, status-set, is-leader and the relation
-// tools. There, only the handlers that subscribe to hook.event ([OnHook])
-// run, against no stored records; the document has no leader and no
-// relations; nothing is stored and no status is set. They report with
-// [Tools.AddMetric].
+// collect-metrics and meter-status-changed run in Juju's restricted
+// context ([Kind.IsRestricted]), which refuses every hook tool but
+// juju-log (and add-metric in collect-metrics): config-get, state-get,
+// state-set, status-get, status-set, is-leader and the relation tools
+// among them. There, only the handlers that subscribe to hook.event
+// ([OnHook]) run, against no stored records; the document has no config,
+// leader or relations (meter-status-changed carries hook.meter-status and
+// hook.meter-info); nothing is stored and no status is set. Handlers of
+// collect-metrics report with [Tools.AddMetric].
 //
 // upgrade-charm makes every handler run again once, whether or not its
 // fields changed (Juju runs upgrade-charm, then config-changed, so that
 // the new code re-evaluates what the old code decided), and drops the
-// status slots of handlers the new code no longer registers, so that
-// their status does not stay on the unit.
+// status slots of handlers the new code no longer registers, with all the
+// records keep of them, so that their status does not stay on the unit:
+// the status is set from the slots that remain, active with no message
+// when none does.
 //
 // # Units and applications
 //
@@ -273,14 +282,17 @@
 // hook tools: jujutest.Harness runs a charm's handlers in process against
 // a model and returns the model the hook leaves (state in, state out), and
 // jujutest.InstallTools builds the fakes as a program, so that a charm can
-// also be tested as a process, the way Juju runs it. jujutest.StartPebble
+// also be tested as a process, the way Juju runs it: jujutest.BuildCharm
+// builds the charm, jujutest.DeployCharm makes a unit of it, and each
+// CharmUnit.Hook runs one hook as a new process of its dispatch. jujutest.StartPebble
 // serves a fake Pebble (an in-memory filesystem, the plan its layers make,
 // services, checks, and commands run by a function of the test) on a
 // container's socket, for either kind of test: set Harness.PebbleDir, or
 // OPBUS_PEBBLE_DIR in the charm process's environment. The model holds
 // secrets (owned and observed, with revisions and grants) for the secret
 // tools; the fakes read state-set and relation-set input as YAML as Juju
-// does, refuse what Juju's restricted context refuses in collect-metrics,
+// does, refuse what Juju's restricted context refuses in collect-metrics
+// and meter-status-changed,
 // and a failed hook shows the unit in error (Model.HookError), as juju
 // status does.
 package juju

@@ -1,6 +1,7 @@
 package juju
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -78,6 +79,9 @@ type HookInfo struct {
 	SecretID       string `json:"secret-id"`
 	SecretLabel    string `json:"secret-label"`
 	SecretRevision int    `json:"secret-revision"`
+	// MeterStatus and MeterInfo are those of meter-status-changed.
+	MeterStatus string `json:"meter-status"`
+	MeterInfo   string `json:"meter-info"`
 }
 
 // ModelInfo is the document's model field.
@@ -109,15 +113,24 @@ type ActionInfo struct {
 }
 
 // DocumentOf decodes the document an event carries (its New state, or Old
-// for a deleted object) into a [Document].
+// for a deleted object) into a [Document]. Numbers in Config and
+// Action.Params are as in the document: an integer is an int64, exact
+// above 2^53 (one beyond int64 a [json.Number]), and a number with a
+// fraction or an exponent a float64.
 func DocumentOf(ev *opbus.Event) (*Document, error) {
 	data, err := json.Marshal(ev.Object())
 	if err != nil {
 		return nil, fmt.Errorf("juju: encoding the document: %w", err)
 	}
 	d := new(Document)
-	if err := json.Unmarshal(data, d); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(d); err != nil {
 		return nil, fmt.Errorf("juju: decoding the document: %w", err)
+	}
+	exactNumbers(d.Config)
+	if d.Action != nil {
+		exactNumbers(d.Action.Params)
 	}
 	return d, nil
 }
@@ -167,7 +180,7 @@ func hookOf(ev *opbus.Event) (name, kind string) {
 // topFields are the document's top-level fields; hookFields those of hook.
 var (
 	topFields  = []string{"action", "app", "config", "containers", "hook", "leader", "model", "relations", "unit"}
-	hookFields = []string{"check", "departing-unit", "endpoint", "event", "kind", "name", "notice-id",
+	hookFields = []string{"check", "departing-unit", "endpoint", "event", "kind", "meter-info", "meter-status", "name", "notice-id",
 		"notice-key", "notice-type", "relation-id", "remote-app", "remote-unit", "secret-id",
 		"secret-label", "secret-revision", "storage-id", "storage-location", "workload"}
 )
@@ -336,7 +349,7 @@ type reader struct {
 	plan      *plan
 	pebbleDir string // where the containers' Pebble sockets are
 	// restricted leaves out what Juju's restricted context refuses
-	// (is-leader, the relation tools): see hookScope.
+	// (is-leader, config-get, the relation tools): see hookScope.
 	restricted bool
 }
 
@@ -361,7 +374,7 @@ func (r *reader) document(ctx context.Context) (map[string]any, bool, error) {
 		}
 		doc["leader"] = leader
 	}
-	if r.plan.wants("config") {
+	if r.plan.wants("config") && !r.restricted {
 		cfg, err := r.tools.ConfigGet(ctx)
 		if err != nil {
 			return nil, false, err
@@ -424,6 +437,8 @@ func (r *reader) hook() map[string]any {
 	if e.SecretRevision > 0 {
 		h["secret-revision"] = e.SecretRevision
 	}
+	set("meter-status", e.MeterStatus)
+	set("meter-info", e.MeterInfo)
 	return h
 }
 

@@ -28,6 +28,7 @@ const (
 	KindLeaderElected         Kind = "leader-elected"
 	KindLeaderSettingsChanged Kind = "leader-settings-changed"
 	KindCollectMetrics        Kind = "collect-metrics"
+	KindMeterStatusChanged    Kind = "meter-status-changed"
 	KindPreSeriesUpgrade      Kind = "pre-series-upgrade"
 	KindPostSeriesUpgrade     Kind = "post-series-upgrade"
 	KindRelationCreated       Kind = "relation-created"
@@ -52,7 +53,7 @@ const (
 var unitKinds = []Kind{
 	KindInstall, KindStart, KindStop, KindRemove, KindConfigChanged,
 	KindUpgradeCharm, KindUpdateStatus, KindLeaderElected,
-	KindLeaderSettingsChanged, KindCollectMetrics, KindPreSeriesUpgrade,
+	KindLeaderSettingsChanged, KindCollectMetrics, KindMeterStatusChanged, KindPreSeriesUpgrade,
 	KindPostSeriesUpgrade, KindSecretChanged, KindSecretExpired,
 	KindSecretRemove, KindSecretRotate,
 }
@@ -76,6 +77,13 @@ func (k Kind) IsWorkload() bool { return strings.HasPrefix(string(k), "pebble-")
 
 // IsSecret reports whether k is one of the secret hook kinds.
 func (k Kind) IsSecret() bool { return strings.HasPrefix(string(k), "secret-") }
+
+// IsRestricted reports whether Juju runs hooks of kind k in its restricted
+// context, where only a few hook tools work: collect-metrics (add-metric
+// and juju-log) and meter-status-changed (juju-log). Every other tool,
+// config-get, state-get, status-set, is-leader and the relation tools
+// among them, fails with "not implemented for restricted context".
+func (k Kind) IsRestricted() bool { return k == KindCollectMetrics || k == KindMeterStatusChanged }
 
 // ErrMissingEnv is wrapped by the error [ParseEnv] returns when a variable
 // the hook needs is not set.
@@ -126,6 +134,10 @@ type Env struct {
 	SecretID, SecretLabel string
 	// SecretRevision is JUJU_SECRET_REVISION, 0 when it is not set.
 	SecretRevision int
+
+	// MeterStatus and MeterInfo are JUJU_METER_STATUS ("GREEN", "AMBER",
+	// "RED") and JUJU_METER_INFO (meter-status-changed).
+	MeterStatus, MeterInfo string
 }
 
 // Endpoint returns the relation endpoint of a relation hook, the storage
@@ -141,7 +153,11 @@ func (e *Env) Endpoint() string {
 // ParseEnv reads the hook environment through getenv (typically
 // [os.Getenv]; an empty value counts as unset) and argv0, the program name
 // (os.Args[0]), which names the hook when JUJU_DISPATCH_PATH is not set (a
-// charm installed as hooks/<name> symlinks).
+// charm installed as hooks/<name> symlinks). JUJU_DISPATCH_PATH is
+// hooks/<name> or actions/<name> as Juju sets it, or an absolute path
+// (`juju exec` with a JUJU_DISPATCH_PATH of the user's), whose last element
+// names the hook, or the action when its directory is "actions", as ops
+// takes it.
 //
 // It fails, naming the variable, when a variable is malformed or when one
 // that every hook or this kind of hook needs is missing: JUJU_UNIT_NAME
@@ -174,6 +190,8 @@ func ParseEnv(getenv func(string) string, argv0 string) (*Env, error) {
 		StorageLocation: getenv("JUJU_STORAGE_LOCATION"),
 		SecretID:        getenv("JUJU_SECRET_ID"),
 		SecretLabel:     getenv("JUJU_SECRET_LABEL"),
+		MeterStatus:     getenv("JUJU_METER_STATUS"),
+		MeterInfo:       getenv("JUJU_METER_INFO"),
 	}
 	if err := e.parseDispatch(getenv("JUJU_DISPATCH_PATH"), argv0); err != nil {
 		return nil, err
@@ -230,8 +248,17 @@ func (e *Env) parseDispatch(dispatch, argv0 string) error {
 		dispatch = dir + "/" + base
 	}
 	dir, name, ok := strings.Cut(dispatch, "/")
+	if strings.HasPrefix(dispatch, "/") {
+		// An absolute path, as `juju exec` users set to fire an event of
+		// their own: its last element names it, as ops takes it.
+		name, dir = filepath.Base(dispatch), filepath.Base(filepath.Dir(dispatch))
+		ok = name != "/" && name != "." && name != ".."
+		if dir != "actions" {
+			dir = "hooks"
+		}
+	}
 	if !ok || name == "" || strings.Contains(name, "/") || (dir != "hooks" && dir != "actions") {
-		return fmt.Errorf("juju: JUJU_DISPATCH_PATH: %q is neither hooks/<name> nor actions/<name>", dispatch)
+		return fmt.Errorf("juju: JUJU_DISPATCH_PATH: %q is neither hooks/<name>, actions/<name> nor an absolute path", dispatch)
 	}
 	e.DispatchPath, e.Name = dispatch, name
 	if dir == "actions" {
@@ -369,5 +396,7 @@ func (e *Env) Vars() map[string]string {
 	if e.SecretRevision > 0 {
 		v["JUJU_SECRET_REVISION"] = strconv.Itoa(e.SecretRevision)
 	}
+	set("JUJU_METER_STATUS", e.MeterStatus)
+	set("JUJU_METER_INFO", e.MeterInfo)
 	return v
 }

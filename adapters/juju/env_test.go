@@ -66,6 +66,14 @@ func TestParseEnv(t *testing.T) {
 			common(Env{DispatchPath: "hooks/db-relation-broken", Name: "db-relation-broken", Kind: KindRelationBroken, Relation: rel("db", 7)})},
 		{"relation-created", map[string]string{"JUJU_DISPATCH_PATH": "hooks/db-relation-created", "JUJU_RELATION_ID": "db:8", "JUJU_REMOTE_APP": "pg"}, "dispatch",
 			common(Env{DispatchPath: "hooks/db-relation-created", Name: "db-relation-created", Kind: KindRelationCreated, Relation: rel("db", 8), RemoteApp: "pg"})},
+		{"absolute dispatch path takes its last element", map[string]string{"JUJU_DISPATCH_PATH": "/var/lib/juju/agents/unit-web-3/charm/hooks/update-status"}, "dispatch",
+			common(Env{DispatchPath: "/var/lib/juju/agents/unit-web-3/charm/hooks/update-status", Name: "update-status", Kind: KindUpdateStatus})},
+		{"absolute dispatch path of an event of the user's", map[string]string{"JUJU_DISPATCH_PATH": "/tmp/rotate-logs"}, "dispatch",
+			common(Env{DispatchPath: "/tmp/rotate-logs", Name: "rotate-logs", Kind: KindUnknown})},
+		{"absolute dispatch path of an action", map[string]string{"JUJU_DISPATCH_PATH": "/srv/charm/actions/backup", "JUJU_ACTION_NAME": "backup"}, "dispatch",
+			common(Env{DispatchPath: "/srv/charm/actions/backup", Name: "backup", Kind: KindAction, ActionName: "backup"})},
+		{"meter-status-changed", map[string]string{"JUJU_DISPATCH_PATH": "hooks/meter-status-changed", "JUJU_METER_STATUS": "AMBER", "JUJU_METER_INFO": "soon over"}, "dispatch",
+			common(Env{DispatchPath: "hooks/meter-status-changed", Name: "meter-status-changed", Kind: KindMeterStatusChanged, MeterStatus: "AMBER", MeterInfo: "soon over"})},
 		{"pebble-ready", map[string]string{"JUJU_DISPATCH_PATH": "hooks/nginx-proxy-pebble-ready", "JUJU_WORKLOAD_NAME": "nginx-proxy"}, "dispatch",
 			common(Env{DispatchPath: "hooks/nginx-proxy-pebble-ready", Name: "nginx-proxy-pebble-ready", Kind: KindPebbleReady, Workload: "nginx-proxy"})},
 		{"pebble-custom-notice", map[string]string{"JUJU_DISPATCH_PATH": "hooks/app-pebble-custom-notice", "JUJU_WORKLOAD_NAME": "app",
@@ -165,6 +173,8 @@ func TestParseEnvErrors(t *testing.T) {
 			false, []string{"JUJU_DISPATCH_PATH", `"bin/install"`}},
 		{"nested dispatch path", map[string]string{"JUJU_DISPATCH_PATH": "hooks/a/b"}, "dispatch",
 			false, []string{"JUJU_DISPATCH_PATH", `"hooks/a/b"`}},
+		{"absolute dispatch path of the root", map[string]string{"JUJU_DISPATCH_PATH": "/"}, "dispatch",
+			false, []string{"JUJU_DISPATCH_PATH", `"/"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju"
@@ -151,12 +152,40 @@ func TestBigIntegersStayExact(t *testing.T) {
 	}
 }
 
+// TestDocumentOfKeepsIntegers: DocumentOf hands config values and action
+// parameters as the document holds them, integers as exact int64s (J9),
+// not float64s.
+func TestDocumentOfKeepsIntegers(t *testing.T) {
+	var config, params map[string]any
+	c := charm(handler{"h", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
+		d, err := juju.DocumentOf(ev)
+		if err == nil {
+			config, params = d.Config, d.Action.Params
+		}
+		return opbus.Status{}, err
+	}, func() opbus.On { on := juju.OnAction(); on.Fields = append(on.Fields, "config"); return on }()})
+	m := newModel()
+	m.Config = map[string]any{"big": json.Number("9007199254740993"), "ratio": 0.5, "port": 8080.0}
+	m.Action = &jujutest.Action{Name: "resize", Params: map[string]any{"size": json.Number("9007199254740993"), "nested": map[string]any{"n": 2.0}}}
+	run(t, c, "actions/resize", m)
+	if config["big"] != int64(9007199254740993) || config["port"] != int64(8080) || config["ratio"] != 0.5 {
+		t.Errorf("config %#v", config)
+	}
+	if params["size"] != int64(9007199254740993) || params["nested"].(map[string]any)["n"] != int64(2) {
+		t.Errorf("params %#v", params)
+	}
+}
+
 // TestCollectMetricsRunsHandlers: collect-metrics runs in Juju's
-// restricted context, where state-get, status and leadership are refused;
-// its handlers still run and add metrics.
+// restricted context, where config-get, state-get, status and leadership
+// are refused; its handlers still run and add metrics, the adapter calls
+// no refused tool (a handler of hook.event and config sees no config) and
+// the hook succeeds.
 func TestCollectMetricsRunsHandlers(t *testing.T) {
+	var docs []map[string]any
 	c := charm(
 		handler{"metrics", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			docs = append(docs, ev.New)
 			return opbus.Status{}, juju.FromContext(ctx).Tools.AddMetric(ctx, map[string]float64{"users": 3}, nil)
 		}, func() opbus.On {
 			on := juju.OnHook("collect-metrics")
@@ -173,6 +202,56 @@ func TestCollectMetricsRunsHandlers(t *testing.T) {
 		if call.Exit != 0 {
 			t.Errorf("call %v failed", call)
 		}
+	}
+	if len(docs) != 1 || docs[0]["config"] != nil || docs[0]["leader"] != nil {
+		t.Errorf("documents %v, want one without config or leader", docs)
+	}
+}
+
+// TestMeterStatusChangedIsRestricted: meter-status-changed runs in Juju's
+// restricted context too (only juju-log works there): its handlers run
+// with the meter status in the document, no refused tool is called and
+// the hook succeeds; the other handlers do not run.
+func TestMeterStatusChangedIsRestricted(t *testing.T) {
+	var docs []map[string]any
+	others := 0
+	c := charm(
+		handler{"meter", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			docs = append(docs, ev.New)
+			juju.FromContext(ctx).Logger.Info("meter status changed")
+			return opbus.Blocked("meter is red"), nil
+		}, func() opbus.On {
+			on := juju.OnHook("meter-status-changed")
+			on.Fields = append(on.Fields, "config")
+			return on
+		}()},
+		handler{"config", func(context.Context, *opbus.Event) (opbus.Status, error) {
+			others++
+			return opbus.Active(""), nil
+		}, opbus.On{Fields: []string{"config", "leader", "relations"}}},
+	)
+	m := newModel()
+	out, err := c.RunEnv(context.Background(), juju.Env{Name: "meter-status-changed", MeterStatus: "RED", MeterInfo: "over quota"}, m)
+	if err != nil {
+		t.Fatalf("meter-status-changed failed: %v; calls %v", err, out.Calls)
+	}
+	for _, call := range out.Calls {
+		if call.Exit != 0 {
+			t.Errorf("call %v failed", call)
+		}
+	}
+	if others != 0 {
+		t.Errorf("the config handler ran %d times in meter-status-changed", others)
+	}
+	if len(docs) != 1 {
+		t.Fatalf("the meter handler ran %d times, want once", len(docs))
+	}
+	hook := docs[0]["hook"].(map[string]any)
+	if hook["meter-status"] != "RED" || hook["meter-info"] != "over quota" || hook["kind"] != "meter-status-changed" || docs[0]["config"] != nil {
+		t.Errorf("document %v", docs[0])
+	}
+	if out.CallCount("state-set")+out.CallCount("status-set") != 0 || len(out.Logs) == 0 {
+		t.Errorf("calls %v, logs %v", toolNames(out), out.Logs)
 	}
 }
 
@@ -221,5 +300,76 @@ func TestUpgradeCharmRunsEveryHandlerAgain(t *testing.T) {
 	run(t, upgraded, "config-changed", m)
 	if runs["config"] != 2 {
 		t.Errorf("config ran %d times, want once only after the upgrade", runs["config"])
+	}
+}
+
+// TestUpgradeCharmStatusFromWhatRemains: when upgrade-charm removes the
+// handler whose slot was the unit's only status, the unit does not keep
+// showing its message: it is set from the slots that remain, active with
+// no message when none does; and nothing of the removed handler (digest,
+// slot, kept value, timer) stays in the stored records.
+func TestUpgradeCharmStatusFromWhatRemains(t *testing.T) {
+	old := charm(
+		handler{"config", returns(opbus.Status{}), opbus.On{Fields: []string{"config"}}},
+		handler{"legacy", returns(opbus.Blocked("old code")), opbus.On{Fields: []string{"config.port"}, KeepOld: true, Every: time.Hour}},
+	)
+	m := run(t, old, "install", newModel())
+	if m.UnitStatus != (jujutest.Status{Status: "blocked", Message: "old code"}) || !strings.Contains(m.State[juju.DefaultStateKey], `"legacy"`) {
+		t.Fatalf("after install: status %v, records %s", m.UnitStatus, m.State[juju.DefaultStateKey])
+	}
+	upgraded := charm(handler{"config", returns(opbus.Status{}), opbus.On{Fields: []string{"config"}}})
+	m = run(t, upgraded, "upgrade-charm", m)
+	if want := (jujutest.Status{Status: "active"}); m.UnitStatus != want {
+		t.Errorf("status after the upgrade %v, want %v: no slot holds the removed handler's message", m.UnitStatus, want)
+	}
+	if rec := m.State[juju.DefaultStateKey]; strings.Contains(rec, "legacy") {
+		t.Errorf("the removed handler stays in the records: %s", rec)
+	}
+	// With another slot left, the status is that slot's.
+	old = charm(
+		handler{"config", returns(opbus.Waiting("starting")), opbus.On{Fields: []string{"config"}}},
+		handler{"legacy", returns(opbus.Blocked("old code")), opbus.On{Fields: []string{"leader"}}},
+	)
+	m = run(t, old, "install", newModel())
+	upgraded = charm(handler{"config", returns(opbus.Waiting("starting")), opbus.On{Fields: []string{"config"}}})
+	if m = run(t, upgraded, "upgrade-charm", m); m.UnitStatus != (jujutest.Status{Status: "waiting", Message: "starting"}) {
+		t.Errorf("status after the upgrade %v, want the remaining slot's", m.UnitStatus)
+	}
+}
+
+// TestUpgradeCharmLeavesNothingOfARemovedHandler: when no handler of the
+// new code runs at upgrade-charm (the records are written as the upgrade
+// edited them), nothing of a removed handler stays in them: its timer
+// went with its digest, slot and kept value.
+func TestUpgradeCharmLeavesNothingOfARemovedHandler(t *testing.T) {
+	old := charm(
+		handler{"install", returns(opbus.Status{}), juju.OnHook("install")},
+		handler{"legacy", returns(opbus.Active("")), opbus.On{Fields: []string{"config.port"}, KeepOld: true, Every: time.Hour}},
+	)
+	m := run(t, old, "install", newModel())
+	if rec := m.State[juju.DefaultStateKey]; !strings.Contains(rec, `"timers":{"legacy"`) {
+		t.Fatalf("after install the records hold no timer of legacy: %s", rec)
+	}
+	upgraded := charm(handler{"install", returns(opbus.Status{}), juju.OnHook("install")})
+	m = run(t, upgraded, "upgrade-charm", m)
+	if rec := m.State[juju.DefaultStateKey]; strings.Contains(rec, "legacy") {
+		t.Errorf("the removed handler stays in the records: %s", rec)
+	}
+}
+
+// TestUpgradeCharmAppStatusFromWhatRemains: when upgrade-charm removes the
+// last application handler, whose slot held the application's status,
+// the leader sets the application's status from what remains (active
+// with no message), not leaving the removed handler's.
+func TestUpgradeCharmAppStatusFromWhatRemains(t *testing.T) {
+	unit := handler{"config", returns(opbus.Active("")), opbus.On{Kinds: []string{juju.ObjectUnit}, Fields: []string{"config"}}}
+	old := charm(unit, handler{"app-legacy", returns(opbus.Blocked("old app")), opbus.On{Kinds: []string{juju.ObjectApplication}, Fields: []string{"config"}}})
+	m := run(t, old, "install", newModel())
+	if m.AppStatus != (jujutest.Status{Status: "blocked", Message: "old app"}) {
+		t.Fatalf("application status after install %v", m.AppStatus)
+	}
+	m = run(t, charm(unit), "upgrade-charm", m)
+	if want := (jujutest.Status{Status: "active"}); m.AppStatus != want {
+		t.Errorf("application status after the upgrade %v, want %v", m.AppStatus, want)
 	}
 }

@@ -15,17 +15,21 @@ import (
 // not fail every action too. The other handlers keep their records as
 // they were.
 //
-// collect-metrics runs in Juju's restricted context, where state-get,
-// state-set, status-get, status-set, is-leader and the relation tools are
-// refused ("not implemented for restricted context"). It runs only the
-// handlers that subscribe to hook.event (or the whole hook field), as
-// [OnHook] makes them, against a bus with no stored records; the document
-// holds the hook, unit, app, model and, when subscribed to, config.
-// Nothing is stored and no status is set.
+// collect-metrics and meter-status-changed run in Juju's restricted
+// context ([Kind.IsRestricted]), where every tool but juju-log (and
+// add-metric in collect-metrics) is refused ("not implemented for
+// restricted context"): config-get, state-get, state-set, status-get,
+// status-set, is-leader and the relation tools among them. Such a hook
+// runs only the handlers that subscribe to hook.event (or the whole hook
+// field), as [OnHook] makes them, against a bus with no stored records;
+// the document holds the hook, unit, app, model and, when subscribed to,
+// containers, never config, leader or relations. Nothing is stored and no
+// status is set, so the hook succeeds unless a handler fails.
 type hookScope struct {
 	// runs lists the handlers that may run; nil means every handler.
 	runs map[string]bool
-	// restricted is Juju's restricted context of collect-metrics.
+	// restricted is Juju's restricted context of collect-metrics and
+	// meter-status-changed.
 	restricted bool
 }
 
@@ -36,7 +40,7 @@ func scopeOf(e *Env, subs []opbus.Subscription) hookScope {
 	switch e.Kind {
 	case KindAction:
 		own = func(p opbus.Path) bool { return len(p) > 0 && p[0].Kind == opbus.SegKey && p[0].Key == "action" }
-	case KindCollectMetrics:
+	case KindCollectMetrics, KindMeterStatusChanged:
 		sc.restricted = true
 		own = func(p opbus.Path) bool {
 			return len(p) > 0 && p[0].Kind == opbus.SegKey && p[0].Key == "hook" &&

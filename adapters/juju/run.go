@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/juju/internal/charmmeta"
 )
 
 // Options configures [Run]. Nil options, and every zero field, mean what a
@@ -39,6 +41,13 @@ type Options struct {
 	// ([ReadContainers]). Those handlers subscribe to are probed for the
 	// document's containers field.
 	Containers []string
+	// Read lists document fields (paths, as handlers subscribe to them)
+	// to read at every hook beside those handlers subscribe to, for
+	// collectors ([opbus.Bus.Collect]), which cannot subscribe: a
+	// collector sees only the fields read. They are checked as
+	// subscriptions are; containers fields are not allowed (a container
+	// is probed for the handlers that subscribe to it).
+	Read []string
 	// Bus configures the bus. Run sets its Store (the unit's state) and
 	// Logger (juju-log).
 	Bus *opbus.Options
@@ -68,6 +77,8 @@ type Hook struct {
 	// <PebbleDir>/<name>/pebble.socket: $OPBUS_PEBBLE_DIR, or
 	// [DefaultPebbleDir] when that is empty. See [Hook.Container].
 	PebbleDir string
+
+	charm *charmmeta.Charm // what the charm declares; nil when unknown
 }
 
 type hookKey struct{}
@@ -127,7 +138,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 	if level.Level() > slog.LevelDebug {
 		busLevel = max(level.Level(), slog.LevelWarn)
 	}
-	tools := Tools{Runner: opts.Runner}
+	tools := Tools{Runner: opts.Runner, hook: env}
 	r := &run{
 		env:       env,
 		tools:     tools,
@@ -140,7 +151,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		bo = *opts.Bus
 	}
 	bo.Store = r.store
-	if env.Kind == KindCollectMetrics {
+	if env.Kind.IsRestricted() {
 		bo.Store = opbus.NewMemoryStore() // state-get is refused there
 	}
 	bo.Runs = func(id string) bool { return r.scope.allows(id) }
@@ -148,7 +159,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		bo.Due = dueAt(env.Kind) // timer.go
 	}
 	bo.Logger = slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: busLevel}))
-	if err := r.setup(setup, &bo, opts.Endpoints, opts.Containers, program); err != nil {
+	if err := r.setup(setup, &bo, opts, program); err != nil {
 		r.log.ErrorContext(ctx, "juju: the charm's handlers cannot run", "hook", env.Name, "err", err)
 		return err
 	}
@@ -160,7 +171,8 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 }
 
 // setup makes the bus, registers the handlers and plans what to read.
-func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints, containers []string, program string) error {
+func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, opts *Options, program string) error {
+	endpoints, containers := opts.Endpoints, opts.Containers
 	var err error
 	if r.bus, err = opbus.New(bo); err != nil {
 		return fmt.Errorf("juju: %w", err)
@@ -184,13 +196,31 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints, 
 		if charm.params, err = readActionParams(dir); err != nil {
 			r.log.Debug("juju: the charm's action parameters are not known: action.params fields are not checked", "err", err)
 		}
+		if r.charm, err = charmmeta.Read(dir); err != nil {
+			r.log.Debug("juju: the charm's option and parameter defaults are not known: LoadConfig and LoadParams use none", "err", err)
+		}
 	}
 	subs := r.bus.Subscriptions()
 	r.scope = scopeOf(r.env, subs)
 	if r.env.Kind == KindUpgradeCharm {
 		r.store.upgrade = newUpgrade(subs)
 	}
-	if r.plan, err = newPlan(subs, charm); err != nil {
+	planned := subs
+	if len(opts.Read) > 0 {
+		read := opbus.Subscription{ID: "Options.Read", Kinds: []string{ObjectUnit}}
+		for _, f := range opts.Read {
+			p, err := opbus.ParsePath(f)
+			if err != nil {
+				return fmt.Errorf("juju: Options.Read: %w", err)
+			}
+			if len(p) > 0 && p[0] == opbus.MapKey("containers") {
+				return fmt.Errorf("juju: Options.Read: %s: the containers are probed for handlers that subscribe to them only", f)
+			}
+			read.Fields = append(read.Fields, p)
+		}
+		planned = append(slices.Clone(subs), read)
+	}
+	if r.plan, err = newPlan(planned, charm); err != nil {
 		return err
 	}
 	return r.planContainers(containers, dir)
@@ -244,6 +274,7 @@ type run struct {
 
 	pebbleDir string // $OPBUS_PEBBLE_DIR
 	scope     hookScope
+	charm     *charmmeta.Charm // what the charm declares; nil when unknown
 }
 
 func (r *run) run(ctx context.Context) error {
@@ -253,7 +284,7 @@ func (r *run) run(ctx context.Context) error {
 		return within(err, "juju: %s: reading what the unit sees", e.Name)
 	}
 	r.log.DebugContext(ctx, "juju: dispatching", "hook", e.Name, "event", doc["hook"].(map[string]any)["event"], "endpoints", r.plan.endpoints)
-	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir})
+	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir, charm: r.charm})
 
 	keys := []opbus.Key{{Kind: ObjectUnit, Name: e.Unit}}
 	if leader && r.plan.app {
@@ -286,8 +317,19 @@ func (r *run) run(ctx context.Context) error {
 	if _, err := r.store.flush(ctx); err != nil {
 		return within(err, "juju: %s: storing the records", e.Name)
 	}
+	// upgrade-charm may have removed every application handler, with
+	// their slots: the leader still sets the application's status from
+	// the slots that remain.
+	if app := (opbus.Key{Kind: ObjectApplication, Name: e.App}); !slices.Contains(keys, app) && r.store.cleared(app) {
+		if leader, err = r.tools.IsLeader(ctx); err != nil {
+			return within(err, "juju: %s: setting the %s status", e.Name, app.Kind)
+		}
+		if leader {
+			keys = append(keys, app)
+		}
+	}
 	for _, k := range keys {
-		if err := r.publish(ctx, k); err != nil {
+		if err := r.publish(ctx, k, r.store.cleared(k)); err != nil {
 			return within(err, "juju: %s: setting the %s status", e.Name, k.Kind)
 		}
 	}
@@ -310,14 +352,21 @@ func errorSlots(slots opbus.Slots) string {
 
 // publish sets the status of key's unit or application with status-set,
 // only when it differs from what status-get returns. A zero or unknown
-// overall status sets nothing.
-func (r *run) publish(ctx context.Context, key opbus.Key) error {
+// overall status (no slot holds a status) sets nothing, unless cleared
+// says upgrade-charm dropped slots of removed handlers from key's record:
+// then, since status-set cannot set unknown, it sets active with no
+// message, so that the unit does not keep showing the status of a handler
+// that is gone.
+func (r *run) publish(ctx context.Context, key opbus.Key, cleared bool) error {
 	overall, _, err := r.bus.Status(ctx, key)
 	if err != nil {
 		return err
 	}
 	if overall.Level == opbus.LevelUnknown {
-		return nil
+		if !cleared {
+			return nil
+		}
+		overall = opbus.Active("")
 	}
 	level, msg := overall.Level.String(), CleanMessage(overall.Message)
 	app := key.Kind == ObjectApplication

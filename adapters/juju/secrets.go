@@ -401,6 +401,13 @@ type SecretRevokeFrom struct {
 
 // SecretRevoke takes away access to a secret:
 // secret-revoke [-r <relation>] [--app <app>] [--unit <unit>] -- <ID>.
+//
+// In a relation hook Juju takes -r to be the hook's relation unless it is
+// given, and refuses --app beside it. So there, with the Tools of
+// [FromContext], App is sent as -r of the hook's relation when it names
+// the hook's remote application (which revokes the same grant), and is an
+// error naming the hook's relation otherwise: revoke from another
+// application with the Relation of a relation with it.
 func (t Tools) SecretRevoke(ctx context.Context, id string, from SecretRevokeFrom) error {
 	if err := checkSecretID("secret-revoke", id); err != nil {
 		return err
@@ -413,6 +420,13 @@ func (t Tools) SecretRevoke(ctx context.Context, id string, from SecretRevokeFro
 		return errors.New("juju: secret-revoke: give an application or a unit, not both")
 	case from.Relation == nil && from.App == "" && from.Unit == "":
 		return errors.New("juju: secret-revoke: give a relation, an application or a unit")
+	}
+	if h := t.hook; from.App != "" && h != nil && h.Relation != nil {
+		if from.App != h.RemoteApp {
+			return fmt.Errorf("juju: secret-revoke --app %q in relation hook %s: Juju takes -r to be the hook's relation %s (application %q) and refuses --app beside it; give the Relation of a relation with %q", from.App, h.Name, h.Relation, h.RemoteApp, from.App)
+		}
+		rel := h.Relation.ID
+		from.Relation, from.App = &rel, ""
 	}
 	if from.Relation != nil {
 		args = append(args, "-r", strconv.Itoa(*from.Relation))

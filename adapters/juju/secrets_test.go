@@ -302,3 +302,36 @@ func TestSecretHooksInDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretRevokeAppInRelationHook: in a relation hook Juju takes -r to
+// be the hook's relation and refuses --app beside it. Revoking from the
+// hook's remote application is sent as -r of the hook's relation and
+// revokes its grant; another application is an error naming the hook's
+// relation, before any tool runs.
+func TestSecretRevokeAppInRelationHook(t *testing.T) {
+	var errs []error
+	c := charm(handler{"revoke", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		tools := juju.FromContext(ctx).Tools
+		errs = []error{
+			tools.SecretRevoke(ctx, "secret:owned", juju.SecretRevokeFrom{App: "other"}),
+			tools.SecretRevoke(ctx, "secret:owned", juju.SecretRevokeFrom{App: "pg"}),
+		}
+		return opbus.Status{}, nil
+	}, juju.OnHook("db-relation-changed")})
+	m := newModel()
+	m.Secrets = []jujutest.Secret{{ID: "secret:owned", Owner: "application", Contents: map[int]map[string]string{1: {"pass": "a"}},
+		Grants: []jujutest.SecretGrant{{Relation: 3, App: "pg"}}}}
+	m = run(t, c, "db-relation-changed", m)
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), `Juju takes -r to be the hook's relation db:3 (application "pg")`) {
+		t.Errorf("revoking from another application: %v", errs[0])
+	}
+	if errs[1] != nil {
+		t.Errorf("revoking from the hook's remote application: %v", errs[1])
+	}
+	if len(m.Secrets[0].Grants) != 0 {
+		t.Errorf("grants left %v", m.Secrets[0].Grants)
+	}
+	if n := m.CallCount("secret-revoke"); n != 1 {
+		t.Errorf("%d secret-revoke calls, want 1 (calls %v)", n, m.Calls)
+	}
+}

@@ -73,6 +73,13 @@ func (s *stateStore) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 	return s.records[key.String()], nil
 }
 
+// cleared reports whether upgrade-charm dropped slots from key's record.
+func (s *stateStore) cleared(key opbus.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.upgrade != nil && s.upgrade.cleared[key.String()]
+}
+
 // Save implements [opbus.Store]: it buffers data until flush.
 func (s *stateStore) Save(ctx context.Context, key opbus.Key, data []byte) error {
 	s.mu.Lock()

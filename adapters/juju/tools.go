@@ -71,6 +71,11 @@ type AppStatusInfo struct {
 type Tools struct {
 	// Runner runs the tools; nil means ExecRunner{}.
 	Runner Runner
+
+	// hook is the hook environment of the Tools [Run] makes (those of
+	// [FromContext]), for the arguments Juju defaults from the hook's
+	// context; nil for Tools made otherwise.
+	hook *Env
 }
 
 func (t Tools) run(ctx context.Context, name string, args []string, stdin []byte) ([]byte, error) {

@@ -16,13 +16,20 @@ import (
 // its status does not stay on the unit. Slots no handler ever owned (of
 // collectors and [opbus.Bus.AddSlot]) and values set with
 // [opbus.Event.SetValue] are kept.
+//
+// A unit or application whose slots the upgrade dropped has its status set
+// again from the slots that remain, active with no message when none does
+// (see [run.publish]).
 type upgrade struct {
 	handlers map[string]bool // the handlers the new code registers
+	// cleared lists the records (by the String of their key) some of
+	// whose slots were dropped.
+	cleared map[string]bool
 }
 
 // newUpgrade returns the upgrade for the registered handlers subs.
 func newUpgrade(subs []opbus.Subscription) *upgrade {
-	u := &upgrade{handlers: map[string]bool{}}
+	u := &upgrade{handlers: map[string]bool{}, cleared: map[string]bool{}}
 	for _, s := range subs {
 		u.handlers[s.ID] = true
 	}
@@ -40,7 +47,7 @@ func (u *upgrade) apply(records map[string]json.RawMessage) bool {
 			continue
 		}
 		removed := map[string]bool{}
-		for _, field := range []string{"digests", "fails"} {
+		for _, field := range []string{"digests", "fails", "good", "olds", "timers"} { // handlers' alone
 			var ids map[string]json.RawMessage
 			_ = json.Unmarshal(rec[field], &ids)
 			for id := range ids {
@@ -54,9 +61,12 @@ func (u *upgrade) apply(records map[string]json.RawMessage) bool {
 			delete(rec, "digests")
 			edited = true
 		}
-		for _, field := range []string{"fails", "slots", "good", "olds"} {
+		for _, field := range []string{"fails", "slots", "good", "olds", "timers"} {
 			if drop(rec, field, removed) {
 				edited = true
+				if field == "slots" {
+					u.cleared[key] = true
+				}
 			}
 		}
 		if !edited {

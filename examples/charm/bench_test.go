@@ -147,7 +147,7 @@ func BenchmarkHook(b *testing.B) {
 // it, and returns the wall and CPU time they took. state-set and
 // relation-set read their settings from standard input; the replay gives
 // them an empty map.
-func replay(b *testing.B, u *charmproc.Unit, calls []jujutest.Call) (wall, cpu time.Duration) {
+func replay(b *testing.B, u *jujutest.CharmUnit, calls []jujutest.Call) (wall, cpu time.Duration) {
 	env := []string{"PATH=" + u.Tools, jujutest.ModelEnv + "=" + u.Model}
 	for _, c := range calls {
 		cmd := exec.Command(filepath.Join(u.Tools, c.Name), c.Args...)
@@ -188,7 +188,7 @@ var dynamic struct {
 // directory for route "sh" (the static binary) or "former" (the
 // dynamically linked one) and returns the script's path; for route "" it
 // returns "", and the unit's dispatch is the binary.
-func route(b *testing.B, u *charmproc.Unit, route string) string {
+func route(b *testing.B, u *jujutest.CharmUnit, route string) string {
 	b.Helper()
 	var bin string
 	switch route {

@@ -28,9 +28,9 @@ var unitEnv = juju.Env{Unit: "istio-gateway/0", ModelName: "kubeflow", ModelUUID
 // deploy makes a unit of the charm whose model is m: a charm directory as
 // charmcraft packs it (dispatch, which is the charm's binary, and the
 // metadata), the fake hook tools and the model file they read and write.
-func deploy(t testing.TB, m *jujutest.Model) *charmproc.Unit {
+func deploy(t testing.TB, m *jujutest.Model) *jujutest.CharmUnit {
 	t.Helper()
-	return charmproc.DeployBinary(t, "istio-gateway", m, unitEnv, charmFiles...)
+	return jujutest.DeployCharm(t, charmproc.Build(t, "istio-gateway"), m, unitEnv, &jujutest.DeployOptions{Files: charmFiles})
 }
 
 // pilotRelation is the istio-pilot relation's context in its hooks.
@@ -152,28 +152,28 @@ the messages of every slot at that level, in slot-name order.
 func TestProcessFailures(t *testing.T) {
 	tests := []struct {
 		name   string
-		inject func(u *charmproc.Unit, m *jujutest.Model)
-		clear  func(u *charmproc.Unit, m *jujutest.Model)
+		inject func(u *jujutest.CharmUnit, m *jujutest.Model)
+		clear  func(u *jujutest.CharmUnit, m *jujutest.Model)
 		stderr string
 	}{
 		{"state-set fails",
-			func(_ *charmproc.Unit, m *jujutest.Model) {
+			func(_ *jujutest.CharmUnit, m *jujutest.Model) {
 				m.Failures = map[string]string{"state-set": "controller unavailable"}
 			},
-			func(_ *charmproc.Unit, m *jujutest.Model) { m.Failures = nil },
+			func(_ *jujutest.CharmUnit, m *jujutest.Model) { m.Failures = nil },
 			"state-set exited with code 1: ERROR controller unavailable"},
 		{"status-set fails",
-			func(_ *charmproc.Unit, m *jujutest.Model) {
+			func(_ *jujutest.CharmUnit, m *jujutest.Model) {
 				m.Failures = map[string]string{"status-set": "controller unavailable"}
 			},
-			func(_ *charmproc.Unit, m *jujutest.Model) { m.Failures = nil },
+			func(_ *jujutest.CharmUnit, m *jujutest.Model) { m.Failures = nil },
 			"status-set exited with code 1: ERROR controller unavailable"},
 		{"a handler fails",
-			func(u *charmproc.Unit, m *jujutest.Model) {
+			func(u *jujutest.CharmUnit, m *jujutest.Model) {
 				// A directory in the way of the manifest makes writing it fail.
 				os.MkdirAll(filepath.Join(u.Dir, "manifest.yaml", "x"), 0o755)
 			},
-			func(u *charmproc.Unit, m *jujutest.Model) { os.RemoveAll(filepath.Join(u.Dir, "manifest.yaml")) },
+			func(u *jujutest.CharmUnit, m *jujutest.Model) { os.RemoveAll(filepath.Join(u.Dir, "manifest.yaml")) },
 			`handler "istio-pilot" on unit istio-gateway/0: writing the manifest`},
 	}
 	for _, tt := range tests {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju"
@@ -144,15 +143,9 @@ func secret(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 }
 
 // notGranted reports whether err is secret-get's answer for a secret the
-// application may not read: Juju 3.6 says `"<unit>" is not allowed to
-// read this secret` for a user secret not granted to the application,
-// and `secret "<id>" not found` where it hides that the secret exists.
-// Any other failure (the controller unreachable) fails the hook, which
-// Juju retries.
-func notGranted(err error) bool {
-	var te *juju.ToolError
-	if !errors.As(err, &te) || te.Tool != "secret-get" {
-		return false
-	}
-	return strings.Contains(te.Stderr, "is not allowed to read this secret") || strings.Contains(te.Stderr, "not found")
-}
+// application may not read ([juju.ErrSecretNotGranted]): not granted yet,
+// in the words of Juju before 3.6 ("permission denied") or after (`"<unit>"
+// is not allowed to read this secret`), or not found where Juju hides
+// that the secret exists. Any other failure (the controller unreachable)
+// fails the hook, which Juju retries.
+func notGranted(err error) bool { return errors.Is(err, juju.ErrSecretNotGranted) }

@@ -52,7 +52,8 @@ func containerState(w *charmproc.Container) string {
 // container's password file, and writes or compares TRANSCRIPT.md.
 func TestProcessTranscript(t *testing.T) {
 	w := charmproc.NewContainer(t, container)
-	u := charmproc.Deploy(t, "sidecar", installed(), unitEnv, metadataFiles...)
+	u := jujutest.DeployCharm(t, jujutest.BuildCharm(t, ""), installed(), unitEnv,
+		&jujutest.DeployOptions{Files: metadataFiles, Dispatch: "dispatch", BinName: "sidecar"})
 	u.Extra = []string{juju.PebbleDirEnv + "=" + w.Dir}
 	var b, rows, stderrs, plans, calls strings.Builder
 	var last *jujutest.Model

@@ -48,6 +48,12 @@ func TestHandlerSlots(t *testing.T) {
 			m.Secrets[0].Ungranted = true
 		}, slots{"config": active, "workload": active, "secret": {Status: "blocked", Message: "Secret not granted"}},
 			jujutest.Status{Status: "blocked", Message: "Secret not granted"}},
+		{"not granted, before Juju 3.6", "config-changed", true, func(m *jujutest.Model) {
+			named(m)
+			granted(m)
+			m.Failures = map[string]string{"secret-get": "permission denied"}
+		}, slots{"config": active, "workload": active, "secret": {Status: "blocked", Message: "Secret not granted"}},
+			jujutest.Status{Status: "blocked", Message: "Secret not granted"}},
 		{"not found", "config-changed", true, named,
 			slots{"config": active, "workload": active, "secret": {Status: "blocked", Message: "Secret not granted"}},
 			jujutest.Status{Status: "blocked", Message: "Secret not granted"}},

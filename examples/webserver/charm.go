@@ -22,6 +22,12 @@ const (
 	check      = "alive"
 )
 
+// config is the charm's configuration, as charmcraft.yaml declares it.
+type config struct {
+	Port     int
+	Greeting string
+}
+
 // workload configures the server and has Pebble run it.
 func workload(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 	doc, err := juju.DocumentOf(ev)
@@ -31,15 +37,15 @@ func workload(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 	if !doc.Containers[container].CanConnect {
 		return opbus.Waiting("Waiting for Pebble in the workload container"), nil
 	}
-	port, ok := doc.Config["port"].(float64)
-	if !ok || port != float64(int(port)) || port < 1 || port > 65535 {
+	cfg, err := juju.LoadConfig[config](ctx, ev)
+	if err != nil || cfg.Port < 1 || cfg.Port > 65535 {
 		return opbus.Blocked(fmt.Sprintf("Config item 'port' must be a port number, not %v", doc.Config["port"])), nil
 	}
-	greeting, _ := doc.Config["greeting"].(string)
+	port, greeting := cfg.Port, cfg.Greeting
 	hook := juju.FromContext(ctx)
 	c := hook.Container(container)
 
-	conf, _ := json.Marshal(map[string]any{"port": int(port), "greeting": greeting})
+	conf, _ := json.Marshal(map[string]any{"port": port, "greeting": greeting})
 	sum := sha256.Sum256(conf)
 	if err := c.Push(ctx, configFile, conf, &juju.PushOptions{MakeDirs: true, Permissions: 0o644}); err != nil {
 		return opbus.Status{}, err
@@ -57,7 +63,7 @@ func workload(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 		Checks: map[string]*juju.Check{check: {
 			Override: "replace",
 			Level:    "alive",
-			HTTP:     &juju.HTTPCheck{URL: "http://localhost:" + strconv.Itoa(int(port)) + "/"},
+			HTTP:     &juju.HTTPCheck{URL: "http://localhost:" + strconv.Itoa(port) + "/"},
 		}},
 	}
 	if err := c.AddLayer(ctx, service, layer, true); err != nil {

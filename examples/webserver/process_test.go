@@ -18,7 +18,8 @@ func TestMain(m *testing.M) { charmproc.Main(m) }
 // state-set is applied if the process exited 0 and dropped otherwise.
 func TestStoryAsProcesses(t *testing.T) {
 	env := juju.Env{Unit: "webserver/0", ModelName: "web", ModelUUID: "2b4c6d8e-1f3a-4b5c-9d7e-0a1b2c3d4e5f", Version: "3.6.4"}
-	u := charmproc.Deploy(t, "webserver", &jujutest.Model{Unit: "webserver/0", Config: map[string]any{"port": 8080.0, "greeting": "hello"}}, env, charmFiles...)
+	u := jujutest.DeployCharm(t, jujutest.BuildCharm(t, ""), &jujutest.Model{Unit: "webserver/0", Config: map[string]any{"port": 8080.0, "greeting": "hello"}}, env,
+		&jujutest.DeployOptions{Files: charmFiles, Dispatch: "dispatch", BinName: "webserver"})
 	w := charmproc.NewContainer(t, container)
 	w.Exec = serverExec
 	u.Extra = []string{juju.PebbleDirEnv + "=" + w.Dir}

@@ -1,14 +1,11 @@
-// Package charmproc runs an example charm as Juju runs it, for the
-// examples' process-level tests: the charm built with the go command as
-// the examples' READMEs build it, a charm directory as charmcraft packs it
-// (a dispatch script and bin/<name>, or the binary as dispatch, and the
-// metadata), and every hook a new process of dispatch with Juju's hook
-// environment and jujutest's fake hook tools alone in PATH. It also
-// formats what a hook did for the examples' transcripts.
+// Package charmproc holds what the examples' process-level tests share
+// beyond jujutest's [jujutest.DeployCharm], which runs a charm as Juju
+// runs it: a build of a charm cached for the whole test process, the
+// workload container between hooks, and the formatting of what a hook
+// did for the examples' transcripts.
 package charmproc
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,68 +105,6 @@ func CharmDir(t testing.TB, files ...string) string {
 	return dir
 }
 
-// Unit is a deployed unit of a charm: a charm directory as charmcraft
-// packs it, the fake hook tools and the model file they read and write.
-type Unit struct {
-	T testing.TB
-	// Dir is the charm directory, JUJU_CHARM_DIR; Model the model file;
-	// Tools the fake hook tools' directory.
-	Dir, Model, Tools string
-	// Env is the part of every hook's environment that does not change:
-	// the unit, the model's name and UUID, the Juju version. Deploy sets
-	// CharmDir.
-	Env juju.Env
-	// Extra are more variables for every hook, "NAME=value", such as
-	// OPBUS_PEBBLE_DIR.
-	Extra []string
-}
-
-// Deploy makes a unit of the charm built as name ([Build]) whose model is
-// m, in a charm directory holding dispatch and the named metadata files
-// of the working directory. env names the unit and its model.
-func Deploy(t testing.TB, name string, m *jujutest.Model, env juju.Env, files ...string) *Unit {
-	t.Helper()
-	u := newUnit(t, m, env, files)
-	script, err := os.ReadFile("dispatch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = errors.Join(
-		os.WriteFile(filepath.Join(u.Dir, "dispatch"), script, 0o755),
-		os.Mkdir(filepath.Join(u.Dir, "bin"), 0o755),
-		os.Symlink(Build(t, name), filepath.Join(u.Dir, "bin", name)),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-// DeployBinary is [Deploy] for a charm whose binary is its dispatch: the
-// binary built as name is the charm directory's dispatch, a regular file
-// as Juju unpacks it, and no script runs before it.
-func DeployBinary(t testing.TB, name string, m *jujutest.Model, env juju.Env, files ...string) *Unit {
-	t.Helper()
-	u := newUnit(t, m, env, files)
-	if err := Install(Build(t, name), filepath.Join(u.Dir, "dispatch")); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-// newUnit makes a unit whose charm directory holds the named metadata
-// files and whose model is m, without dispatch.
-func newUnit(t testing.TB, m *jujutest.Model, env juju.Env, files []string) *Unit {
-	t.Helper()
-	u := &Unit{T: t, Dir: CharmDir(t, files...), Tools: jujutest.InstallTools(t), Env: env}
-	u.Env.CharmDir = u.Dir
-	u.Model = filepath.Join(t.TempDir(), "model.json")
-	if err := jujutest.WriteModel(u.Model, m); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
 // Install puts the executable bin at path as a regular file: a hard link,
 // or a copy where bin cannot be linked.
 func Install(bin, path string) error {
@@ -181,90 +116,6 @@ func Install(bin, path string) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o755)
-}
-
-// Result is what one hook did.
-type Result struct {
-	Exit   int
-	Stderr string
-	// Model is the model after the hook's writes were committed (exit 0)
-	// or discarded.
-	Model *jujutest.Model
-}
-
-// Hook runs one hook as Juju does: a new process of dispatch, in the
-// charm directory, with the hook's environment and the fake tools
-// alone in PATH. Then, as Juju does, it applies the hook's state-set,
-// relation-set and secret changes if the process exited 0 and drops them
-// otherwise. change, if not nil, first changes the model (what happened
-// before the hook); the model's call log is cleared so that it holds
-// this hook's calls.
-func (u *Unit) Hook(e juju.Env, change func(*jujutest.Model)) Result {
-	u.T.Helper()
-	u.Prepare(change)
-	return u.Run(u.Command(e))
-}
-
-// Prepare changes the model with change, if not nil, and clears its call
-// log, before a hook.
-func (u *Unit) Prepare(change func(*jujutest.Model)) {
-	u.T.Helper()
-	err := jujutest.UpdateModel(u.Model, func(m *jujutest.Model) error {
-		if change != nil {
-			change(m)
-		}
-		m.Calls = nil
-		return nil
-	})
-	if err != nil {
-		u.T.Fatal(err)
-	}
-}
-
-// Run runs cmd, a hook's process such as [Unit.Command] returns, and then
-// applies the hook's writes if it exited 0 and drops them otherwise, as
-// Juju does.
-func (u *Unit) Run(cmd *exec.Cmd) Result {
-	u.T.Helper()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	code := 0
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			u.T.Fatal(err)
-		}
-		code = ee.ExitCode()
-	}
-	var err error
-	if code == 0 {
-		err = jujutest.CommitFile(u.Model)
-	} else {
-		err = jujutest.DiscardFile(u.Model)
-	}
-	if err != nil {
-		u.T.Fatal(err)
-	}
-	m, err := jujutest.ReadModel(u.Model)
-	if err != nil {
-		u.T.Fatal(err)
-	}
-	return Result{Exit: code, Stderr: stderr.String(), Model: m}
-}
-
-// Command returns the process Juju would start for the hook e, whose
-// unit, model, charm directory and version come from u.Env.
-func (u *Unit) Command(e juju.Env) *exec.Cmd {
-	e.Unit, e.ModelName, e.ModelUUID = u.Env.Unit, u.Env.ModelName, u.Env.ModelUUID
-	e.CharmDir, e.Version = u.Env.CharmDir, u.Env.Version
-	env := append([]string{"PATH=" + u.Tools, jujutest.ModelEnv + "=" + u.Model}, u.Extra...)
-	vars := e.Vars()
-	for _, k := range slices.Sorted(maps.Keys(vars)) {
-		env = append(env, k+"="+vars[k])
-	}
-	cmd := exec.Command(filepath.Join(u.Dir, "dispatch"))
-	cmd.Dir, cmd.Env = u.Dir, env
-	return cmd
 }
 
 // Status formats a unit status for a transcript: the level in bold, then

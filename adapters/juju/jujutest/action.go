@@ -18,6 +18,9 @@ func (m *Model) actionGet(c *call) *result {
 		return fail(errNoAction)
 	}
 	params := m.Action.Params
+	if a, ok := m.charm.Action(m.Action.Name); ok {
+		params = a.Defaults(params)
+	}
 	if params == nil {
 		params = map[string]any{}
 	}

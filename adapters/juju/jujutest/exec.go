@@ -59,9 +59,10 @@ func IsTool(name string) bool { _, ok := tools[name]; return ok }
 // non-leader, an over-long state key or value, an action tool outside an
 // action), with "ERROR <message>" on stderr. An unknown tool exits 127.
 //
-// Unlike Juju, which defaults some arguments from the hook context, the
-// fake needs them explicitly: -r for relation tools, the endpoint for
-// relation-ids and the unit or application for relation-get. Output formats
+// As Juju does, -r defaults to the hook's relation (Model.HookRelation);
+// unlike Juju, which defaults other arguments from the hook context, the
+// fake needs them explicitly: the endpoint for relation-ids and the unit
+// or application for relation-get. Output formats
 // are json and smart (the default); yaml is written as JSON, which YAML
 // reads.
 func (m *Model) Exec(name string, args []string, stdin []byte) (stdout, stderr []byte, exitCode int) {
@@ -72,7 +73,7 @@ func (m *Model) Exec(name string, args []string, stdin []byte) (stdout, stderr [
 		last.Exit = 127
 		return nil, fmt.Appendf(nil, "ERROR unknown hook tool %q\n", name), 127
 	}
-	if m.Restricted && !slices.Contains(restrictedTools, name) {
+	if m.Restricted != "" && !allowedIn(m.Restricted, name) {
 		last.Exit = 1
 		return nil, []byte("ERROR not implemented for restricted context not implemented\n"), 1
 	}
@@ -188,9 +189,13 @@ func relationFlags(values, bools []string) flagSet {
 	}
 }
 
-// relation resolves the -r flag, which takes "7" or "db:7".
+// relation resolves the -r flag, which takes "7" or "db:7" and defaults
+// to the hook's relation (Model.HookRelation).
 func (m *Model) relation(c *call) (*Relation, *result) {
 	v, given := c.values["relation"]
+	if !given && m.HookRelation != nil {
+		v, given = strconv.Itoa(*m.HookRelation), true
+	}
 	if !given {
 		return nil, usage("no relation id specified")
 	}

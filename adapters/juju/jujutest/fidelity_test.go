@@ -2,9 +2,13 @@ package jujutest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -51,21 +55,32 @@ func TestFakeDeadRelation(t *testing.T) {
 	}
 }
 
-// TestFakeRestrictedContext: in collect-metrics only config-get, juju-log
-// and add-metric work; the others fail as Juju's restricted context
-// refuses them.
+// TestFakeRestrictedContext: in collect-metrics only juju-log and
+// add-metric work, in meter-status-changed only juju-log; the others,
+// config-get among them, fail as Juju's RestrictedContext refuses them.
 func TestFakeRestrictedContext(t *testing.T) {
-	m := &jujutest.Model{Unit: "web/0", Restricted: true}
-	for _, tool := range []string{"state-get", "status-get", "is-leader", "relation-ids"} {
-		if _, stderr, code := m.Exec(tool, nil, nil); code != 1 || !strings.Contains(string(stderr), "restricted context") {
-			t.Errorf("%s: exit %d, %q", tool, code, stderr)
+	refused := []string{"config-get", "state-get", "status-get", "status-set", "is-leader", "relation-ids", "secret-ids", "action-get"}
+	for _, kind := range []juju.Kind{juju.KindCollectMetrics, juju.KindMeterStatusChanged} {
+		m := &jujutest.Model{Unit: "web/0", Restricted: kind, Config: map[string]any{"port": 80}}
+		for _, tool := range refused {
+			if _, stderr, code := m.Exec(tool, nil, nil); code != 1 || !strings.Contains(string(stderr), "not implemented for restricted context") {
+				t.Errorf("%s: %s: exit %d, %q", kind, tool, code, stderr)
+			}
+		}
+		if _, stderr, code := m.Exec("juju-log", []string{"hello"}, nil); code != 0 {
+			t.Errorf("%s: juju-log: exit %d, %q", kind, code, stderr)
 		}
 	}
+	m := &jujutest.Model{Unit: "web/0", Restricted: juju.KindCollectMetrics}
 	if _, stderr, code := m.Exec("add-metric", []string{"users=3"}, nil); code != 0 || m.Metrics["users"] != "3" {
 		t.Errorf("add-metric: exit %d, %q, metrics %v", code, stderr, m.Metrics)
 	}
 	if _, _, code := m.Exec("add-metric", []string{"users=many"}, nil); code != 2 {
 		t.Errorf("add-metric of a non-number: exit %d, want 2", code)
+	}
+	m = &jujutest.Model{Unit: "web/0", Restricted: juju.KindMeterStatusChanged}
+	if _, stderr, code := m.Exec("add-metric", []string{"users=3"}, nil); code != 1 || len(m.Metrics) != 0 {
+		t.Errorf("add-metric in meter-status-changed: exit %d, %q, metrics %v; want it refused", code, stderr, m.Metrics)
 	}
 }
 
@@ -162,5 +177,184 @@ func TestProcessSettingsYAML(t *testing.T) {
 	}
 	if got.State["k"] != v || got.Relation(1).LocalUnitData["k"] != v || got.State["r"] != "" {
 		t.Errorf("state %q, relation data %q", got.State, got.Relation(1).LocalUnitData)
+	}
+}
+
+// TestFakeSecretRevokeInRelationHook: in a relation hook Juju takes -r to
+// be the hook's relation, so secret-revoke --app is refused there ("do not
+// specify both relation and app") and secret-revoke with no target
+// revokes the relation's application; outside relation hooks --app works.
+// The tools run as processes read the hook's relation from
+// JUJU_RELATION_ID.
+func TestFakeSecretRevokeInRelationHook(t *testing.T) {
+	granted := func() *jujutest.Model {
+		return &jujutest.Model{
+			Unit: "web/0", Leader: true,
+			Relations: []jujutest.Relation{{ID: 2, Endpoint: "db", RemoteApp: "pg"}},
+			Secrets: []jujutest.Secret{{ID: "secret:owned", Owner: "application", Contents: map[int]map[string]string{1: {"pass": "a"}},
+				Grants: []jujutest.SecretGrant{{Relation: 2, App: "pg"}}}},
+		}
+	}
+	grants := func(m *jujutest.Model) int {
+		if m.Staged != nil && m.Staged.Secrets != nil {
+			return len(m.Staged.Secrets[0].Grants)
+		}
+		return len(m.Secrets[0].Grants)
+	}
+	rel := 2
+	m := granted()
+	m.HookRelation = &rel
+	if _, stderr, code := m.Exec("secret-revoke", []string{"--app", "pg", "secret:owned"}, nil); code != 2 || !strings.Contains(string(stderr), "do not specify both relation and app") {
+		t.Errorf("--app in a relation hook: exit %d, %q; want Juju's refusal", code, stderr)
+	}
+	if _, stderr, code := m.Exec("secret-revoke", []string{"secret:owned"}, nil); code != 0 || grants(m) != 0 {
+		t.Errorf("no target in a relation hook: exit %d, %q, %d grants left; want the relation's application revoked", code, stderr, grants(m))
+	}
+	m = granted()
+	if _, stderr, code := m.Exec("secret-revoke", []string{"--app", "pg", "secret:owned"}, nil); code != 0 || grants(m) != 0 {
+		t.Errorf("--app outside a relation hook: exit %d, %q, %d grants left", code, stderr, grants(m))
+	}
+
+	path := filepath.Join(t.TempDir(), "model.json")
+	if err := jujutest.WriteModel(path, granted()); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{jujutest.ModelEnv: path, "JUJU_RELATION_ID": "db:2", "JUJU_DISPATCH_PATH": "hooks/db-relation-changed"}
+	var stderr strings.Builder
+	if code := jujutest.ToolMain([]string{"secret-revoke", "--app", "pg", "secret:owned"}, strings.NewReader(""), io.Discard, &stderr, func(k string) string { return env[k] }); code != 2 {
+		t.Errorf("as a process in a relation hook: exit %d, %q", code, stderr.String())
+	}
+	got, err := jujutest.ReadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.HookRelation != nil {
+		t.Errorf("the hook's relation was saved in the model: %v", *got.HookRelation)
+	}
+}
+
+// TestFakeRestrictedContextAsProcess: the tools run as processes take the
+// restricted context from JUJU_DISPATCH_PATH, as in process.
+func TestFakeRestrictedContextAsProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.json")
+	if err := jujutest.WriteModel(path, &jujutest.Model{Unit: "web/0", Config: map[string]any{"port": 80}}); err != nil {
+		t.Fatal(err)
+	}
+	for hook, want := range map[string]int{"collect-metrics": 1, "meter-status-changed": 1, "config-changed": 0} {
+		env := map[string]string{jujutest.ModelEnv: path, "JUJU_DISPATCH_PATH": "hooks/" + hook}
+		var stderr strings.Builder
+		if code := jujutest.ToolMain([]string{"config-get"}, strings.NewReader(""), io.Discard, &stderr, func(k string) string { return env[k] }); code != want {
+			t.Errorf("config-get in %s: exit %d, %q; want %d", hook, code, stderr.String(), want)
+		}
+	}
+}
+
+// strictCharm writes a charm directory declaring config options with
+// defaults and actions with parameter schemas.
+func strictCharm(t *testing.T) string {
+	dir := t.TempDir()
+	files := map[string]string{
+		"metadata.yaml": "name: web\n",
+		"config.yaml":   "options:\n  port: {type: int, default: 8080}\n  name: {type: string, default: web}\n  token: {type: string}\n",
+		"actions.yaml": `backup:
+  params:
+    target: {type: string, default: /srv/backup}
+    level: {type: integer, default: 3}
+  additionalProperties: false
+loose:
+  params:
+    n: {type: number}
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestFakeConfigDefaults: config-get gives the defaults of the charm's
+// options beside the values set, as Juju does, in process and as a
+// process (which reads the charm from JUJU_CHARM_DIR); --all adds the
+// options with neither as null.
+func TestFakeConfigDefaults(t *testing.T) {
+	dir := strictCharm(t)
+	var got map[string]any
+	h := &jujutest.Harness{CharmDir: dir, Setup: func(b *opbus.Bus) error {
+		return b.Handle("h", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			var err error
+			got, err = juju.FromContext(ctx).Tools.ConfigGet(ctx)
+			return opbus.Status{}, err
+		}, juju.OnHook())
+	}}
+	if _, err := h.Run(context.Background(), "config-changed", &jujutest.Model{Unit: "web/0", Config: map[string]any{"name": "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"port": int64(8080), "name": "shop"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("config-get %v, want %v", got, want)
+	}
+
+	path := filepath.Join(t.TempDir(), "model.json")
+	if err := jujutest.WriteModel(path, &jujutest.Model{Unit: "web/0", Config: map[string]any{"name": "shop"}}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{jujutest.ModelEnv: path, "JUJU_CHARM_DIR": dir}
+	var stdout, stderr strings.Builder
+	if code := jujutest.ToolMain([]string{"config-get", "--all", "--format=json"}, strings.NewReader(""), &stdout, &stderr, func(k string) string { return env[k] }); code != 0 {
+		t.Fatalf("config-get as a process: exit %d, %s", code, stderr.String())
+	}
+	if want := `{"name":"shop","port":8080,"token":null}` + "\n"; stdout.String() != want {
+		t.Errorf("config-get --all as a process: %s, want %s", stdout.String(), want)
+	}
+}
+
+// TestFakeActionParams: an action runs as `juju run` queues it: its
+// parameters' defaults are filled in; a parameter of the wrong type, one
+// the action does not declare while additionalProperties is false, and an
+// action the charm does not declare are refused and the charm does not
+// run. Juju 4 refuses undeclared parameters of an action that does not
+// say additionalProperties; Juju 3 allows them.
+func TestFakeActionParams(t *testing.T) {
+	dir := strictCharm(t)
+	runs := 0
+	var params map[string]any
+	h := &jujutest.Harness{CharmDir: dir, Setup: func(b *opbus.Bus) error {
+		return b.Handle("h", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			runs++
+			var err error
+			params, err = juju.FromContext(ctx).Tools.ActionGet(ctx)
+			return opbus.Status{}, err
+		}, juju.OnAction())
+	}}
+	run := func(name string, p map[string]any, version string) (*jujutest.Model, error) {
+		m := &jujutest.Model{Unit: "web/0", Action: &jujutest.Action{Name: name, Params: p}}
+		return h.RunEnv(context.Background(), juju.Env{Name: name, Kind: juju.KindAction, Version: version}, m)
+	}
+	if _, err := run("backup", map[string]any{"level": 5.0}, ""); err != nil || runs != 1 {
+		t.Fatalf("backup: %v after %d runs", err, runs)
+	}
+	if got, _ := json.Marshal(params); string(got) != `{"level":5,"target":"/srv/backup"}` {
+		t.Errorf("action-get %s, want the default target", got)
+	}
+	for _, tt := range []struct {
+		name    string
+		params  map[string]any
+		version string
+		want    string
+	}{
+		{"backup", map[string]any{"level": "high"}, "", "(root).level : Invalid type. Expected: integer, given: string"},
+		{"backup", map[string]any{"force": true}, "", "(root) : Additional property force is not allowed"},
+		{"restore", nil, "", `action "restore" not defined on unit "web/0"`},
+		{"loose", map[string]any{"other": 1.0}, "4.0.0", "(root) : Additional property other is not allowed"},
+	} {
+		before := runs
+		m, err := run(tt.name, tt.params, tt.version)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || m != nil || runs != before {
+			t.Errorf("%s %v: %v (model %v, ran %d times); want the run refused with %q", tt.name, tt.params, err, m != nil, runs-before, tt.want)
+		}
+	}
+	if _, err := run("loose", map[string]any{"other": 1.0}, "3.6.4"); err != nil {
+		t.Errorf("Juju 3 allows undeclared parameters: %v", err)
 	}
 }

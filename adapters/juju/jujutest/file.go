@@ -6,8 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/internal/charmmeta"
 )
 
 // ModelEnv is the environment variable that names the model file the hook
@@ -131,8 +136,20 @@ func ToolMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 	}
 	var out, errOut []byte
 	code := 0
+	var charm *charmmeta.Charm
+	if dir := getenv("JUJU_CHARM_DIR"); dir != "" {
+		var err error
+		if charm, err = charmmeta.Read(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "ERROR jujutest: reading the charm's metadata: %v\n", err)
+			return 1
+		}
+	}
 	err := UpdateModel(path, func(m *Model) error {
+		m.charm = charm
+		restricted, hookRelation := m.Restricted, m.HookRelation
+		m.Restricted, m.HookRelation = hookContext(getenv, m)
 		out, errOut, code = m.Exec(name, rest, in)
+		m.Restricted, m.HookRelation = restricted, hookRelation
 		return nil
 	})
 	if err != nil {
@@ -142,6 +159,24 @@ func ToolMain(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 	stdout.Write(out)
 	stderr.Write(errOut)
 	return code
+}
+
+// hookContext returns what the tools take from the hook's context, read
+// from the hook's environment as Juju's tools read it: the restricted
+// context of collect-metrics and meter-status-changed (JUJU_DISPATCH_PATH)
+// and the relation of a relation hook (JUJU_RELATION_ID). What the model
+// sets itself is kept.
+func hookContext(getenv func(string) string, m *Model) (juju.Kind, *int) {
+	restricted, rel := m.Restricted, m.HookRelation
+	if name, ok := strings.CutPrefix(getenv("JUJU_DISPATCH_PATH"), "hooks/"); ok && restricted == "" {
+		if k := juju.HookKind(name); k.IsRestricted() {
+			restricted = k
+		}
+	}
+	if id, err := juju.ParseRelationID(getenv("JUJU_RELATION_ID")); err == nil && rel == nil {
+		rel = &id.ID
+	}
+	return restricted, rel
 }
 
 // readsStdin reports whether args ask the tool to read standard input.

@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/internal/charmmeta"
 )
 
 // Harness runs a charm in process against a [Model] the way Juju runs it
@@ -50,7 +54,8 @@ type Harness struct {
 // application it names; relation-joined names the last remote unit in
 // name order, relation-changed the first one (none when it has none); a
 // secret hook's secret is the model's only secret, at its latest revision;
-// collect-metrics runs in Juju's restricted context (Model.Restricted);
+// collect-metrics and meter-status-changed run in Juju's restricted
+// context (Model.Restricted);
 // and an action runs st.Action (made when nil). Use [Harness.RunEnv] for any
 // other context, such as relation-departed or a relation-broken whose
 // relation is gone from the model.
@@ -58,7 +63,7 @@ type Harness struct {
 // ctx is passed to juju.Run. The returned error is juju.Run's.
 func (c *Harness) Run(ctx context.Context, hook string, st *Model) (*Model, error) {
 	if st == nil {
-		return nil, errors.New("jujutest: Context.Run: nil model")
+		return nil, errors.New("jujutest: Harness.Run: nil model")
 	}
 	e, err := hookEnv(hook, st)
 	if err != nil {
@@ -78,12 +83,20 @@ func (c *Harness) Run(ctx context.Context, hook string, st *Model) (*Model, erro
 // Juju applies them only when the hook exits 0. A failed hook (not an
 // action) sets HookError, which shows the unit in error as Juju does, and
 // a hook that succeeds clears it.
+//
+// When the charm's metadata is known (in CharmDir, or the working
+// directory when CharmDir is empty), config-get includes its options'
+// defaults, and an action runs as `juju run` queues it: an action the
+// charm does not declare, or parameters its schema refuses (a wrong type,
+// an undeclared parameter where additionalProperties is false, a missing
+// required one), is an error and the charm does not run (the returned
+// model is nil); otherwise the parameters' defaults are filled in.
 func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, error) {
 	if st == nil {
-		return nil, errors.New("jujutest: Context.RunEnv: nil model")
+		return nil, errors.New("jujutest: Harness.RunEnv: nil model")
 	}
 	if c.Setup == nil {
-		return nil, errors.New("jujutest: Context has no Setup function")
+		return nil, errors.New("jujutest: Harness has no Setup function")
 	}
 	out, err := st.clone()
 	if err != nil {
@@ -92,6 +105,9 @@ func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, er
 	out.Calls = nil
 	if e.Kind == juju.KindUnknown && e.DispatchPath == "" {
 		e.Kind = juju.HookKind(e.Name)
+	}
+	if out.charm, err = c.charm(); err != nil {
+		return nil, err
 	}
 	if e.Kind == juju.KindAction {
 		if e.ActionName == "" {
@@ -102,6 +118,9 @@ func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, er
 			out.Action = &Action{Name: e.Name}
 		case out.Action.Name != e.Name:
 			return nil, fmt.Errorf("jujutest: running action %q, but the model's action is %q", e.Name, out.Action.Name)
+		}
+		if err := out.queueAction(cmp.Or(e.Version, "3.6.4")); err != nil {
+			return nil, err
 		}
 	}
 	if e.Unit = cmp.Or(e.Unit, st.Unit); e.Unit == "" {
@@ -123,9 +142,15 @@ func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, er
 	opts.Getenv = func(k string) string { return vars[k] }
 	opts.Program = "dispatch"
 	opts.Runner = NewRunner(out)
-	out.Restricted = e.Kind == juju.KindCollectMetrics
+	if e.Kind.IsRestricted() {
+		out.Restricted = e.Kind
+	}
+	if e.Relation != nil {
+		id := e.Relation.ID
+		out.HookRelation = &id
+	}
 	err = juju.Run(ctx, c.Setup, &opts)
-	out.Restricted = false
+	out.Restricted, out.HookRelation = "", nil
 	if e.Kind != juju.KindAction {
 		out.HookError = ""
 	}
@@ -135,7 +160,7 @@ func (c *Harness) RunEnv(ctx context.Context, e juju.Env, st *Model) (*Model, er
 			out.HookError = fmt.Sprintf("hook failed: %q", e.Name)
 		}
 		if errors.Is(err, juju.ErrMissingEnv) {
-			err = fmt.Errorf("%w (give the hook's context with Context.RunEnv)", err)
+			err = fmt.Errorf("%w (give the hook's context with Harness.RunEnv)", err)
 		}
 		return out, err
 	}
@@ -160,7 +185,7 @@ func hookEnv(hook string, st *Model) (juju.Env, error) {
 			}
 		}
 		if len(rels) != 1 {
-			return e, fmt.Errorf("jujutest: hook %q: the model has %d relations on endpoint %q, so which one is meant is unclear; use Context.RunEnv", name, len(rels), ep)
+			return e, fmt.Errorf("jujutest: hook %q: the model has %d relations on endpoint %q, so which one is meant is unclear; use Harness.RunEnv", name, len(rels), ep)
 		}
 		r := rels[0]
 		e.Relation = &juju.RelationID{Endpoint: ep, ID: r.ID}
@@ -177,13 +202,13 @@ func hookEnv(hook string, st *Model) (juju.Env, error) {
 				e.RemoteUnit = units[0]
 			}
 		case juju.KindRelationDeparted:
-			return e, fmt.Errorf("jujutest: hook %q: the departing unit is not in the model; use Context.RunEnv", name)
+			return e, fmt.Errorf("jujutest: hook %q: the departing unit is not in the model; use Harness.RunEnv", name)
 		}
 	case e.Kind == juju.KindPebbleReady:
 		e.Workload = e.Endpoint()
 	case e.Kind.IsSecret():
 		if len(st.Secrets) != 1 {
-			return e, fmt.Errorf("jujutest: hook %q: the model has %d secrets, so which one is meant is unclear; use Context.RunEnv", name, len(st.Secrets))
+			return e, fmt.Errorf("jujutest: hook %q: the model has %d secrets, so which one is meant is unclear; use Harness.RunEnv", name, len(st.Secrets))
 		}
 		s := &st.Secrets[0]
 		e.SecretID, e.SecretLabel, e.SecretRevision = s.ID, s.Label, s.Latest()
@@ -202,4 +227,58 @@ func (m *Model) clone() (*Model, error) {
 		return nil, fmt.Errorf("jujutest: copying the model: %w", err)
 	}
 	return c, nil
+}
+
+// charm reads what the charm declares from CharmDir or, when it is empty,
+// from the working directory, as juju.Run finds it; nil when neither
+// holds the charm's metadata.
+func (c *Harness) charm() (*charmmeta.Charm, error) {
+	dir := c.CharmDir
+	if dir == "" {
+		dir = "."
+		if !slices.ContainsFunc([]string{"metadata.yaml", "charmcraft.yaml"}, func(name string) bool {
+			_, err := os.Stat(name)
+			return err == nil
+		}) {
+			return nil, nil
+		}
+	}
+	return readCharm(dir)
+}
+
+// readCharm reads what the charm in dir declares; nil when dir holds
+// none of its metadata files.
+func readCharm(dir string) (*charmmeta.Charm, error) {
+	ch, err := charmmeta.Read(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jujutest: reading the charm's metadata: %w", err)
+	}
+	return ch, nil
+}
+
+// queueAction does what Juju does before it runs m.Action, when the charm
+// is known: it refuses an action the charm does not declare, fills in the
+// parameters' defaults and validates them against the action's schema
+// (Juju 4, from version, refuses undeclared parameters of an action that
+// does not say additionalProperties). A refused action does not run:
+// `juju run` fails with the error.
+func (m *Model) queueAction(version string) error {
+	if m.charm == nil {
+		return nil
+	}
+	a, ok := m.charm.Action(m.Action.Name)
+	if !ok {
+		return fmt.Errorf("jujutest: juju run %s %s: action %q not defined on unit %q", m.Unit, m.Action.Name, m.Action.Name, m.Unit)
+	}
+	major, _, _ := strings.Cut(version, ".")
+	n, _ := strconv.Atoi(major)
+	params, err := a.Params(m.Action.Params, n >= 4)
+	if err != nil {
+		return fmt.Errorf("jujutest: juju run %s %s: %w", m.Unit, m.Action.Name, err)
+	}
+	m.Action.Params = params
+	return nil
 }

@@ -54,10 +54,10 @@ func TestContextHookContext(t *testing.T) {
 			RelationID: id(6), RemoteApp: "redis"}, ""},
 		{"app-pebble-ready", juju.HookInfo{Name: "app-pebble-ready", Kind: juju.KindPebbleReady, Endpoint: "app", Workload: "app"}, ""},
 		{"cache-relation-joined", juju.HookInfo{}, "relation 6 has no remote unit to join"},
-		{"db-relation-departed", juju.HookInfo{}, "use Context.RunEnv"},
+		{"db-relation-departed", juju.HookInfo{}, "use Harness.RunEnv"},
 		{"many-relation-changed", juju.HookInfo{}, `the model has 2 relations on endpoint "many"`},
 		{"none-relation-changed", juju.HookInfo{}, `the model has 0 relations on endpoint "none"`},
-		{"data-storage-attached", juju.HookInfo{}, "needs JUJU_STORAGE_ID (give the hook's context with Context.RunEnv)"},
+		{"data-storage-attached", juju.HookInfo{}, "needs JUJU_STORAGE_ID (give the hook's context with Harness.RunEnv)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.hook, func(t *testing.T) {

@@ -1,10 +1,24 @@
 package jujutest
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
 
-// restrictedTools are the tools Juju's restricted context of
-// collect-metrics allows.
-var restrictedTools = []string{"add-metric", "config-get", "juju-log"}
+	"github.com/opbus/opbus/adapters/juju"
+)
+
+// allowedIn reports whether Juju's restricted context of the hook kind
+// allows the tool: its RestrictedContext refuses every tool that reads or
+// changes the model (config-get, state-*, status-*, is-leader, relation-*,
+// secret-*, action-*); collect-metrics adds add-metric, and juju-log works
+// in both.
+func allowedIn(kind juju.Kind, tool string) bool {
+	allowed := []string{"juju-log"}
+	if kind == juju.KindCollectMetrics {
+		allowed = append(allowed, "add-metric")
+	}
+	return slices.Contains(allowed, tool)
+}
 
 // add-metric [--labels k=v,…] key=value …
 func (m *Model) addMetric(c *call) *result {

@@ -22,6 +22,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/internal/charmmeta"
 )
 
 // Model is the part of a Juju model one unit sees through hook tools. It is
@@ -71,10 +74,18 @@ type Model struct {
 	// action tools fail as in Juju.
 	Action *Action `json:"action,omitempty"`
 
-	// Restricted is set while a hook runs in Juju's restricted context
-	// (collect-metrics): every tool but config-get, juju-log and
-	// add-metric fails, "not implemented for restricted context".
-	Restricted bool `json:"restricted,omitempty"`
+	// Restricted is the kind of the hook running in Juju's restricted
+	// context ([juju.Kind.IsRestricted]), set by [Harness.RunEnv] while it
+	// runs: in collect-metrics every tool but juju-log and add-metric
+	// fails, in meter-status-changed every tool but juju-log, with Juju's
+	// "not implemented for restricted context". Empty outside them.
+	Restricted juju.Kind `json:"restricted,omitempty"`
+	// HookRelation is the relation of the running relation hook, set by
+	// [Harness.RunEnv] (and by the tools [InstallTools] builds, from
+	// JUJU_RELATION_ID) while it runs: as Juju does, the relation tools
+	// take it as -r when -r is not given, so secret-revoke refuses --app
+	// there. Nil outside relation hooks.
+	HookRelation *int `json:"hook_relation,omitempty"`
 	// Metrics are the values add-metric added, by key.
 	Metrics map[string]string `json:"metrics,omitempty"`
 
@@ -89,6 +100,11 @@ type Model struct {
 	// Staged holds the writes Juju applies only when the hook exits 0
 	// (state-set, state-delete, relation-set); nil when there are none.
 	Staged *Staged `json:"staged,omitempty"`
+
+	// charm is what the charm declares, when known: config-get adds its
+	// options' defaults and action-get its parameters' defaults. Set by
+	// Harness.RunEnv and ToolMain from the charm directory.
+	charm *charmmeta.Charm
 }
 
 // Relation is one relation the unit takes part in, with the data the unit

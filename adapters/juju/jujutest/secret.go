@@ -498,7 +498,7 @@ func (m *Model) secretRevoke(c *call) *result {
 	if app != "" && unit != "" {
 		return usage("specify only one of application or unit")
 	}
-	if _, given := c.values["relation"]; given {
+	if _, given := c.values["relation"]; given || m.HookRelation != nil {
 		if app != "" {
 			return usage("do not specify both relation and app")
 		}

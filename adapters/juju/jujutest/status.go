@@ -151,15 +151,30 @@ func (m *Model) configGet(c *call) *result {
 	if bad := c.parse(withFormat(flagSet{bools: []string{"all", "a"}})); bad != nil {
 		return bad
 	}
+	cfg := m.config(c.bools["all"] || c.bools["a"])
 	if len(c.pos) == 0 {
-		cfg := m.Config
-		if cfg == nil {
-			cfg = map[string]any{}
-		}
 		return output(c, cfg)
 	}
 	if bad := noMore(c.pos[1:]); bad != nil {
 		return bad
 	}
-	return output(c, m.Config[c.pos[0]])
+	return output(c, cfg[c.pos[0]])
+}
+
+// config returns the configuration as config-get prints it: Model.Config
+// over the defaults of the charm's options, when the charm is known; with
+// all, the options with neither a value nor a default too, as null.
+func (m *Model) config(all bool) map[string]any {
+	cfg := map[string]any{}
+	if m.charm != nil {
+		for name, o := range m.charm.Options {
+			if o.Default != nil || all {
+				cfg[name] = o.Default
+			}
+		}
+	}
+	for k, v := range m.Config {
+		cfg[k] = v
+	}
+	return cfg
 }

@@ -1,0 +1,49 @@
+package juju_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/jujutest"
+)
+
+// TestOptionsReadForCollectors: a collector sees only the fields read, and
+// it cannot subscribe; Options.Read has the adapter read fields for it, so
+// that a charm whose status comes from a collector alone sees its
+// relations. Its fields are checked as subscriptions are.
+func TestOptionsReadForCollectors(t *testing.T) {
+	collector := func(read []string) *jujutest.Harness {
+		return &jujutest.Harness{
+			Options: &juju.Options{Endpoints: []string{"db", "peers", "web"}, Read: read},
+			Setup: func(b *opbus.Bus) error {
+				return b.Collect("db", func(_ context.Context, _ opbus.Key, obj map[string]any) opbus.Status {
+					rels, _ := obj["relations"].(map[string]any)
+					if list, _ := rels["db"].([]any); len(list) > 0 {
+						return opbus.Active("")
+					}
+					return opbus.Blocked("Needs a db relation")
+				})
+			},
+		}
+	}
+	m, err := collector(nil).Run(context.Background(), "update-status", newModel())
+	if err != nil || m.UnitStatus.Status != "blocked" {
+		t.Fatalf("without Read: %v, status %v (the collector sees no relations)", err, m.UnitStatus)
+	}
+	m, err = collector([]string{"relations.db"}).Run(context.Background(), "update-status", newModel())
+	if err != nil || m.UnitStatus.Status != "active" {
+		t.Errorf("with Read: %v, status %v", err, m.UnitStatus)
+	}
+	for read, want := range map[string]string{
+		"relations.dbb":       `the charm has no endpoint "dbb"`,
+		"containers.workload": "containers are probed for handlers",
+		"cofig":               "not in the document",
+	} {
+		if _, err := collector([]string{read}).Run(context.Background(), "update-status", newModel()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Read %q: %v, want an error with %q", read, err, want)
+		}
+	}
+}
