@@ -281,7 +281,7 @@ func entries(t *testing.T) []entry {
 		}, `juju: handler "h" subscribes to config.knd, but the charm has no config option "knd" (did you mean config.kind? its options are kind, port)`},
 		{"juju handler", `On{Fields: ["hook.evnt"]}`, func() error {
 			return jujuSetup(t, "hook.evnt")
-		}, `juju: handler "h" subscribes to hook.evnt, which is not in the document (did you mean hook.event? hook's fields are check, departing-unit, endpoint, event, kind, name, notice-id, notice-key, notice-type, relation-id, remote-app, remote-unit, secret-id, secret-label, secret-revision, storage-id, storage-location, workload)`},
+		}, `juju: handler "h" subscribes to hook.evnt, which is not in the document (did you mean hook.event? hook's fields are check, departing-unit, endpoint, event, kind, meter-info, meter-status, name, notice-id, notice-key, notice-type, relation-id, remote-app, remote-unit, secret-id, secret-label, secret-revision, storage-id, storage-location, workload)`},
 		{"juju handler", `On{Kinds: ["Unit"]}`, func() error {
 			c := &jujutest.Harness{Setup: func(b *opbus.Bus) error { return b.Handle("h", handler, opbus.On{Kinds: []string{"Unit"}}) }}
 			_, err := c.Run(ctx, "install", &jujutest.Model{Unit: "web/0"})
