@@ -48,6 +48,7 @@
 //	                        unit name, and the remote application's data
 //	action.name, action.uuid, action.params   during an action
 //	containers.<name>.can_connect   whether the workload container's Pebble answered
+//	containers.<name>.boot_id       Pebble's boot ID, new each time the container starts
 //
 // Hook fields a hook does not carry are absent. [Document] is the typed
 // form, for handlers that decode the event with [DocumentOf]. Numbers in
@@ -258,9 +259,15 @@
 //
 // and wrap [ErrCannotConnect] when Pebble cannot be reached, which is
 // normal until the container's pebble-ready hook. A handler that needs the
-// container subscribes to containers.<name>.can_connect and returns
-// Waiting while it is false: it runs again, whatever the hook, once the
-// value changes. The workload hooks (<container>-pebble-ready,
+// container subscribes to containers.<name> and returns Waiting while
+// can_connect is false: it runs again, whatever the hook, once the value
+// changes, and when the container restarts, which gives its Pebble a new
+// boot_id and none of the layers, services and pushed files the charm
+// gave the last one. Juju runs <name>-pebble-ready when it finds a new
+// boot ID (and when its agent restarts); that hook runs every handler
+// subscribed to the container, or to a field of it such as can_connect,
+// again, as for a new object (opbus.Create), so that it makes the
+// container what it should be. The workload hooks (<container>-pebble-ready,
 // -pebble-custom-notice, -pebble-check-failed, -pebble-check-recovered)
 // carry the container, the notice and the check in hook.workload,
 // hook.notice-id, hook.notice-type, hook.notice-key and hook.check; match

@@ -187,14 +187,32 @@ func (c *Container) decode(body io.Reader, status int, result any) (string, erro
 	return r.Change, nil
 }
 
-// SystemInfo returns the version of Pebble: a request that succeeds when
-// Pebble is up, as a probe.
-func (c *Container) SystemInfo(ctx context.Context) (version string, err error) {
-	var info struct {
-		Version string `json:"version"`
+// PebbleInfo is what Pebble says of itself (its system-info).
+type PebbleInfo struct {
+	// Version is Pebble's version.
+	Version string `json:"version"`
+	// BootID identifies this run of Pebble: in a workload container,
+	// where Pebble is the first process, it is new each time the
+	// container starts, so a new one means a restarted container, with
+	// none of the layers, services and pushed files of the last.
+	BootID string `json:"boot-id"`
+}
+
+// Info returns Pebble's version and boot ID.
+func (c *Container) Info(ctx context.Context) (*PebbleInfo, error) {
+	info := new(PebbleInfo)
+	if _, err := c.do(ctx, "GET", "/v1/system-info", nil, "", nil, info); err != nil {
+		return nil, c.wrap(err, "system-info")
 	}
-	if _, err := c.do(ctx, "GET", "/v1/system-info", nil, "", nil, &info); err != nil {
-		return "", c.wrap(err, "system-info")
+	return info, nil
+}
+
+// SystemInfo returns the version of Pebble: a request that succeeds when
+// Pebble is up, as a probe. [Container.Info] also returns the boot ID.
+func (c *Container) SystemInfo(ctx context.Context) (version string, err error) {
+	info, err := c.Info(ctx)
+	if err != nil {
+		return "", err
 	}
 	return info.Version, nil
 }

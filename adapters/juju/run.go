@@ -190,6 +190,9 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, endpoints, 
 	if r.env.Kind == KindUpgradeCharm {
 		r.store.upgrade = newUpgrade(subs)
 	}
+	if r.env.Kind == KindPebbleReady {
+		r.store.ready = readyHandlers(subs, r.env.Workload)
+	}
 	if r.plan, err = newPlan(subs, charm); err != nil {
 		return err
 	}

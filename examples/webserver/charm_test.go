@@ -73,6 +73,9 @@ var story = []step{
 		jujutest.Status{Status: "maintenance", Message: "Check alive is down after 3 failures"}, nil},
 	{"workload-pebble-check-recovered", func(w *charmproc.Container, _ *jujutest.Model) { w.Pebble.SetCheck(check, "up", 0) },
 		jujutest.Status{Status: "active"}, nil},
+	// The container restarts: its new Pebble has none of the charm's
+	// file, layer and service.
+	{"workload-pebble-ready", func(w *charmproc.Container, _ *jujutest.Model) { w.Restart() }, jujutest.Status{Status: "active"}, served(8080, 1)},
 	{"update-status", func(w *charmproc.Container, _ *jujutest.Model) { w.Down() },
 		jujutest.Status{Status: "waiting", Message: "Waiting for Pebble in the workload container"}, nil},
 }

@@ -2,7 +2,9 @@
 // workload runs in its own container managed by Pebble:
 //
 //   - workload: once the workload container's Pebble can be reached
-//     (containers.workload.can_connect) and whenever the config changes,
+//     (containers.workload.can_connect), again whenever the container
+//     restarts (a new containers.workload.boot_id, and the
+//     workload-pebble-ready hook) and whenever the config changes,
 //     it pushes the server's configuration file, adds the server's Pebble
 //     layer (whose environment carries the file's digest), replans (Pebble
 //     starts the server, or restarts it when its definition changed) and
@@ -26,7 +28,7 @@ func main() { juju.Main(setup, nil) }
 // setup registers the charm's handlers.
 func setup(b *opbus.Bus) error {
 	return errors.Join(
-		b.Handle("workload", workload, opbus.On{Fields: []string{"containers.workload.can_connect", "config"}}),
+		b.Handle("workload", workload, opbus.On{Fields: []string{"containers.workload", "config"}}),
 		b.Handle("health", health, juju.OnHook("pebble-check-failed", "pebble-check-recovered")),
 	)
 }

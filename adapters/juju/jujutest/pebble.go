@@ -1,6 +1,8 @@
 package jujutest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,7 +49,10 @@ type Pebble struct {
 	srv *http.Server
 
 	mu       sync.Mutex
+	bootID   string
+	image    map[string]*pebbleFile // the files the image holds (WriteFile)
 	files    map[string]*pebbleFile
+	seeded   []*pebbleLayer // the layers the image holds (SeedLayer)
 	layers   []*pebbleLayer
 	running  map[string]string // service → the definition it started with (JSON)
 	starts   map[string]int    // service → how many times it started
@@ -120,18 +125,54 @@ func ListenPebble(dir, name string) (*Pebble, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jujutest: pebble %q: %w", name, err)
 	}
-	p := &Pebble{
-		Name: name, Socket: sock, ln: ln,
-		files:   map[string]*pebbleFile{},
-		running: map[string]string{},
-		starts:  map[string]int{},
-		checks:  map[string]*juju.CheckInfo{},
-		changes: map[string]*pebbleChange{},
-		execs:   map[string]*pebbleExec{},
-	}
+	p := &Pebble{Name: name, Socket: sock, ln: ln, image: map[string]*pebbleFile{}}
+	p.boot()
 	p.srv = &http.Server{Handler: p.routes()}
 	go p.srv.Serve(ln)
 	return p, nil
+}
+
+// boot gives p what a Pebble has when its container starts: a new boot
+// ID, the image's files (and layers), no service running, no check status,
+// change or notice. The caller holds p.mu, or p is new.
+func (p *Pebble) boot() {
+	var id [16]byte
+	rand.Read(id[:])
+	id[6], id[8] = id[6]&0x0f|0x40, id[8]&0x3f|0x80 // a version 4 UUID, as Pebble's
+	h := hex.EncodeToString(id[:])
+	p.bootID = h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	p.files = maps.Clone(p.image)
+	p.layers = nil
+	for _, l := range p.seeded {
+		p.layers = append(p.layers, &pebbleLayer{label: l.label, layer: l.layer})
+	}
+	p.running = map[string]string{}
+	p.starts = map[string]int{}
+	p.checks = map[string]*juju.CheckInfo{}
+	p.changes = map[string]*pebbleChange{}
+	p.execs = map[string]*pebbleExec{}
+	p.notices = nil
+}
+
+// Restart restarts the container, as Kubernetes does when its process
+// dies or its pod moves: Pebble answers again on the same socket with a
+// new boot ID and only what the image holds (the files of
+// [Pebble.WriteFile]); the files
+// pushed, the layers added and the services started through the API are
+// gone, and no service runs (Juju starts Pebble with --hold). Juju then
+// runs <container>-pebble-ready. Requests keeps what was asked before.
+func (p *Pebble) Restart() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.boot()
+}
+
+// BootID returns the boot ID Pebble's system-info gives, new at each
+// [Pebble.Restart].
+func (p *Pebble) BootID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bootID
 }
 
 // Close stops the fake: the socket is gone, so the container cannot be
@@ -149,7 +190,9 @@ func (p *Pebble) Close() error {
 func (p *Pebble) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/system-info", func(w http.ResponseWriter, _ *http.Request) {
-		sync200(w, map[string]any{"version": "1.0.0-jujutest", "boot-id": "jujutest"})
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		sync200(w, map[string]any{"version": "1.0.0-jujutest", "boot-id": p.bootID})
 	})
 	mux.HandleFunc("GET /v1/files", p.getFiles)
 	mux.HandleFunc("POST /v1/files", p.postFiles)
@@ -231,12 +274,13 @@ func (p *Pebble) FileMode(path string) fs.FileMode {
 	return 0
 }
 
-// WriteFile puts a file in the container's filesystem, as the image would
-// have it.
+// WriteFile puts a file in the container's filesystem as the image has
+// it: it is there again after a [Pebble.Restart].
 func (p *Pebble) WriteFile(path string, data []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.files[path] = &pebbleFile{data: slices.Clone(data), perm: 0o644}
+	f := &pebbleFile{data: slices.Clone(data), perm: 0o644}
+	p.files[path], p.image[path] = f, f
 }
 
 // dirExists reports whether some file is under dir (directories exist
