@@ -258,7 +258,17 @@
 //	juju: container "workload" (socket /charm/containers/workload/pebble.socket): pebble: layer "app" already exists
 //
 // and wrap [ErrCannotConnect] when Pebble cannot be reached, which is
-// normal until the container's pebble-ready hook. A handler that needs the
+// normal until the container's pebble-ready hook. Juju never times a hook
+// out, so each request and each wait for a change lasts at most
+// [Container.Timeout] ([DefaultPebbleTimeout], 30 s, unless
+// [Options.PebbleTimeout] or $OPBUS_PEBBLE_TIMEOUT says otherwise): a
+// Pebble that stops answering fails the hook, which Juju retries, with an
+// error wrapping [ErrPebbleTimeout] that names the call:
+//
+//	juju: container "workload" (socket /charm/containers/workload/pebble.socket): replan: pebble did not answer within 30s
+//
+// A command that [Container.Exec] runs for longer needs a Timeout of its
+// own ([ExecOptions]). A handler that needs the
 // container subscribes to containers.<name> and returns Waiting while
 // can_connect is false: it runs again, whatever the hook, once the value
 // changes, and when the container restarts, which gives its Pebble a new

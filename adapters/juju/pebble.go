@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // DefaultPebbleDir is the directory that holds, in a sidecar charm's
@@ -39,7 +40,9 @@ var ErrCannotConnect = errors.New("cannot connect to pebble")
 // Container is a client of the Pebble that manages one workload container
 // of a sidecar charm, through its REST API on a unix socket. Its methods
 // may be called concurrently. Every error names the container and the
-// socket; one Pebble returned is a *[PebbleError].
+// socket; one Pebble returned is a *[PebbleError]. Each request, and each
+// wait for a change, lasts at most Timeout: past it the call fails with
+// an error wrapping [ErrPebbleTimeout] that names the call.
 //
 // A handler gets one with [Hook.Container]; a Container literal with Name
 // and Socket works too. Each request opens its own connection, so a
@@ -49,6 +52,9 @@ type Container struct {
 	Name string
 	// Socket is the path of its Pebble socket.
 	Socket string
+	// Timeout bounds each request and each wait for a change (a replan,
+	// a start, a command's end); zero means [DefaultPebbleTimeout].
+	Timeout time.Duration
 
 	once sync.Once
 	http *http.Client
@@ -65,8 +71,12 @@ func NewContainer(name, dir string) *Container {
 }
 
 // Container returns the client of the workload container name, whose
-// socket is in [Hook.PebbleDir].
-func (h *Hook) Container(name string) *Container { return NewContainer(name, h.PebbleDir) }
+// socket is in [Hook.PebbleDir], with [Hook.PebbleTimeout].
+func (h *Hook) Container(name string) *Container {
+	c := NewContainer(name, h.PebbleDir)
+	c.Timeout = h.PebbleTimeout
+	return c
+}
 
 // client returns the HTTP client that reaches the socket.
 func (c *Container) client() *http.Client {
@@ -141,13 +151,16 @@ type errorResult struct {
 }
 
 // do sends a request and decodes the result of a sync response into
-// result (when not nil). For an async response it returns the change ID.
+// result (when not nil), within the container's timeout. For an async
+// response it returns the change ID.
 func (c *Container) do(ctx context.Context, method, path string, query url.Values, contentType string, body io.Reader, result any) (string, error) {
 	u := "http://localhost" + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	bctx, cancel := bound(ctx, c.timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(bctx, method, u, body)
 	if err != nil {
 		return "", err
 	}
@@ -156,10 +169,14 @@ func (c *Container) do(ctx context.Context, method, path string, query url.Value
 	}
 	resp, err := c.client().Do(req)
 	if err != nil {
-		return "", err
+		return "", timedOut(bctx, err)
 	}
 	defer resp.Body.Close()
-	return c.decode(resp.Body, resp.StatusCode, result)
+	change, err := c.decode(resp.Body, resp.StatusCode, result)
+	if err != nil {
+		return "", timedOut(bctx, err)
+	}
+	return change, nil
 }
 
 // decode reads a response envelope.
@@ -304,39 +321,51 @@ func (c *Container) fileError(results []fileResult, doing string) error {
 // fs.ErrNotExist) holds.
 func (c *Container) Pull(ctx context.Context, path string) ([]byte, error) {
 	doing := "pull " + path
+	bctx, cancel := bound(ctx, c.timeout())
+	defer cancel()
+	data, err := c.pull(bctx, path, doing)
+	if err != nil {
+		return nil, c.wrap(timedOut(bctx, err), doing)
+	}
+	return data, nil
+}
+
+// pull reads the file at path; doing names the call in Pebble's error
+// for the file.
+func (c *Container) pull(ctx context.Context, path, doing string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://localhost/v1/files?"+url.Values{"action": {"read"}, "path": {path}}.Encode(), nil)
 	if err != nil {
-		return nil, c.wrap(err, doing)
+		return nil, err
 	}
 	req.Header.Set("Accept", "multipart/form-data")
 	resp, err := c.client().Do(req)
 	if err != nil {
-		return nil, c.wrap(err, doing)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	mediaType, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" {
 		if _, err := c.decode(resp.Body, resp.StatusCode, nil); err != nil {
-			return nil, c.wrap(err, doing)
+			return nil, err
 		}
-		return nil, c.wrap(fmt.Errorf("response of type %q, want multipart/form-data", mediaType), doing)
+		return nil, fmt.Errorf("response of type %q, want multipart/form-data", mediaType)
 	}
 	mr := multipart.NewReader(resp.Body, params["boundary"])
 	var data []byte
 	for {
 		part, err := mr.NextPart()
 		if err != nil {
-			return nil, c.wrap(fmt.Errorf("reading the multipart response: %w", err), doing)
+			return nil, fmt.Errorf("reading the multipart response: %w", err)
 		}
 		switch part.FormName() {
 		case "files":
 			if data, err = io.ReadAll(part); err != nil {
-				return nil, c.wrap(err, doing)
+				return nil, err
 			}
 		case "response":
 			var results []fileResult
 			if _, err := c.decode(part, resp.StatusCode, &results); err != nil {
-				return nil, c.wrap(err, doing)
+				return nil, err
 			}
 			if err := c.fileError(results, doing); err != nil {
 				return nil, err

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/opbus/opbus"
 )
@@ -39,6 +40,11 @@ type Options struct {
 	// ([ReadContainers]). Those handlers subscribe to are probed for the
 	// document's containers field.
 	Containers []string
+	// PebbleTimeout bounds each request to a workload container's Pebble
+	// and each wait for a change, for the containers of [Hook.Container];
+	// zero means $OPBUS_PEBBLE_TIMEOUT, or [DefaultPebbleTimeout] when
+	// that is empty.
+	PebbleTimeout time.Duration
 	// Bus configures the bus. Run sets its Store (the unit's state) and
 	// Logger (juju-log).
 	Bus *opbus.Options
@@ -68,6 +74,10 @@ type Hook struct {
 	// <PebbleDir>/<name>/pebble.socket: $OPBUS_PEBBLE_DIR, or
 	// [DefaultPebbleDir] when that is empty. See [Hook.Container].
 	PebbleDir string
+	// PebbleTimeout is the Timeout of the containers of [Hook.Container]:
+	// [Options.PebbleTimeout] or $OPBUS_PEBBLE_TIMEOUT; zero means
+	// [DefaultPebbleTimeout].
+	PebbleTimeout time.Duration
 }
 
 type hookKey struct{}
@@ -127,13 +137,23 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 	if level.Level() > slog.LevelDebug {
 		busLevel = max(level.Level(), slog.LevelWarn)
 	}
+	pebbleTimeout := opts.PebbleTimeout
+	if pebbleTimeout < 0 {
+		return fmt.Errorf("juju: Options.PebbleTimeout is %v: expected a positive duration, or 0 for the default", pebbleTimeout)
+	}
+	if pebbleTimeout == 0 {
+		if pebbleTimeout, err = parsePebbleTimeout(getenv(PebbleTimeoutEnv)); err != nil {
+			return err
+		}
+	}
 	tools := Tools{Runner: opts.Runner}
 	r := &run{
-		env:       env,
-		tools:     tools,
-		log:       slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: level})),
-		store:     &stateStore{tools: tools, key: stateKey},
-		pebbleDir: getenv(PebbleDirEnv),
+		env:           env,
+		tools:         tools,
+		log:           slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: level})),
+		store:         &stateStore{tools: tools, key: stateKey},
+		pebbleDir:     getenv(PebbleDirEnv),
+		pebbleTimeout: pebbleTimeout,
 	}
 	var bo opbus.Options
 	if opts.Bus != nil {
@@ -245,8 +265,9 @@ type run struct {
 	bus   *opbus.Bus
 	plan  *plan
 
-	pebbleDir string // $OPBUS_PEBBLE_DIR
-	scope     hookScope
+	pebbleDir     string        // $OPBUS_PEBBLE_DIR
+	pebbleTimeout time.Duration // Options.PebbleTimeout or $OPBUS_PEBBLE_TIMEOUT
+	scope         hookScope
 }
 
 func (r *run) run(ctx context.Context) error {
@@ -256,7 +277,7 @@ func (r *run) run(ctx context.Context) error {
 		return within(err, "juju: %s: reading what the unit sees", e.Name)
 	}
 	r.log.DebugContext(ctx, "juju: dispatching", "hook", e.Name, "event", doc["hook"].(map[string]any)["event"], "endpoints", r.plan.endpoints)
-	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir})
+	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir, PebbleTimeout: r.pebbleTimeout})
 
 	keys := []opbus.Key{{Kind: ObjectUnit, Name: e.Unit}}
 	if leader && r.plan.app {

@@ -63,6 +63,8 @@ type Pebble struct {
 	exec     ExecFunc
 	notices  []*juju.Notice
 	requests []string
+	stalled  []string      // the requests that get no answer (StopAnswering)
+	answer   chan struct{} // closed when they get one again
 }
 
 // pebbleFile is one file of the fake filesystem.
@@ -213,11 +215,51 @@ func (p *Pebble) routes() http.Handler {
 		errorResponse(w, http.StatusNotFound, "", "invalid API endpoint requested")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := r.Method + " " + r.URL.Path
 		p.mu.Lock()
-		p.requests = append(p.requests, r.Method+" "+r.URL.Path)
+		p.requests = append(p.requests, req)
+		answer := p.answer
+		if !slices.ContainsFunc(p.stalled, func(prefix string) bool { return strings.HasPrefix(req, prefix) }) {
+			answer = nil
+		}
 		p.mu.Unlock()
+		if answer != nil {
+			select {
+			case <-answer:
+			case <-r.Context().Done():
+				return // the client gave up, or the fake closed
+			}
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// StopAnswering makes the fake take the requests that start with one of
+// prefixes ("POST /v1/layers", "GET /v1/changes") and answer none of them,
+// as a Pebble whose container froze, until [Pebble.Answer]; no prefix
+// means every request. The requests are recorded as they come.
+func (p *Pebble) StopAnswering(prefixes ...string) {
+	if len(prefixes) == 0 {
+		prefixes = []string{""}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = slices.Clone(prefixes)
+	if p.answer == nil {
+		p.answer = make(chan struct{})
+	}
+}
+
+// Answer makes the fake answer every request again, those it was holding
+// too.
+func (p *Pebble) Answer() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = nil
+	if p.answer != nil {
+		close(p.answer)
+		p.answer = nil
+	}
 }
 
 // Requests returns the requests made so far, as "METHOD /path", in order.
