@@ -439,15 +439,18 @@ type ExecCheck struct {
 // AddLayer adds layer to the plan under label. With combine, a layer
 // already labelled so is combined with it (its services and checks merged
 // or replaced as their Override says); without, an existing label is an
-// error. The layer is sent as YAML in its JSON form, which YAML includes.
-// Nothing starts until [Container.Replan] or [Container.Start].
+// error. The layer is sent as YAML in its JSON form, which YAML includes,
+// with the characters Pebble's YAML reader refuses (U+007F, the C1
+// controls, U+FFFE, U+FFFF) or folds (U+0085) escaped, so that any string
+// reaches the plan unchanged. Nothing starts until [Container.Replan] or
+// [Container.Start].
 func (c *Container) AddLayer(ctx context.Context, label string, layer *Layer, combine bool) error {
 	doing := "add layer " + strconv.Quote(label)
 	y, err := json.Marshal(layer)
 	if err != nil {
 		return c.wrap(err, doing)
 	}
-	body, _ := json.Marshal(map[string]any{"action": "add", "combine": combine, "label": label, "format": "yaml", "layer": string(y)})
+	body, _ := json.Marshal(map[string]any{"action": "add", "combine": combine, "label": label, "format": "yaml", "layer": string(yamlSafeJSON(y))})
 	if _, err := c.do(ctx, "POST", "/v1/layers", nil, "application/json", bytes.NewReader(body), nil); err != nil {
 		return c.wrap(err, doing)
 	}

@@ -485,6 +485,10 @@ func (p *Pebble) postLayers(w http.ResponseWriter, r *http.Request) {
 		errorResponse(w, http.StatusBadRequest, "", "invalid format %q", req.Format)
 		return
 	}
+	if err := checkYAMLInput(req.Layer, true); err != nil {
+		errorResponse(w, http.StatusBadRequest, "", "cannot parse layer YAML: %v", err)
+		return
+	}
 	var layer map[string]any
 	if err := json.Unmarshal([]byte(req.Layer), &layer); err != nil {
 		errorResponse(w, http.StatusBadRequest, "", "cannot parse layer (the fake reads YAML in its JSON form only): %v", err)
