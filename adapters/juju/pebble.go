@@ -280,7 +280,7 @@ func (c *Container) Push(ctx context.Context, path string, data []byte, opts *Pu
 	if err == nil {
 		part, err = mw.CreatePart(textproto.MIMEHeader{
 			"Content-Type":        {"application/octet-stream"},
-			"Content-Disposition": {`form-data; name="files"; filename="` + strings.ReplaceAll(path, `"`, `\"`) + `"`},
+			"Content-Disposition": {`form-data; name="files"; filename="` + quoteEscaper.Replace(path) + `"`},
 		})
 	}
 	if err == nil {
@@ -298,6 +298,10 @@ func (c *Container) Push(ctx context.Context, path string, data []byte, opts *Pu
 	}
 	return c.fileError(results, "push "+path)
 }
+
+// quoteEscaper escapes a file name in a quoted Content-Disposition
+// parameter, as mime/multipart's CreateFormFile (and so Pebble) does.
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
 
 // fileResult is the result of one file of a files request.
 type fileResult struct {
@@ -371,7 +375,7 @@ func (c *Container) pull(ctx context.Context, path, doing string) ([]byte, error
 				return nil, err
 			}
 			if data == nil {
-				data = []byte{}
+				return nil, errors.New("pebble's response has no content for the file")
 			}
 			return data, nil
 		}

@@ -33,6 +33,11 @@ import (
 // filesystem of files pushed (directories are implicit), the layers added
 // and the plan they combine to, the services' states and the checks'
 // statuses. Changes complete at once; commands run through [ExecFunc].
+// A test can give it what the container's image holds ([Pebble.WriteFile],
+// [Pebble.SeedLayer]) and what the charm finds already there
+// ([Pebble.AddLayer], [Pebble.StartServices]), restart the container
+// ([Pebble.Restart]: a new boot ID, only the image's files and layers),
+// and make it stop answering ([Pebble.StopAnswering]).
 //
 // It answers system-info, files (read one file, write), layers (add),
 // plan, services (list, start, stop, restart, replan), checks (list),
@@ -135,7 +140,7 @@ func ListenPebble(dir, name string) (*Pebble, error) {
 }
 
 // boot gives p what a Pebble has when its container starts: a new boot
-// ID, the image's files (and layers), no service running, no check status,
+// ID, the image's files and layers, no service running, no check status,
 // change or notice. The caller holds p.mu, or p is new.
 func (p *Pebble) boot() {
 	var id [16]byte
@@ -159,7 +164,7 @@ func (p *Pebble) boot() {
 // Restart restarts the container, as Kubernetes does when its process
 // dies or its pod moves: Pebble answers again on the same socket with a
 // new boot ID and only what the image holds (the files of
-// [Pebble.WriteFile]); the files
+// [Pebble.WriteFile], the layers of [Pebble.SeedLayer]); the files
 // pushed, the layers added and the services started through the API are
 // gone, and no service runs (Juju starts Pebble with --hold). Juju then
 // runs <container>-pebble-ready. Requests keeps what was asked before.
@@ -377,7 +382,7 @@ func (p *Pebble) getFiles(w http.ResponseWriter, r *http.Request) {
 		}
 		part, _ := mw.CreatePart(textproto.MIMEHeader{
 			"Content-Type":        {"application/octet-stream"},
-			"Content-Disposition": {`form-data; name="files"; filename="` + name + `"`},
+			"Content-Disposition": {`form-data; name="files"; filename="` + quoteEscaper.Replace(name) + `"`},
 		})
 		part.Write(data)
 		results = append(results, fileResult(name, nil))
@@ -435,6 +440,10 @@ func (p *Pebble) postFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	sync200(w, results)
 }
+
+// quoteEscaper escapes a file name in a quoted Content-Disposition
+// parameter, as Pebble's mime/multipart does.
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
 
 // partFilename is the whole filename of a part (FileName keeps only its
 // last element).
@@ -568,10 +577,14 @@ func combineLayers(lower, upper map[string]any) map[string]any {
 }
 
 // mergeEntry merges upper into lower as Pebble's "merge" override does:
-// maps merge by key, lists append, other values replace.
+// maps merge by key, lists append, other values replace, but the entry
+// keeps lower's override.
 func mergeEntry(lower, upper map[string]any) map[string]any {
 	out := maps.Clone(lower)
 	for k, v := range upper {
+		if k == "override" {
+			continue
+		}
 		switch uv := v.(type) {
 		case map[string]any:
 			lm, _ := out[k].(map[string]any)
@@ -591,25 +604,26 @@ func mergeEntry(lower, upper map[string]any) map[string]any {
 	return out
 }
 
-// plan returns the combined plan's JSON form. The caller holds p.mu.
+// plan returns the combined plan's JSON form: its services and checks,
+// each with its override, as Pebble's plan has them. The caller holds
+// p.mu.
 func (p *Pebble) plan() map[string]any {
-	var plan map[string]any
+	var combined map[string]any
 	for _, l := range p.layers {
-		plan = combineLayers(plan, l.layer)
+		combined = combineLayers(combined, l.layer)
 	}
+	plan := map[string]any{}
 	for _, sec := range layerSections {
-		entries, _ := plan[sec].(map[string]any)
-		for name, e := range entries {
-			m := maps.Clone(e.(map[string]any))
-			delete(m, "override")
-			entries[name] = m
+		if entries, ok := combined[sec].(map[string]any); ok && len(entries) > 0 {
+			plan[sec] = entries
 		}
 	}
 	return plan
 }
 
-// Plan returns the plan the layers combine to, as Pebble would show it
-// (without the overrides).
+// Plan returns the plan the layers combine to, as Pebble shows it: its
+// services and checks, each with the override of the layer that first
+// defined it or last replaced it.
 func (p *Pebble) Plan() *juju.Layer {
 	p.mu.Lock()
 	data, _ := json.Marshal(p.plan())
@@ -617,6 +631,55 @@ func (p *Pebble) Plan() *juju.Layer {
 	l := new(juju.Layer)
 	json.Unmarshal(data, l)
 	return l
+}
+
+// SeedLayer adds layer to the plan as one of the image's layers (in
+// Pebble's layers directory) labelled label: it is in the plan from the
+// start and again after a [Pebble.Restart]. Seed before the charm runs;
+// a label seeded twice combines.
+func (p *Pebble) SeedLayer(label string, layer *juju.Layer) error {
+	m, err := layerMap(layer)
+	if err == nil {
+		err = p.addLayer(label, m, true)
+	}
+	if err != nil {
+		return fmt.Errorf("jujutest: pebble %q: seeding layer %q: %w", p.Name, label, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.seeded {
+		if l.label == label {
+			l.layer = combineLayers(l.layer, m)
+			return nil
+		}
+	}
+	p.seeded = append(p.seeded, &pebbleLayer{label: label, layer: m})
+	return nil
+}
+
+// AddLayer adds layer to the plan as the layers API does (see
+// [juju.Container.AddLayer]), for a test that sets up a Pebble the charm
+// finds already configured. A [Pebble.Restart] forgets it.
+func (p *Pebble) AddLayer(label string, layer *juju.Layer, combine bool) error {
+	m, err := layerMap(layer)
+	if err == nil {
+		err = p.addLayer(label, m, combine)
+	}
+	if err != nil {
+		return fmt.Errorf("jujutest: pebble %q: adding layer %q: %w", p.Name, label, err)
+	}
+	return nil
+}
+
+// layerMap returns a layer's JSON form.
+func layerMap(layer *juju.Layer) (map[string]any, error) {
+	data, err := json.Marshal(layer)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	err = json.Unmarshal(data, &m)
+	return m, err
 }
 
 // Layers returns the labels of the layers, in the order they were added.

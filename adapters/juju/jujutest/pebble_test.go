@@ -310,13 +310,13 @@ func TestFakePebbleReplan(t *testing.T) {
 		t.Errorf("adding a layer started app: %d starts, want 1", got)
 	}
 	replan(2)
-	want := &juju.Service{Command: "app", Startup: "enabled", Environment: map[string]string{"A": "1", "B": "2"}, After: []string{"db", "cache"}}
+	want := &juju.Service{Override: "replace", Command: "app", Startup: "enabled", Environment: map[string]string{"A": "1", "B": "2"}, After: []string{"db", "cache"}}
 	if got := p.Plan().Services["app"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("merged plan: got %+v, want %+v", got, want)
 	}
 	add("base", &juju.Service{Override: "replace", Command: "app2", Startup: "enabled"}, true)
 	replan(3)
-	want = &juju.Service{Command: "app2", Startup: "enabled", Environment: map[string]string{"B": "2"}, After: []string{"cache"}}
+	want = &juju.Service{Override: "replace", Command: "app2", Startup: "enabled", Environment: map[string]string{"B": "2"}, After: []string{"cache"}}
 	if got := p.Plan().Services["app"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("after replacing in the combined base layer: got %+v, want %+v", got, want)
 	}
