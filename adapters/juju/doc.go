@@ -248,7 +248,8 @@
 //	err = c.Replan(ctx)
 //	res, err := c.Exec(ctx, []string{"app", "--version"}, nil)
 //
-// [Container] pushes and pulls files, adds layers, replans, starts, stops
+// [Container] pushes and pulls files, adds layers, reads the plan
+// ([Container.Plan], as ops' get_plan), replans, starts, stops
 // and restarts services, reads services' and checks' status, reads and
 // records notices (a custom notice hook's hook.notice-id is the ID
 // [Container.Notice] takes) and runs commands ([Container.Exec], over the websockets of Pebble's exec task;

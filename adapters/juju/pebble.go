@@ -382,64 +382,6 @@ func (c *Container) pull(ctx context.Context, path, doing string) ([]byte, error
 	}
 }
 
-// Layer is a Pebble layer: services and checks to add to the plan. Its
-// fields are Pebble's layer fields, spelled as in its YAML.
-type Layer struct {
-	Summary     string              `json:"summary,omitempty"`
-	Description string              `json:"description,omitempty"`
-	Services    map[string]*Service `json:"services,omitempty"`
-	Checks      map[string]*Check   `json:"checks,omitempty"`
-}
-
-// Service is a service of a [Layer]. Override is "merge" or "replace"
-// (required when the layer is combined with one that has the service).
-type Service struct {
-	Override    string            `json:"override,omitempty"`
-	Summary     string            `json:"summary,omitempty"`
-	Command     string            `json:"command,omitempty"`
-	Startup     string            `json:"startup,omitempty"` // "enabled" or "disabled"
-	Environment map[string]string `json:"environment,omitempty"`
-	User        string            `json:"user,omitempty"`
-	Group       string            `json:"group,omitempty"`
-	WorkingDir  string            `json:"working-dir,omitempty"`
-	Requires    []string          `json:"requires,omitempty"`
-	After       []string          `json:"after,omitempty"`
-	Before      []string          `json:"before,omitempty"`
-	OnSuccess   string            `json:"on-success,omitempty"`
-	OnFailure   string            `json:"on-failure,omitempty"`
-	OnCheckFail map[string]string `json:"on-check-failure,omitempty"`
-}
-
-// Check is a health check of a [Layer]: one of HTTP, TCP or Exec.
-type Check struct {
-	Override  string     `json:"override,omitempty"`
-	Level     string     `json:"level,omitempty"` // "alive", "ready" or none
-	Startup   string     `json:"startup,omitempty"`
-	Period    string     `json:"period,omitempty"`
-	Timeout   string     `json:"timeout,omitempty"`
-	Threshold int        `json:"threshold,omitempty"`
-	HTTP      *HTTPCheck `json:"http,omitempty"`
-	TCP       *TCPCheck  `json:"tcp,omitempty"`
-	Exec      *ExecCheck `json:"exec,omitempty"`
-}
-
-// HTTPCheck checks that a GET of URL succeeds.
-type HTTPCheck struct {
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
-// TCPCheck checks that a TCP connection opens.
-type TCPCheck struct {
-	Port int    `json:"port"`
-	Host string `json:"host,omitempty"`
-}
-
-// ExecCheck checks that a command exits 0.
-type ExecCheck struct {
-	Command string `json:"command"`
-}
-
 // AddLayer adds layer to the plan under label. With combine, a layer
 // already labelled so is combined with it (its services and checks merged
 // or replaced as their Override says); without, an existing label is an

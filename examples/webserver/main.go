@@ -5,9 +5,11 @@
 //     (containers.workload.can_connect), again whenever the container
 //     restarts (a new containers.workload.boot_id, and the
 //     workload-pebble-ready hook) and whenever the config changes,
-//     it pushes the server's configuration file, adds the server's Pebble
-//     layer (whose environment carries the file's digest), replans (Pebble
-//     starts the server, or restarts it when its definition changed) and
+//     it pushes the server's configuration file, reads Pebble's plan and,
+//     when its service differs from the server's Pebble layer (whose
+//     environment carries the file's digest), adds the layer and replans
+//     (Pebble starts the server, or restarts it when its definition
+//     changed), and
 //     sets the workload version from the server's --version;
 //   - health: on the pebble-check-failed and -recovered hooks, it reads
 //     the check's status from Pebble.

@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/internal/yamlblock"
 )
 
 // Pebble is a fake of Pebble's REST API for one workload container,
@@ -204,9 +205,14 @@ func (p *Pebble) routes() http.Handler {
 	mux.HandleFunc("GET /v1/files", p.getFiles)
 	mux.HandleFunc("POST /v1/files", p.postFiles)
 	mux.HandleFunc("POST /v1/layers", p.postLayers)
-	mux.HandleFunc("GET /v1/plan", func(w http.ResponseWriter, _ *http.Request) {
-		data, _ := json.Marshal(p.Plan())
-		sync200(w, string(data))
+	mux.HandleFunc("GET /v1/plan", func(w http.ResponseWriter, r *http.Request) {
+		if f := r.URL.Query().Get("format"); f != "yaml" {
+			errorResponse(w, http.StatusBadRequest, "", "invalid format %q", f)
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		sync200(w, yamlblock.Marshal(p.plan()))
 	})
 	mux.HandleFunc("GET /v1/services", p.getServices)
 	mux.HandleFunc("POST /v1/services", p.postServices)
@@ -511,7 +517,7 @@ func (p *Pebble) postLayers(w http.ResponseWriter, r *http.Request) {
 }
 
 // layerSections are the sections of a layer whose entries combine.
-var layerSections = []string{"services", "checks"}
+var layerSections = []string{"services", "checks", "log-targets"}
 
 // addLayer adds or combines a layer as Pebble does.
 func (p *Pebble) addLayer(label string, layer map[string]any, combine bool) error {
@@ -523,7 +529,7 @@ func (p *Pebble) addLayer(label string, layer map[string]any, combine bool) erro
 		for name, e := range entries {
 			m, _ := e.(map[string]any)
 			if o := m["override"]; o != "merge" && o != "replace" {
-				return fmt.Errorf("layer %q must define \"override\" for %s %q as \"merge\" or \"replace\"", label, strings.TrimSuffix(sec, "s"), name)
+				return fmt.Errorf("layer %q must define \"override\" for %s %q as \"merge\" or \"replace\"", label, strings.ReplaceAll(strings.TrimSuffix(sec, "s"), "-", " "), name)
 			}
 		}
 	}
@@ -604,8 +610,8 @@ func mergeEntry(lower, upper map[string]any) map[string]any {
 	return out
 }
 
-// plan returns the combined plan's JSON form: its services and checks,
-// each with its override, as Pebble's plan has them. The caller holds
+// plan returns the combined plan's JSON form: its services, checks and
+// log targets, each with its override, as Pebble's plan has them. The caller holds
 // p.mu.
 func (p *Pebble) plan() map[string]any {
 	var combined map[string]any
@@ -622,7 +628,7 @@ func (p *Pebble) plan() map[string]any {
 }
 
 // Plan returns the plan the layers combine to, as Pebble shows it: its
-// services and checks, each with the override of the layer that first
+// services, checks and log targets, each with the override of the layer that first
 // defined it or last replaced it.
 func (p *Pebble) Plan() *juju.Layer {
 	p.mu.Lock()

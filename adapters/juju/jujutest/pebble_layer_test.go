@@ -37,8 +37,9 @@ func postRaw(t *testing.T, c *juju.Container, layer string) (int, string) {
 }
 
 // TestPebbleLayerEscapes: AddLayer escapes what Pebble's YAML reader
-// refuses, so that a layer holding such characters is added; sent raw,
-// Pebble (and the fake) refuse the layer.
+// refuses, so that a layer holding such characters is added and its
+// strings reach the plan unchanged; sent raw, Pebble (and the fake)
+// refuse the layer.
 func TestPebbleLayerEscapes(t *testing.T) {
 	for _, target := range pebbleTargets() {
 		t.Run(target.name, func(t *testing.T) {
@@ -47,6 +48,10 @@ func TestPebbleLayerEscapes(t *testing.T) {
 			svc := &juju.Service{Override: "replace", Command: "app --motd " + oddText, Environment: map[string]string{"MOTD": oddText}}
 			if err := c.AddLayer(ctx, "odd", &juju.Layer{Summary: oddText, Services: map[string]*juju.Service{"app": svc}}, false); err != nil {
 				t.Fatalf("AddLayer: %v", err)
+			}
+			plan, err := c.Plan(ctx)
+			if got := plan.Services["app"]; err != nil || got == nil || got.Command != svc.Command || got.Environment["MOTD"] != oddText {
+				t.Errorf("the plan's service: got %+v, %v; want command %q and MOTD %q", got, err, svc.Command, oddText)
 			}
 			raw, _ := json.Marshal(map[string]any{"services": map[string]any{"raw": map[string]any{"override": "replace", "command": "app " + oddText}}})
 			status, body := postRaw(t, c, string(raw))

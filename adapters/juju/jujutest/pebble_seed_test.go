@@ -118,3 +118,67 @@ func TestPebbleOddPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestPebblePlan: Plan reads the plan Pebble sends as YAML: every field
+// of a service, check and log target, each with its override, the layers
+// combined as Pebble combines them.
+func TestPebblePlan(t *testing.T) {
+	for _, target := range pebbleTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			c, _ := target.start(t)
+			ctx := context.Background()
+			if plan, err := c.Plan(ctx); err != nil || !reflect.DeepEqual(plan, &juju.Layer{}) {
+				t.Errorf("empty plan: got %+v, %v", plan, err)
+			}
+			app := &juju.Service{
+				Override: "replace", Summary: "the app", Description: "It serves.\nTwo lines.\n", Command: "/bin/app --port 8080 [ --debug ]",
+				Startup: "enabled", Environment: map[string]string{"A": "1", "B": "true", "C": "a: b", "D": oddText}, User: "root", Group: "root",
+				WorkingDir: "/srv", Requires: []string{"db"}, After: []string{"db"}, Before: []string{"web"},
+				OnSuccess: "ignore", OnFailure: "restart", OnCheckFailure: map[string]string{"up": "restart"},
+				BackoffDelay: "500ms", BackoffFactor: 1.5, BackoffLimit: "1m0s", KillDelay: "10s",
+			}
+			layer := &juju.Layer{
+				Summary:  "base",
+				Services: map[string]*juju.Service{"app": app, "db": {Override: "replace", Command: "/bin/db"}, "web": {Override: "replace", Command: "/bin/web"}},
+				Checks: map[string]*juju.Check{
+					"up":   {Override: "replace", Level: "alive", Period: "10s", Timeout: "3s", Threshold: 5, HTTP: &juju.HTTPCheck{URL: "http://localhost:8080/", Headers: map[string]string{"X-A": "b"}}},
+					"tcp":  {Override: "replace", TCP: &juju.TCPCheck{Port: 5432, Host: "localhost"}},
+					"exec": {Override: "replace", Exec: &juju.ExecCheck{Command: "/bin/check", ServiceContext: "app", Environment: map[string]string{"K": "V"}, WorkingDir: "/tmp"}},
+				},
+				LogTargets: map[string]*juju.LogTarget{"loki": {Override: "replace", Type: "loki", Location: "http://loki:3100/loki/api/v1/push", Services: []string{"all"}, Labels: map[string]string{"app": "web"}}},
+			}
+			if err := c.AddLayer(ctx, "base", layer, false); err != nil {
+				t.Fatal(err)
+			}
+			more := &juju.Layer{Services: map[string]*juju.Service{"app": {Override: "merge", Environment: map[string]string{"E": "5"}, After: []string{"cache"}}}}
+			if err := c.AddLayer(ctx, "more", more, false); err != nil {
+				t.Fatal(err)
+			}
+			plan, err := c.Plan(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := *app
+			want.Environment = map[string]string{"A": "1", "B": "true", "C": "a: b", "D": oddText, "E": "5"}
+			want.After = []string{"db", "cache"}
+			if got := plan.Services["app"]; !reflect.DeepEqual(got, &want) {
+				t.Errorf("service app:\n got %+v\nwant %+v", got, &want)
+			}
+			for name, ch := range layer.Checks {
+				got := plan.Checks[name]
+				if got != nil && ch.Threshold == 0 {
+					got.Threshold = 0 // Pebble shows its default, 3
+				}
+				if !reflect.DeepEqual(got, ch) {
+					t.Errorf("check %s: got %+v, want %+v", name, got, ch)
+				}
+			}
+			if got := plan.LogTargets["loki"]; !reflect.DeepEqual(got, layer.LogTargets["loki"]) {
+				t.Errorf("log target: got %+v, want %+v", got, layer.LogTargets["loki"])
+			}
+			if plan.Summary != "" || len(plan.Services) != 3 {
+				t.Errorf("plan: summary %q, %d services; want none and 3", plan.Summary, len(plan.Services))
+			}
+		})
+	}
+}
