@@ -295,7 +295,10 @@
 // serves a fake Pebble (an in-memory filesystem, the plan its layers make,
 // services, checks, and commands run by a function of the test) on a
 // container's socket, for either kind of test: set Harness.PebbleDir, or
-// OPBUS_PEBBLE_DIR in the charm process's environment. The model holds
+// OPBUS_PEBBLE_DIR in the charm process's environment. A test seeds it
+// with the image's files and layers and with running services, restarts
+// it (a new boot ID, only the image's files and layers) and makes it stop
+// answering. The model holds
 // secrets (owned and observed, with revisions and grants) for the secret
 // tools; the fakes read state-set and relation-set input as YAML as Juju
 // does, refuse what Juju's restricted context refuses in collect-metrics,

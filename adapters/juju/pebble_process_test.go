@@ -106,7 +106,7 @@ func TestPebbleCharmAsProcesses(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, want) {
 		t.Errorf("a Pebble that stops answering: exit %d, stderr %q; want a failure with %s", code, stderr, want)
 	}
-	if code, stderr := hook("workload-pebble-ready", "200ms"); code != 0 {
+	if code, stderr := hook("workload-pebble-ready", ""); code != 0 {
 		t.Fatalf("the retried hook: exit %d: %s", code, stderr)
 	}
 	running("the retried hook")

@@ -38,6 +38,7 @@ func TestPebbleThatStopsAnsweringFailsTheHook(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, juju.ErrPebbleTimeout) || out.HookError == "" {
 		t.Fatalf("got %v (hook error %q), want the hook failed with %s", err, out.HookError, want)
 	}
+	c.Options = nil // the default bound, for the retry
 	out, err = c.Run(context.Background(), "workload-pebble-ready", out)
 	if err != nil || out.UnitStatus.Status != "active" || len(workload.Services()) != 1 || workload.Services()[0].Current != "active" {
 		t.Errorf("the next hook: %v, status %+v, services %+v; want it active with app running", err, out.UnitStatus, workload.Services())

@@ -624,6 +624,16 @@ func (p *Pebble) plan() map[string]any {
 			plan[sec] = entries
 		}
 	}
+	// Pebble's plan shows a check's threshold, 3 unless a layer says.
+	if checks, ok := plan["checks"].(map[string]any); ok {
+		for name, c := range checks {
+			if m, _ := c.(map[string]any); m != nil && m["threshold"] == nil {
+				m = maps.Clone(m)
+				m["threshold"] = 3.0
+				checks[name] = m
+			}
+		}
+	}
 	return plan
 }
 

@@ -23,7 +23,6 @@ func TestPebbleTimeout(t *testing.T) {
 		return &juju.ExecResult{Stdout: []byte("ok")}, nil
 	})
 	c := juju.NewContainer("workload", dir)
-	c.Timeout = 50 * time.Millisecond
 	ctx := context.Background()
 	layer := &juju.Layer{Services: map[string]*juju.Service{"app": {Override: "replace", Command: "app", Startup: "enabled"}}}
 	p.WriteFile("/etc/app.conf", []byte("x"))
@@ -49,7 +48,9 @@ func TestPebbleTimeout(t *testing.T) {
 	for _, tt := range calls {
 		t.Run(tt.stall+" "+tt.call, func(t *testing.T) {
 			p.StopAnswering(tt.stall)
+			c.Timeout = 50 * time.Millisecond
 			err := tt.run()
+			c.Timeout = 0 // the default, for the call once Pebble answers
 			p.Answer()
 			want := `juju: container "workload" (socket ` + c.Socket + `): ` + tt.call + `: pebble did not answer within 50ms`
 			if err == nil || err.Error() != want || !errors.Is(err, juju.ErrPebbleTimeout) || !errors.Is(err, context.DeadlineExceeded) {
