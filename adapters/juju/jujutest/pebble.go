@@ -479,4 +479,3 @@ func (p *Pebble) write(name string, data []byte, permissions, user string, makeD
 	p.files[name] = &pebbleFile{data: data, perm: perm, user: user}
 	return nil
 }
-
