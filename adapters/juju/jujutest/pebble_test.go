@@ -46,6 +46,14 @@ func pebbleTargets() []pebbleTarget {
 // test ends.
 func startRealPebble(t testing.TB, bin string) *juju.Container {
 	t.Helper()
+	c, _ := startRealPebbleProcess(t, bin)
+	return c
+}
+
+// startRealPebbleProcess is startRealPebble, which also returns pebble's
+// process.
+func startRealPebbleProcess(t testing.TB, bin string) (*juju.Container, *os.Process) {
+	t.Helper()
 	dir := jujutest.PebbleDir(t)
 	c := juju.NewContainer("workload", dir)
 	os.MkdirAll(filepath.Dir(c.Socket), 0o755)
@@ -70,7 +78,7 @@ func startRealPebble(t testing.TB, bin string) *juju.Container {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return c
+	return c, cmd.Process
 }
 
 // TestPebbleFiles pushes and pulls files: content and permissions survive

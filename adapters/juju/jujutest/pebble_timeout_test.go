@@ -3,7 +3,10 @@ package jujutest_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,6 +71,29 @@ func TestPebbleTimeout(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	if err := c.Replan(cctx); !errors.Is(err, context.Canceled) || errors.Is(err, juju.ErrPebbleTimeout) || !strings.Contains(err.Error(), "replan") {
 		t.Errorf("cancelled: got %v, want context.Canceled naming the call, not a timeout", err)
+	}
+	if bin := os.Getenv(PebbleBinEnv); bin != "" {
+		t.Run("real pebble stopped", func(t *testing.T) { realPebbleTimeout(t, bin) })
+	}
+}
+
+// realPebbleTimeout: a real pebble that stops answering (its process
+// stopped, as in a frozen container) fails a call after the container's
+// Timeout; once it runs again, calls succeed.
+func realPebbleTimeout(t *testing.T, bin string) {
+	c, proc := startRealPebbleProcess(t, bin)
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	c.Timeout = 200 * time.Millisecond
+	err := c.Push(context.Background(), filepath.Join(t.TempDir(), "f"), []byte("x"), nil)
+	proc.Signal(syscall.SIGCONT)
+	if !errors.Is(err, juju.ErrPebbleTimeout) || !strings.Contains(err.Error(), "pebble did not answer within 200ms") {
+		t.Errorf("stopped: got %v, want a timeout", err)
+	}
+	c.Timeout = 0
+	if _, err := c.Info(context.Background()); err != nil {
+		t.Errorf("running again: %v", err)
 	}
 }
 
