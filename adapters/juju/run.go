@@ -148,13 +148,13 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 	}
 	tools := Tools{Runner: opts.Runner}
 	r := &run{
-		env:           env,
-		tools:         tools,
-		log:           slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: level})),
-		store:         &stateStore{tools: tools, key: stateKey},
-		pebbleDir:     getenv(PebbleDirEnv),
-		pebbleTimeout: pebbleTimeout,
+		env:       env,
+		tools:     tools,
+		log:       slog.New(NewLogHandler(&tools, stderr, &slog.HandlerOptions{Level: level})),
+		store:     &stateStore{tools: tools, key: stateKey},
+		pebbleDir: getenv(PebbleDirEnv),
 	}
+	r.pebbleTimeout = pebbleTimeout
 	var bo opbus.Options
 	if opts.Bus != nil {
 		bo = *opts.Bus
@@ -265,9 +265,10 @@ type run struct {
 	bus   *opbus.Bus
 	plan  *plan
 
-	pebbleDir     string        // $OPBUS_PEBBLE_DIR
+	pebbleDir string // $OPBUS_PEBBLE_DIR
+	scope     hookScope
+
 	pebbleTimeout time.Duration // Options.PebbleTimeout or $OPBUS_PEBBLE_TIMEOUT
-	scope         hookScope
 }
 
 func (r *run) run(ctx context.Context) error {
