@@ -53,7 +53,8 @@ type Container struct {
 	// Socket is the path of its Pebble socket.
 	Socket string
 	// Timeout bounds each request and each wait for a change (a replan,
-	// a start, a command's end); zero means [DefaultPebbleTimeout].
+	// a start, a command's end); zero (or less) means
+	// [DefaultPebbleTimeout].
 	Timeout time.Duration
 
 	once sync.Once
