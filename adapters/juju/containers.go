@@ -17,7 +17,7 @@ var containerSections = []string{"containers"}
 
 // containerFields are the fields of each entry of the document's
 // containers field.
-var containerFields = []string{"can_connect"}
+var containerFields = []string{"boot_id", "can_connect"}
 
 // ProbeTimeout bounds the system-info request that tells whether a
 // container's Pebble can be reached when the document is built.
@@ -36,6 +36,9 @@ type ContainerInfo struct {
 	// CanConnect reports whether the container's Pebble answered a
 	// system-info request when the hook started.
 	CanConnect bool `json:"can_connect"`
+	// BootID is the boot ID Pebble gave ([PebbleInfo.BootID]), new each
+	// time the container starts; empty when Pebble did not answer.
+	BootID string `json:"boot_id"`
 }
 
 // planContainers checks the subscriptions to containers and returns the
@@ -90,15 +93,18 @@ func planContainers(subs []opbus.Subscription, known []string, knownErr error) (
 }
 
 // containers returns the document's containers field: whether each
-// container's Pebble answers, probed one after the other, each for at
-// most ProbeTimeout.
+// container's Pebble answers, and its boot ID, probed one after the
+// other, each for at most ProbeTimeout.
 func (r *reader) containers(ctx context.Context) map[string]any {
 	out := make(map[string]any, len(r.plan.containers))
 	for _, name := range r.plan.containers {
 		pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
-		ok := NewContainer(name, r.pebbleDir).CanConnect(pctx)
+		info, err := NewContainer(name, r.pebbleDir).Info(pctx)
 		cancel()
-		out[name] = map[string]any{"can_connect": ok}
+		if err != nil {
+			info = &PebbleInfo{}
+		}
+		out[name] = map[string]any{"can_connect": err == nil, "boot_id": info.BootID}
 	}
 	return out
 }

@@ -44,16 +44,19 @@ func TestReadContainers(t *testing.T) {
 // only the containers handlers subscribe to are probed.
 func TestContainersInTheDocument(t *testing.T) {
 	charmDir, pebbleDir, workload := containerCharm(t)
+	up := `"workload":{"boot_id":"` + workload.BootID() + `","can_connect":true}`
+	down := `"sidecar":{"boot_id":"","can_connect":false}`
 	tests := []struct {
 		name     string
 		fields   []string
 		want     string // the containers field, as JSON; "" for absent
 		requests int    // requests the workload's Pebble gets
 	}{
-		{"all containers", []string{"containers"}, `{"sidecar":{"can_connect":false},"workload":{"can_connect":true}}`, 1},
-		{"the whole document", nil, `{"sidecar":{"can_connect":false},"workload":{"can_connect":true}}`, 1},
-		{"one container", []string{"containers.workload.can_connect"}, `{"workload":{"can_connect":true}}`, 1},
-		{"the other container", []string{"containers.sidecar"}, `{"sidecar":{"can_connect":false}}`, 0},
+		{"all containers", []string{"containers"}, `{` + down + `,` + up + `}`, 1},
+		{"the whole document", nil, `{` + down + `,` + up + `}`, 1},
+		{"one container", []string{"containers.workload.can_connect"}, `{` + up + `}`, 1},
+		{"its boot ID", []string{"containers.workload.boot_id"}, `{` + up + `}`, 1},
+		{"the other container", []string{"containers.sidecar"}, `{` + down + `}`, 0},
 		{"no container", []string{"config"}, ``, 0},
 	}
 	for _, tt := range tests {
@@ -76,8 +79,8 @@ func TestContainersInTheDocument(t *testing.T) {
 			}
 		})
 	}
-	d, err := juju.DocumentOf(&opbus.Event{New: map[string]any{"containers": map[string]any{"workload": map[string]any{"can_connect": true}}}})
-	if err != nil || !d.Containers["workload"].CanConnect {
+	d, err := juju.DocumentOf(&opbus.Event{New: map[string]any{"containers": map[string]any{"workload": map[string]any{"can_connect": true, "boot_id": "b1"}}}})
+	if err != nil || !d.Containers["workload"].CanConnect || d.Containers["workload"].BootID != "b1" {
 		t.Errorf("DocumentOf: got %+v, %v", d, err)
 	}
 }
@@ -86,14 +89,14 @@ func TestContainersInTheDocument(t *testing.T) {
 // declare, a misspelt container field, and every container while the
 // charm's containers are unknown fail the hook before any handler runs.
 func TestContainerSubscriptionErrors(t *testing.T) {
-	charmDir, pebbleDir, _ := containerCharm(t)
+	charmDir, pebbleDir, workload := containerCharm(t)
 	tests := []struct {
 		field    string
 		charmDir string
 		want     string
 	}{
 		{"containers.wrokload", charmDir, `handler "h" subscribes to containers.wrokload, but the charm has no container "wrokload" (did you mean containers.workload? its containers are sidecar, workload)`},
-		{"containers.workload.can_conect", charmDir, `containers.workload.can_conect, which is not in the document (did you mean containers.workload.can_connect? a container's fields are can_connect)`},
+		{"containers.workload.can_conect", charmDir, `containers.workload.can_conect, which is not in the document (did you mean containers.workload.can_connect? a container's fields are boot_id, can_connect)`},
 		{"containers[*].can_connect", "", `the charm's containers are unknown (JUJU_CHARM_DIR is not set, and neither the working directory nor the program's holds metadata.yaml or charmcraft.yaml); set Options.Containers`},
 	}
 	for _, tt := range tests {
@@ -114,7 +117,7 @@ func TestContainerSubscriptionErrors(t *testing.T) {
 	c.Options = &juju.Options{Endpoints: endpoints.Endpoints, Containers: []string{"workload"}}
 	c.PebbleDir = pebbleDir
 	run(t, c, "install", newModel())
-	if got := docs[0]["containers"]; !reflect.DeepEqual(got, map[string]any{"workload": map[string]any{"can_connect": true}}) {
+	if got := docs[0]["containers"]; !reflect.DeepEqual(got, map[string]any{"workload": map[string]any{"can_connect": true, "boot_id": workload.BootID()}}) {
 		t.Errorf("with Options.Containers: got %v", got)
 	}
 }
@@ -151,5 +154,51 @@ func TestPebbleHookFields(t *testing.T) {
 	}
 	if !reflect.DeepEqual(seen, want) {
 		t.Errorf("hook fields:\n got %+v\nwant %+v", seen, want)
+	}
+}
+
+// TestPebbleReadyIsAChange: <container>-pebble-ready runs the handlers
+// subscribed to that container, whatever their fields' values (Juju also
+// runs it when only its agent restarted), and not those of other
+// containers; a restarted container's new boot ID runs the handlers
+// subscribed to it at any hook (J2).
+func TestPebbleReadyIsAChange(t *testing.T) {
+	charmDir, pebbleDir, workload := containerCharm(t)
+	ran := map[string]int{}
+	count := func(id string) handler {
+		return handler{id, func(context.Context, *opbus.Event) (opbus.Status, error) { ran[id]++; return opbus.Status{}, nil }, opbus.On{}}
+	}
+	hs := []handler{count("can-connect"), count("entry"), count("sidecar"), count("config")}
+	hs[0].on.Fields = []string{"containers.workload.can_connect"}
+	hs[1].on.Fields = []string{"containers.workload"}
+	hs[2].on.Fields = []string{"containers.sidecar"}
+	hs[3].on.Fields = []string{"config"}
+	c := charm(hs...)
+	c.Options, c.CharmDir, c.PebbleDir = nil, charmDir, pebbleDir
+	m := newModel()
+	steps := []struct {
+		hook    string
+		restart bool
+		want    map[string]int // runs so far
+	}{
+		{"install", false, map[string]int{"can-connect": 1, "entry": 1, "sidecar": 1, "config": 1}},
+		{"update-status", false, map[string]int{"can-connect": 1, "entry": 1, "sidecar": 1, "config": 1}},
+		// The agent restarted: the same boot ID.
+		{"workload-pebble-ready", false, map[string]int{"can-connect": 2, "entry": 2, "sidecar": 1, "config": 1}},
+		{"sidecar-pebble-ready", false, map[string]int{"can-connect": 2, "entry": 2, "sidecar": 2, "config": 1}},
+		// The container restarted, seen before Juju's poll runs
+		// pebble-ready: its entry changed, can_connect did not.
+		{"update-status", true, map[string]int{"can-connect": 2, "entry": 3, "sidecar": 2, "config": 1}},
+		{"workload-pebble-ready", false, map[string]int{"can-connect": 3, "entry": 4, "sidecar": 2, "config": 1}},
+		{"update-status", false, map[string]int{"can-connect": 3, "entry": 4, "sidecar": 2, "config": 1}},
+	}
+	for i, s := range steps {
+		if s.restart {
+			workload.Restart()
+		}
+		m = run(t, c, s.hook, m)
+		if !reflect.DeepEqual(ran, s.want) {
+			t.Errorf("step %d, %s: runs %v, want %v", i+1, s.hook, ran, s.want)
+		}
 	}
 }

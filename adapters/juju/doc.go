@@ -49,6 +49,7 @@
 //	                        unit name, and the remote application's data
 //	action.name, action.uuid, action.params   during an action
 //	containers.<name>.can_connect   whether the workload container's Pebble answered
+//	containers.<name>.boot_id       Pebble's boot ID, new each time the container starts
 //
 // Hook fields a hook does not carry are absent. [Document] is the typed
 // form, for handlers that decode the event with [DocumentOf]. Numbers in
@@ -256,7 +257,8 @@
 //	err = c.Replan(ctx)
 //	res, err := c.Exec(ctx, []string{"app", "--version"}, nil)
 //
-// [Container] pushes and pulls files, adds layers, replans, starts, stops
+// [Container] pushes and pulls files, adds layers, reads the plan
+// ([Container.Plan], as ops' get_plan), replans, starts, stops
 // and restarts services, reads services' and checks' status, reads and
 // records notices (a custom notice hook's hook.notice-id is the ID
 // [Container.Notice] takes) and runs commands ([Container.Exec], over the websockets of Pebble's exec task;
@@ -266,10 +268,26 @@
 //	juju: container "workload" (socket /charm/containers/workload/pebble.socket): pebble: layer "app" already exists
 //
 // and wrap [ErrCannotConnect] when Pebble cannot be reached, which is
-// normal until the container's pebble-ready hook. A handler that needs the
-// container subscribes to containers.<name>.can_connect and returns
-// Waiting while it is false: it runs again, whatever the hook, once the
-// value changes. The workload hooks (<container>-pebble-ready,
+// normal until the container's pebble-ready hook. Juju never times a hook
+// out, so each request and each wait for a change lasts at most
+// [Container.Timeout] ([DefaultPebbleTimeout], 30 s, unless
+// [Options.PebbleTimeout] or $OPBUS_PEBBLE_TIMEOUT says otherwise): a
+// Pebble that stops answering fails the hook, which Juju retries, with an
+// error wrapping [ErrPebbleTimeout] that names the call:
+//
+//	juju: container "workload" (socket /charm/containers/workload/pebble.socket): replan: pebble did not answer within 30s
+//
+// A command that [Container.Exec] runs for longer needs a Timeout of its
+// own ([ExecOptions]). A handler that needs the
+// container subscribes to containers.<name> and returns Waiting while
+// can_connect is false: it runs again, whatever the hook, once the value
+// changes, and when the container restarts, which gives its Pebble a new
+// boot_id and none of the layers, services and pushed files the charm
+// gave the last one. Juju runs <name>-pebble-ready when it finds a new
+// boot ID (and when its agent restarts); that hook runs every handler
+// subscribed to the container, or to a field of it such as can_connect,
+// again, as for a new object (opbus.Create), so that it makes the
+// container what it should be. The workload hooks (<container>-pebble-ready,
 // -pebble-custom-notice, -pebble-check-failed, -pebble-check-recovered)
 // carry the container, the notice and the check in hook.workload,
 // hook.notice-id, hook.notice-type, hook.notice-key and hook.check; match
@@ -288,7 +306,10 @@
 // serves a fake Pebble (an in-memory filesystem, the plan its layers make,
 // services, checks, and commands run by a function of the test) on a
 // container's socket, for either kind of test: set Harness.PebbleDir, or
-// OPBUS_PEBBLE_DIR in the charm process's environment. The model holds
+// OPBUS_PEBBLE_DIR in the charm process's environment. A test seeds it
+// with the image's files and layers and with running services, restarts
+// it (a new boot ID, only the image's files and layers) and makes it stop
+// answering. The model holds
 // secrets (owned and observed, with revisions and grants) for the secret
 // tools; the fakes read state-set and relation-set input as YAML as Juju
 // does, refuse what Juju's restricted context refuses in collect-metrics

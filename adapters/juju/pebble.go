@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // DefaultPebbleDir is the directory that holds, in a sidecar charm's
@@ -39,7 +40,9 @@ var ErrCannotConnect = errors.New("cannot connect to pebble")
 // Container is a client of the Pebble that manages one workload container
 // of a sidecar charm, through its REST API on a unix socket. Its methods
 // may be called concurrently. Every error names the container and the
-// socket; one Pebble returned is a *[PebbleError].
+// socket; one Pebble returned is a *[PebbleError]. Each request, and each
+// wait for a change, lasts at most Timeout: past it the call fails with
+// an error wrapping [ErrPebbleTimeout] that names the call.
 //
 // A handler gets one with [Hook.Container]; a Container literal with Name
 // and Socket works too. Each request opens its own connection, so a
@@ -49,6 +52,10 @@ type Container struct {
 	Name string
 	// Socket is the path of its Pebble socket.
 	Socket string
+	// Timeout bounds each request and each wait for a change (a replan,
+	// a start, a command's end); zero (or less) means
+	// [DefaultPebbleTimeout].
+	Timeout time.Duration
 
 	once sync.Once
 	http *http.Client
@@ -65,8 +72,12 @@ func NewContainer(name, dir string) *Container {
 }
 
 // Container returns the client of the workload container name, whose
-// socket is in [Hook.PebbleDir].
-func (h *Hook) Container(name string) *Container { return NewContainer(name, h.PebbleDir) }
+// socket is in [Hook.PebbleDir], with [Hook.PebbleTimeout].
+func (h *Hook) Container(name string) *Container {
+	c := NewContainer(name, h.PebbleDir)
+	c.Timeout = h.PebbleTimeout
+	return c
+}
 
 // client returns the HTTP client that reaches the socket.
 func (c *Container) client() *http.Client {
@@ -141,13 +152,16 @@ type errorResult struct {
 }
 
 // do sends a request and decodes the result of a sync response into
-// result (when not nil). For an async response it returns the change ID.
+// result (when not nil), within the container's timeout. For an async
+// response it returns the change ID.
 func (c *Container) do(ctx context.Context, method, path string, query url.Values, contentType string, body io.Reader, result any) (string, error) {
 	u := "http://localhost" + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	bctx, cancel := bound(ctx, c.timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(bctx, method, u, body)
 	if err != nil {
 		return "", err
 	}
@@ -156,10 +170,14 @@ func (c *Container) do(ctx context.Context, method, path string, query url.Value
 	}
 	resp, err := c.client().Do(req)
 	if err != nil {
-		return "", err
+		return "", timedOut(bctx, err)
 	}
 	defer resp.Body.Close()
-	return c.decode(resp.Body, resp.StatusCode, result)
+	change, err := c.decode(resp.Body, resp.StatusCode, result)
+	if err != nil {
+		return "", timedOut(bctx, err)
+	}
+	return change, nil
 }
 
 // decode reads a response envelope.
@@ -187,14 +205,32 @@ func (c *Container) decode(body io.Reader, status int, result any) (string, erro
 	return r.Change, nil
 }
 
-// SystemInfo returns the version of Pebble: a request that succeeds when
-// Pebble is up, as a probe.
-func (c *Container) SystemInfo(ctx context.Context) (version string, err error) {
-	var info struct {
-		Version string `json:"version"`
+// PebbleInfo is what Pebble says of itself (its system-info).
+type PebbleInfo struct {
+	// Version is Pebble's version.
+	Version string `json:"version"`
+	// BootID identifies this run of Pebble: in a workload container,
+	// where Pebble is the first process, it is new each time the
+	// container starts, so a new one means a restarted container, with
+	// none of the layers, services and pushed files of the last.
+	BootID string `json:"boot-id"`
+}
+
+// Info returns Pebble's version and boot ID.
+func (c *Container) Info(ctx context.Context) (*PebbleInfo, error) {
+	info := new(PebbleInfo)
+	if _, err := c.do(ctx, "GET", "/v1/system-info", nil, "", nil, info); err != nil {
+		return nil, c.wrap(err, "system-info")
 	}
-	if _, err := c.do(ctx, "GET", "/v1/system-info", nil, "", nil, &info); err != nil {
-		return "", c.wrap(err, "system-info")
+	return info, nil
+}
+
+// SystemInfo returns the version of Pebble: a request that succeeds when
+// Pebble is up, as a probe. [Container.Info] also returns the boot ID.
+func (c *Container) SystemInfo(ctx context.Context) (version string, err error) {
+	info, err := c.Info(ctx)
+	if err != nil {
+		return "", err
 	}
 	return info.Version, nil
 }
@@ -245,7 +281,7 @@ func (c *Container) Push(ctx context.Context, path string, data []byte, opts *Pu
 	if err == nil {
 		part, err = mw.CreatePart(textproto.MIMEHeader{
 			"Content-Type":        {"application/octet-stream"},
-			"Content-Disposition": {`form-data; name="files"; filename="` + strings.ReplaceAll(path, `"`, `\"`) + `"`},
+			"Content-Disposition": {`form-data; name="files"; filename="` + quoteEscaper.Replace(path) + `"`},
 		})
 	}
 	if err == nil {
@@ -263,6 +299,10 @@ func (c *Container) Push(ctx context.Context, path string, data []byte, opts *Pu
 	}
 	return c.fileError(results, "push "+path)
 }
+
+// quoteEscaper escapes a file name in a quoted Content-Disposition
+// parameter, as mime/multipart's CreateFormFile (and so Pebble) does.
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
 
 // fileResult is the result of one file of a files request.
 type fileResult struct {
@@ -286,121 +326,78 @@ func (c *Container) fileError(results []fileResult, doing string) error {
 // fs.ErrNotExist) holds.
 func (c *Container) Pull(ctx context.Context, path string) ([]byte, error) {
 	doing := "pull " + path
+	bctx, cancel := bound(ctx, c.timeout())
+	defer cancel()
+	data, err := c.pull(bctx, path, doing)
+	if err != nil {
+		return nil, c.wrap(timedOut(bctx, err), doing)
+	}
+	return data, nil
+}
+
+// pull reads the file at path; doing names the call in Pebble's error
+// for the file.
+func (c *Container) pull(ctx context.Context, path, doing string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://localhost/v1/files?"+url.Values{"action": {"read"}, "path": {path}}.Encode(), nil)
 	if err != nil {
-		return nil, c.wrap(err, doing)
+		return nil, err
 	}
 	req.Header.Set("Accept", "multipart/form-data")
 	resp, err := c.client().Do(req)
 	if err != nil {
-		return nil, c.wrap(err, doing)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	mediaType, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" {
 		if _, err := c.decode(resp.Body, resp.StatusCode, nil); err != nil {
-			return nil, c.wrap(err, doing)
+			return nil, err
 		}
-		return nil, c.wrap(fmt.Errorf("response of type %q, want multipart/form-data", mediaType), doing)
+		return nil, fmt.Errorf("response of type %q, want multipart/form-data", mediaType)
 	}
 	mr := multipart.NewReader(resp.Body, params["boundary"])
 	var data []byte
 	for {
 		part, err := mr.NextPart()
 		if err != nil {
-			return nil, c.wrap(fmt.Errorf("reading the multipart response: %w", err), doing)
+			return nil, fmt.Errorf("reading the multipart response: %w", err)
 		}
 		switch part.FormName() {
 		case "files":
 			if data, err = io.ReadAll(part); err != nil {
-				return nil, c.wrap(err, doing)
+				return nil, err
 			}
 		case "response":
 			var results []fileResult
 			if _, err := c.decode(part, resp.StatusCode, &results); err != nil {
-				return nil, c.wrap(err, doing)
+				return nil, err
 			}
 			if err := c.fileError(results, doing); err != nil {
 				return nil, err
 			}
 			if data == nil {
-				data = []byte{}
+				return nil, errors.New("pebble's response has no content for the file")
 			}
 			return data, nil
 		}
 	}
 }
 
-// Layer is a Pebble layer: services and checks to add to the plan. Its
-// fields are Pebble's layer fields, spelled as in its YAML.
-type Layer struct {
-	Summary     string              `json:"summary,omitempty"`
-	Description string              `json:"description,omitempty"`
-	Services    map[string]*Service `json:"services,omitempty"`
-	Checks      map[string]*Check   `json:"checks,omitempty"`
-}
-
-// Service is a service of a [Layer]. Override is "merge" or "replace"
-// (required when the layer is combined with one that has the service).
-type Service struct {
-	Override    string            `json:"override,omitempty"`
-	Summary     string            `json:"summary,omitempty"`
-	Command     string            `json:"command,omitempty"`
-	Startup     string            `json:"startup,omitempty"` // "enabled" or "disabled"
-	Environment map[string]string `json:"environment,omitempty"`
-	User        string            `json:"user,omitempty"`
-	Group       string            `json:"group,omitempty"`
-	WorkingDir  string            `json:"working-dir,omitempty"`
-	Requires    []string          `json:"requires,omitempty"`
-	After       []string          `json:"after,omitempty"`
-	Before      []string          `json:"before,omitempty"`
-	OnSuccess   string            `json:"on-success,omitempty"`
-	OnFailure   string            `json:"on-failure,omitempty"`
-	OnCheckFail map[string]string `json:"on-check-failure,omitempty"`
-}
-
-// Check is a health check of a [Layer]: one of HTTP, TCP or Exec.
-type Check struct {
-	Override  string     `json:"override,omitempty"`
-	Level     string     `json:"level,omitempty"` // "alive", "ready" or none
-	Startup   string     `json:"startup,omitempty"`
-	Period    string     `json:"period,omitempty"`
-	Timeout   string     `json:"timeout,omitempty"`
-	Threshold int        `json:"threshold,omitempty"`
-	HTTP      *HTTPCheck `json:"http,omitempty"`
-	TCP       *TCPCheck  `json:"tcp,omitempty"`
-	Exec      *ExecCheck `json:"exec,omitempty"`
-}
-
-// HTTPCheck checks that a GET of URL succeeds.
-type HTTPCheck struct {
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
-// TCPCheck checks that a TCP connection opens.
-type TCPCheck struct {
-	Port int    `json:"port"`
-	Host string `json:"host,omitempty"`
-}
-
-// ExecCheck checks that a command exits 0.
-type ExecCheck struct {
-	Command string `json:"command"`
-}
-
 // AddLayer adds layer to the plan under label. With combine, a layer
 // already labelled so is combined with it (its services and checks merged
 // or replaced as their Override says); without, an existing label is an
-// error. The layer is sent as YAML in its JSON form, which YAML includes.
-// Nothing starts until [Container.Replan] or [Container.Start].
+// error. The layer is sent as YAML in its JSON form, which YAML includes,
+// with the characters Pebble's YAML reader refuses (U+007F, the C1
+// controls, U+FFFE, U+FFFF) or folds (U+0085) escaped, so that any string
+// reaches the plan unchanged. Nothing starts until [Container.Replan] or
+// [Container.Start].
 func (c *Container) AddLayer(ctx context.Context, label string, layer *Layer, combine bool) error {
 	doing := "add layer " + strconv.Quote(label)
 	y, err := json.Marshal(layer)
 	if err != nil {
 		return c.wrap(err, doing)
 	}
-	body, _ := json.Marshal(map[string]any{"action": "add", "combine": combine, "label": label, "format": "yaml", "layer": string(y)})
+	body, _ := json.Marshal(map[string]any{"action": "add", "combine": combine, "label": label, "format": "yaml", "layer": string(yamlSafeJSON(y))})
 	if _, err := c.do(ctx, "POST", "/v1/layers", nil, "application/json", bytes.NewReader(body), nil); err != nil {
 		return c.wrap(err, doing)
 	}

@@ -50,6 +50,10 @@ type ExecResult struct {
 // them over the socket, sends Stdin, and reads both outputs until Pebble
 // ends them. Cancelling ctx closes the websockets and stops waiting; the
 // command may run on until its Timeout.
+//
+// Exec waits at most the container's Timeout, plus the command's Timeout
+// when it has one: a command that may run longer than the container's
+// Timeout needs a Timeout of its own.
 func (c *Container) Exec(ctx context.Context, command []string, opts *ExecOptions) (*ExecResult, error) {
 	doing := "exec " + strings.Join(command, " ")
 	if len(command) == 0 {
@@ -58,6 +62,18 @@ func (c *Container) Exec(ctx context.Context, command []string, opts *ExecOption
 	if opts == nil {
 		opts = &ExecOptions{}
 	}
+	bctx, cancel := bound(ctx, c.timeout()+max(opts.Timeout, 0))
+	defer cancel()
+	res, err := c.exec(bctx, command, opts)
+	if err != nil {
+		return nil, c.wrap(timedOut(bctx, err), doing)
+	}
+	return res, nil
+}
+
+// exec runs command; ctx, which has a deadline, bounds the whole run:
+// each websocket's connection has its deadline.
+func (c *Container) exec(ctx context.Context, command []string, opts *ExecOptions) (*ExecResult, error) {
 	payload := map[string]any{"command": command, "split-stderr": true}
 	if len(opts.Environment) > 0 {
 		payload["environment"] = opts.Environment
@@ -80,10 +96,10 @@ func (c *Container) Exec(ctx context.Context, command []string, opts *ExecOption
 	}
 	changeID, err := c.do(ctx, "POST", "/v1/exec", nil, "application/json", bytes.NewReader(body), &started)
 	if err != nil {
-		return nil, c.wrap(err, doing)
+		return nil, err
 	}
 	if started.TaskID == "" || changeID == "" {
-		return nil, c.wrap(errors.New("pebble returned no task or change for the command"), doing)
+		return nil, errors.New("pebble returned no task or change for the command")
 	}
 	ws := map[string]*websocket.Conn{}
 	defer func() {
@@ -94,11 +110,14 @@ func (c *Container) Exec(ctx context.Context, command []string, opts *ExecOption
 	for _, name := range []string{"control", "stdio", "stderr"} {
 		conn, err := c.dial(ctx)
 		if err != nil {
-			return nil, c.wrap(err, doing)
+			return nil, err
+		}
+		if deadline, ok := ctx.Deadline(); ok {
+			conn.SetDeadline(deadline)
 		}
 		w, err := websocket.Dial(conn, "localhost", "/v1/tasks/"+url.PathEscape(started.TaskID)+"/websocket/"+name)
 		if err != nil {
-			return nil, c.wrap(err, doing)
+			return nil, err
 		}
 		ws[name] = w
 	}
@@ -116,24 +135,24 @@ func (c *Container) Exec(ctx context.Context, command []string, opts *ExecOption
 	wg.Go(func() { res.Stderr, readErrs[1] = readStream(ws["stderr"]) })
 	if err := writeStream(ws["stdio"], opts.Stdin); err != nil {
 		wg.Wait()
-		return nil, c.wrap(fmt.Errorf("sending standard input: %w", err), doing)
+		return nil, fmt.Errorf("sending standard input: %w", err)
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, c.wrap(err, doing)
+		return nil, err
 	}
 	ch, err := c.wait(ctx, changeID)
 	if err != nil {
-		return nil, c.wrap(err, doing)
+		return nil, err
 	}
 	if err := errors.Join(readErrs[:]...); err != nil {
-		return nil, c.wrap(fmt.Errorf("reading the output: %w", err), doing)
+		return nil, fmt.Errorf("reading the output: %w", err)
 	}
 	if len(ch.Tasks) == 0 || ch.Tasks[0].Data["exit-code"] == nil {
-		return nil, c.wrap(errors.New("pebble's change has no exit code"), doing)
+		return nil, errors.New("pebble's change has no exit code")
 	}
 	if err := json.Unmarshal(ch.Tasks[0].Data["exit-code"], &res.ExitCode); err != nil {
-		return nil, c.wrap(fmt.Errorf("exit code: %w", err), doing)
+		return nil, fmt.Errorf("exit code: %w", err)
 	}
 	return res, nil
 }

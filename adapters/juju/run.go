@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/juju/internal/charmmeta"
@@ -48,6 +49,11 @@ type Options struct {
 	// subscriptions are; containers fields are not allowed (a container
 	// is probed for the handlers that subscribe to it).
 	Read []string
+	// PebbleTimeout bounds each request to a workload container's Pebble
+	// and each wait for a change, for the containers of [Hook.Container];
+	// zero means $OPBUS_PEBBLE_TIMEOUT, or [DefaultPebbleTimeout] when
+	// that is empty.
+	PebbleTimeout time.Duration
 	// Bus configures the bus. Run sets its Store (the unit's state) and
 	// Logger (juju-log).
 	Bus *opbus.Options
@@ -77,6 +83,10 @@ type Hook struct {
 	// <PebbleDir>/<name>/pebble.socket: $OPBUS_PEBBLE_DIR, or
 	// [DefaultPebbleDir] when that is empty. See [Hook.Container].
 	PebbleDir string
+	// PebbleTimeout is the Timeout of the containers of [Hook.Container]:
+	// [Options.PebbleTimeout] or $OPBUS_PEBBLE_TIMEOUT; zero means
+	// [DefaultPebbleTimeout].
+	PebbleTimeout time.Duration
 
 	charm *charmmeta.Charm // what the charm declares; nil when unknown
 }
@@ -138,6 +148,15 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 	if level.Level() > slog.LevelDebug {
 		busLevel = max(level.Level(), slog.LevelWarn)
 	}
+	pebbleTimeout := opts.PebbleTimeout
+	if pebbleTimeout < 0 {
+		return fmt.Errorf("juju: Options.PebbleTimeout is %v: expected a positive duration, or 0 for the default", pebbleTimeout)
+	}
+	if pebbleTimeout == 0 {
+		if pebbleTimeout, err = parsePebbleTimeout(getenv(PebbleTimeoutEnv)); err != nil {
+			return err
+		}
+	}
 	tools := Tools{Runner: opts.Runner, hook: env}
 	r := &run{
 		env:       env,
@@ -146,6 +165,7 @@ func Run(ctx context.Context, setup func(*opbus.Bus) error, opts *Options) error
 		store:     &stateStore{tools: tools, key: stateKey},
 		pebbleDir: getenv(PebbleDirEnv),
 	}
+	r.pebbleTimeout = pebbleTimeout
 	var bo opbus.Options
 	if opts.Bus != nil {
 		bo = *opts.Bus
@@ -220,6 +240,9 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, opts *Optio
 		}
 		planned = append(slices.Clone(subs), read)
 	}
+	if r.env.Kind == KindPebbleReady {
+		r.store.ready = readyHandlers(subs, r.env.Workload)
+	}
 	if r.plan, err = newPlan(planned, charm); err != nil {
 		return err
 	}
@@ -272,9 +295,10 @@ type run struct {
 	bus   *opbus.Bus
 	plan  *plan
 
-	pebbleDir string // $OPBUS_PEBBLE_DIR
-	scope     hookScope
-	charm     *charmmeta.Charm // what the charm declares; nil when unknown
+	pebbleDir     string // $OPBUS_PEBBLE_DIR
+	scope         hookScope
+	charm         *charmmeta.Charm // what the charm declares; nil when unknown
+	pebbleTimeout time.Duration    // Options.PebbleTimeout or $OPBUS_PEBBLE_TIMEOUT
 }
 
 func (r *run) run(ctx context.Context) error {
@@ -284,7 +308,7 @@ func (r *run) run(ctx context.Context) error {
 		return within(err, "juju: %s: reading what the unit sees", e.Name)
 	}
 	r.log.DebugContext(ctx, "juju: dispatching", "hook", e.Name, "event", doc["hook"].(map[string]any)["event"], "endpoints", r.plan.endpoints)
-	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir, charm: r.charm})
+	hctx := context.WithValue(ctx, hookKey{}, &Hook{Env: e, Tools: r.tools, Logger: r.log, PebbleDir: r.pebbleDir, PebbleTimeout: r.pebbleTimeout, charm: r.charm})
 
 	keys := []opbus.Key{{Kind: ObjectUnit, Name: e.Unit}}
 	if leader && r.plan.app {

@@ -58,6 +58,9 @@ func TestMain(m *testing.M) {
 			return b.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Active(""), nil }, opbus.On{Fields: fields})
 		}, nil)
 		os.Exit(0)
+	case "opbus-pebble-charm":
+		Main(pebbleCharm, nil) // pebble_process_test.go
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

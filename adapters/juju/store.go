@@ -35,6 +35,9 @@ type stateStore struct {
 	// upgrade, during upgrade-charm, makes every handler run again and
 	// drops the slots of removed handlers from the records read.
 	upgrade *upgrade
+	// ready, during <container>-pebble-ready, holds the handlers whose
+	// digests are forgotten (pebbleready.go).
+	ready map[string]bool
 }
 
 var _ opbus.Store = (*stateStore)(nil)
@@ -62,6 +65,9 @@ func (s *stateStore) Load(ctx context.Context, key opbus.Key) ([]byte, error) {
 			}
 		}
 		if s.loadErr == nil && s.upgrade != nil && s.upgrade.apply(s.records) {
+			s.dirty = true
+		}
+		if s.loadErr == nil && forgetDigests(s.records, s.ready) {
 			s.dirty = true
 		}
 	}

@@ -38,3 +38,26 @@ func appendYAMLString(buf []byte, s string) []byte {
 	}
 	return buf
 }
+
+// yamlSafeJSON returns j, which encoding/json wrote, with the characters
+// YAML refuses or folds escaped as \uXXXX. They can only be inside its
+// strings, so j means the same in JSON and reads back the same in YAML.
+func yamlSafeJSON(j []byte) []byte {
+	var buf []byte
+	for i := 0; i < len(j); {
+		r, n := utf8.DecodeRune(j[i:])
+		if yamlUnsafe(r) {
+			if buf == nil {
+				buf = append(make([]byte, 0, len(j)+16), j[:i]...)
+			}
+			buf = fmt.Appendf(buf, `\u%04x`, r)
+		} else if buf != nil {
+			buf = append(buf, j[i:i+n]...)
+		}
+		i += n
+	}
+	if buf == nil {
+		return j
+	}
+	return buf
+}

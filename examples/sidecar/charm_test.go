@@ -76,7 +76,8 @@ var (
 		s.Ungranted = true
 		m.Secrets = []jujutest.Secret{s}
 	}
-	grant = func(_ *charmproc.Container, m *jujutest.Model) { m.Secrets[0].Ungranted = false }
+	grant   = func(_ *charmproc.Container, m *jujutest.Model) { m.Secrets[0].Ungranted = false }
+	restart = func(w *charmproc.Container, _ *jujutest.Model) { w.Restart() }
 	// update is juju update-secret: a new revision, which Juju announces
 	// to the observers with secret-changed.
 	update = func(_ *charmproc.Container, m *jujutest.Model) {
@@ -103,6 +104,8 @@ var story = []step{
 		jujutest.Status{Status: "active"}, serving(9090, 2, password2)},
 	{"update-status", "nothing", nil,
 		jujutest.Status{Status: "active"}, serving(9090, 2, password2)},
+	{"workload-pebble-ready", "the workload container restarts: its new Pebble has none of the layer, service and files", restart,
+		jujutest.Status{Status: "active"}, serving(9090, 1, password2)},
 	{"update-status", "the container goes down", func(w *charmproc.Container, _ *jujutest.Model) { w.Down() },
 		jujutest.Status{Status: "waiting", Message: "Waiting for Pebble"}, nil},
 }

@@ -6,9 +6,12 @@
 //   - config checks the config option port (1 to 65535), Blocked naming
 //     the bad value;
 //   - workload, once the workload container's Pebble can be reached
-//     (containers.workload.can_connect) and whenever port changes, pushes
-//     the app's configuration file, adds a Pebble layer with the app's one
-//     service and replans; Waiting "Waiting for Pebble" until then;
+//     (containers.workload.can_connect), again whenever the container
+//     restarts (a new containers.workload.boot_id, and the
+//     workload-pebble-ready hook, with none of what the charm gave the
+//     last one) and whenever port changes, pushes the app's
+//     configuration file, adds a Pebble layer with the app's one service
+//     and replans; Waiting "Waiting for Pebble" until then;
 //   - secret reads the password key of the user secret that the config
 //     option password-secret names and pushes it into the container;
 //     Blocked "Secret not granted" while the application may not read it.
@@ -28,7 +31,7 @@ func main() { juju.Main(setup, nil) }
 
 // secretHooks are the hooks on which the secret handler reads the secret:
 // when the option or the secret's content changes, and when the container
-// comes up.
+// comes up or restarts.
 var secretHooks = []string{"config-changed", "secret-changed", "upgrade-charm", "pebble-ready"}
 
 // notGrantedValue is the value the secret handler keeps while the
@@ -54,7 +57,7 @@ func onSecret() opbus.On {
 func setup(b *opbus.Bus) error {
 	return errors.Join(
 		b.Handle("config", config, opbus.On{Fields: []string{"config.port"}}),
-		b.Handle("workload", workload, opbus.On{Fields: []string{"containers.workload.can_connect", "config.port"}}),
+		b.Handle("workload", workload, opbus.On{Fields: []string{"containers.workload", "config.port"}}),
 		b.Handle("secret", secret, onSecret()),
 	)
 }

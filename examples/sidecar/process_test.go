@@ -101,7 +101,7 @@ func TestProcessTranscript(t *testing.T) {
 	b.WriteString("```\n\nThe stored record after the last hook (`state-get opbus`), one JSON string.\n" +
 		"The secret handler's digest covers `hook.event`, new at every hook, so it\ndiffers from run to run; it is shown as `…`:\n\n```json\n")
 	b.WriteString(hookDigest.ReplaceAllString(last.State[juju.DefaultStateKey], `"secret":"…"`))
-	b.WriteString("\n```\n\nThe container's Pebble plan while it was last up (step 8), as the charm's\nlayer made it (`pebble plan`, here in JSON):\n\n```json\n")
+	b.WriteString("\n```\n\nThe container's Pebble plan while it was last up (step 9), as the charm's\nlayer made it (`pebble plan`, here in JSON):\n\n```json\n")
 	b.Write(lastPlan)
 	b.WriteString("\n```\n")
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -66,12 +67,21 @@ func workload(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 			HTTP:     &juju.HTTPCheck{URL: "http://localhost:" + strconv.Itoa(port) + "/"},
 		}},
 	}
-	if err := c.AddLayer(ctx, service, layer, true); err != nil {
+	// Only a plan whose service differs from the layer's needs the layer
+	// and a replan (as ops charms compare get_plan()'s services).
+	plan, err := c.Plan(ctx)
+	if err != nil {
 		return opbus.Status{}, err
 	}
-	// Replan starts the server, or restarts it if its definition changed.
-	if err := c.Replan(ctx); err != nil {
-		return opbus.Status{}, err
+	if !reflect.DeepEqual(plan.Services[service], layer.Services[service]) {
+		if err := c.AddLayer(ctx, service, layer, true); err != nil {
+			return opbus.Status{}, err
+		}
+		// Replan starts the server, or restarts it if its definition
+		// changed.
+		if err := c.Replan(ctx); err != nil {
+			return opbus.Status{}, err
+		}
 	}
 	out, err := c.Exec(ctx, []string{serverBin, "--version"}, nil)
 	if err != nil {

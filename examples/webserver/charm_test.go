@@ -61,6 +61,24 @@ func setPort(port int) func(*charmproc.Container, *jujutest.Model) {
 	return func(_ *charmproc.Container, m *jujutest.Model) { m.Config["port"] = float64(port) }
 }
 
+// layersAdded counts the layers the charm had added before the hook.
+var layersAdded int
+
+// countLayers records how many layers the charm has added so far.
+func countLayers(w *charmproc.Container, _ *jujutest.Model) {
+	layersAdded = strings.Count(strings.Join(w.Pebble.Requests(), "\n"), "POST /v1/layers")
+}
+
+// noNewLayer checks that the hook added no layer, and that the server is
+// still served as before.
+func noNewLayer(t testing.TB, w *charmproc.Container, m *jujutest.Model) {
+	t.Helper()
+	if n := strings.Count(strings.Join(w.Pebble.Requests(), "\n"), "POST /v1/layers"); n != layersAdded {
+		t.Errorf("the hook added %d layers, want none: the plan had the service", n-layersAdded)
+	}
+	served(8080, 3)(t, w, m)
+}
+
 // story is a unit's life, hook by hook.
 var story = []step{
 	{"install", nil, jujutest.Status{Status: "waiting", Message: "Waiting for Pebble in the workload container"}, nil},
@@ -69,10 +87,16 @@ var story = []step{
 	{"config-changed", setPort(9090), jujutest.Status{Status: "active"}, served(9090, 2)},
 	{"config-changed", setPort(70000), jujutest.Status{Status: "blocked", Message: "Config item 'port' must be a port number, not 70000"}, served(9090, 2)},
 	{"config-changed", setPort(8080), jujutest.Status{Status: "active"}, served(8080, 3)},
+	// Every handler runs again after upgrade-charm: the plan already has
+	// the server's service, so workload adds no layer.
+	{"upgrade-charm", countLayers, jujutest.Status{Status: "active"}, noNewLayer},
 	{"workload-pebble-check-failed", func(w *charmproc.Container, _ *jujutest.Model) { w.Pebble.SetCheck(check, "down", 3) },
 		jujutest.Status{Status: "maintenance", Message: "Check alive is down after 3 failures"}, nil},
 	{"workload-pebble-check-recovered", func(w *charmproc.Container, _ *jujutest.Model) { w.Pebble.SetCheck(check, "up", 0) },
 		jujutest.Status{Status: "active"}, nil},
+	// The container restarts: its new Pebble has none of the charm's
+	// file, layer and service.
+	{"workload-pebble-ready", func(w *charmproc.Container, _ *jujutest.Model) { w.Restart() }, jujutest.Status{Status: "active"}, served(8080, 1)},
 	{"update-status", func(w *charmproc.Container, _ *jujutest.Model) { w.Down() },
 		jujutest.Status{Status: "waiting", Message: "Waiting for Pebble in the workload container"}, nil},
 }

@@ -44,6 +44,10 @@ func (c *Container) Down() {
 	}
 }
 
+// Restart restarts the container (it must be up): its Pebble answers
+// again with a new boot ID and nothing the charm gave it.
+func (c *Container) Restart() { c.Pebble.Restart() }
+
 // CheckServing checks that the container runs service alone, active,
 // started starts times, configured by the JSON file conf whose "port" is
 // port.

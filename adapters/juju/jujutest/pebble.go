@@ -1,6 +1,8 @@
 package jujutest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 	"testing"
 
 	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/internal/yamlblock"
 )
 
 // Pebble is a fake of Pebble's REST API for one workload container,
@@ -31,6 +34,11 @@ import (
 // filesystem of files pushed (directories are implicit), the layers added
 // and the plan they combine to, the services' states and the checks'
 // statuses. Changes complete at once; commands run through [ExecFunc].
+// A test can give it what the container's image holds ([Pebble.WriteFile],
+// [Pebble.SeedLayer]) and what the charm finds already there
+// ([Pebble.AddLayer], [Pebble.StartServices]), restart the container
+// ([Pebble.Restart]: a new boot ID, only the image's files and layers),
+// and make it stop answering ([Pebble.StopAnswering]).
 //
 // It answers system-info, files (read one file, write), layers (add),
 // plan, services (list, start, stop, restart, replan), checks (list),
@@ -47,7 +55,10 @@ type Pebble struct {
 	srv *http.Server
 
 	mu       sync.Mutex
+	bootID   string
+	image    map[string]*pebbleFile // the files the image holds (WriteFile)
 	files    map[string]*pebbleFile
+	seeded   []*pebbleLayer // the layers the image holds (SeedLayer)
 	layers   []*pebbleLayer
 	running  map[string]string // service → the definition it started with (JSON)
 	starts   map[string]int    // service → how many times it started
@@ -58,6 +69,8 @@ type Pebble struct {
 	exec     ExecFunc
 	notices  []*juju.Notice
 	requests []string
+	stalled  []string      // the requests that get no answer (StopAnswering)
+	answer   chan struct{} // closed when they get one again
 }
 
 // pebbleFile is one file of the fake filesystem.
@@ -120,18 +133,54 @@ func ListenPebble(dir, name string) (*Pebble, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jujutest: pebble %q: %w", name, err)
 	}
-	p := &Pebble{
-		Name: name, Socket: sock, ln: ln,
-		files:   map[string]*pebbleFile{},
-		running: map[string]string{},
-		starts:  map[string]int{},
-		checks:  map[string]*juju.CheckInfo{},
-		changes: map[string]*pebbleChange{},
-		execs:   map[string]*pebbleExec{},
-	}
+	p := &Pebble{Name: name, Socket: sock, ln: ln, image: map[string]*pebbleFile{}}
+	p.boot()
 	p.srv = &http.Server{Handler: p.routes()}
 	go p.srv.Serve(ln)
 	return p, nil
+}
+
+// boot gives p what a Pebble has when its container starts: a new boot
+// ID, the image's files and layers, no service running, no check status,
+// change or notice. The caller holds p.mu, or p is new.
+func (p *Pebble) boot() {
+	var id [16]byte
+	rand.Read(id[:])
+	id[6], id[8] = id[6]&0x0f|0x40, id[8]&0x3f|0x80 // a version 4 UUID, as Pebble's
+	h := hex.EncodeToString(id[:])
+	p.bootID = h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	p.files = maps.Clone(p.image)
+	p.layers = nil
+	for _, l := range p.seeded {
+		p.layers = append(p.layers, &pebbleLayer{label: l.label, layer: l.layer})
+	}
+	p.running = map[string]string{}
+	p.starts = map[string]int{}
+	p.checks = map[string]*juju.CheckInfo{}
+	p.changes = map[string]*pebbleChange{}
+	p.execs = map[string]*pebbleExec{}
+	p.notices = nil
+}
+
+// Restart restarts the container, as Kubernetes does when its process
+// dies or its pod moves: Pebble answers again on the same socket with a
+// new boot ID and only what the image holds (the files of
+// [Pebble.WriteFile], the layers of [Pebble.SeedLayer]); the files
+// pushed, the layers added and the services started through the API are
+// gone, and no service runs (Juju starts Pebble with --hold). Juju then
+// runs <container>-pebble-ready. Requests keeps what was asked before.
+func (p *Pebble) Restart() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.boot()
+}
+
+// BootID returns the boot ID Pebble's system-info gives, new at each
+// [Pebble.Restart].
+func (p *Pebble) BootID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bootID
 }
 
 // Close stops the fake: the socket is gone, so the container cannot be
@@ -149,14 +198,21 @@ func (p *Pebble) Close() error {
 func (p *Pebble) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/system-info", func(w http.ResponseWriter, _ *http.Request) {
-		sync200(w, map[string]any{"version": "1.0.0-jujutest", "boot-id": "jujutest"})
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		sync200(w, map[string]any{"version": "1.0.0-jujutest", "boot-id": p.bootID})
 	})
 	mux.HandleFunc("GET /v1/files", p.getFiles)
 	mux.HandleFunc("POST /v1/files", p.postFiles)
 	mux.HandleFunc("POST /v1/layers", p.postLayers)
-	mux.HandleFunc("GET /v1/plan", func(w http.ResponseWriter, _ *http.Request) {
-		data, _ := json.Marshal(p.Plan())
-		sync200(w, string(data))
+	mux.HandleFunc("GET /v1/plan", func(w http.ResponseWriter, r *http.Request) {
+		if f := r.URL.Query().Get("format"); f != "yaml" {
+			errorResponse(w, http.StatusBadRequest, "", "invalid format %q", f)
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		sync200(w, yamlblock.Marshal(p.plan()))
 	})
 	mux.HandleFunc("GET /v1/services", p.getServices)
 	mux.HandleFunc("POST /v1/services", p.postServices)
@@ -170,11 +226,51 @@ func (p *Pebble) routes() http.Handler {
 		errorResponse(w, http.StatusNotFound, "", "invalid API endpoint requested")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := r.Method + " " + r.URL.Path
 		p.mu.Lock()
-		p.requests = append(p.requests, r.Method+" "+r.URL.Path)
+		p.requests = append(p.requests, req)
+		answer := p.answer
+		if !slices.ContainsFunc(p.stalled, func(prefix string) bool { return strings.HasPrefix(req, prefix) }) {
+			answer = nil
+		}
 		p.mu.Unlock()
+		if answer != nil {
+			select {
+			case <-answer:
+			case <-r.Context().Done():
+				return // the client gave up, or the fake closed
+			}
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// StopAnswering makes the fake take the requests that start with one of
+// prefixes ("POST /v1/layers", "GET /v1/changes") and answer none of them,
+// as a Pebble whose container froze, until [Pebble.Answer]; no prefix
+// means every request. The requests are recorded as they come.
+func (p *Pebble) StopAnswering(prefixes ...string) {
+	if len(prefixes) == 0 {
+		prefixes = []string{""}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = slices.Clone(prefixes)
+	if p.answer == nil {
+		p.answer = make(chan struct{})
+	}
+}
+
+// Answer makes the fake answer every request again, those it was holding
+// too.
+func (p *Pebble) Answer() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stalled = nil
+	if p.answer != nil {
+		close(p.answer)
+		p.answer = nil
+	}
 }
 
 // Requests returns the requests made so far, as "METHOD /path", in order.
@@ -231,12 +327,13 @@ func (p *Pebble) FileMode(path string) fs.FileMode {
 	return 0
 }
 
-// WriteFile puts a file in the container's filesystem, as the image would
-// have it.
+// WriteFile puts a file in the container's filesystem as the image has
+// it: it is there again after a [Pebble.Restart].
 func (p *Pebble) WriteFile(path string, data []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.files[path] = &pebbleFile{data: slices.Clone(data), perm: 0o644}
+	f := &pebbleFile{data: slices.Clone(data), perm: 0o644}
+	p.files[path], p.image[path] = f, f
 }
 
 // dirExists reports whether some file is under dir (directories exist
@@ -291,7 +388,7 @@ func (p *Pebble) getFiles(w http.ResponseWriter, r *http.Request) {
 		}
 		part, _ := mw.CreatePart(textproto.MIMEHeader{
 			"Content-Type":        {"application/octet-stream"},
-			"Content-Disposition": {`form-data; name="files"; filename="` + name + `"`},
+			"Content-Disposition": {`form-data; name="files"; filename="` + quoteEscaper.Replace(name) + `"`},
 		})
 		part.Write(data)
 		results = append(results, fileResult(name, nil))
@@ -350,6 +447,10 @@ func (p *Pebble) postFiles(w http.ResponseWriter, r *http.Request) {
 	sync200(w, results)
 }
 
+// quoteEscaper escapes a file name in a quoted Content-Disposition
+// parameter, as Pebble's mime/multipart does.
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
+
 // partFilename is the whole filename of a part (FileName keeps only its
 // last element).
 func partFilename(part *multipart.Part) string {
@@ -377,165 +478,4 @@ func (p *Pebble) write(name string, data []byte, permissions, user string, makeD
 	}
 	p.files[name] = &pebbleFile{data: data, perm: perm, user: user}
 	return nil
-}
-
-func (p *Pebble) postLayers(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Action  string `json:"action"`
-		Combine bool   `json:"combine"`
-		Label   string `json:"label"`
-		Format  string `json:"format"`
-		Layer   string `json:"layer"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		errorResponse(w, http.StatusBadRequest, "", "cannot decode request body: %v", err)
-		return
-	}
-	if req.Action != "add" {
-		errorResponse(w, http.StatusBadRequest, "", "invalid action %q", req.Action)
-		return
-	}
-	if req.Format != "yaml" {
-		errorResponse(w, http.StatusBadRequest, "", "invalid format %q", req.Format)
-		return
-	}
-	var layer map[string]any
-	if err := json.Unmarshal([]byte(req.Layer), &layer); err != nil {
-		errorResponse(w, http.StatusBadRequest, "", "cannot parse layer (the fake reads YAML in its JSON form only): %v", err)
-		return
-	}
-	if err := p.addLayer(req.Label, layer, req.Combine); err != nil {
-		errorResponse(w, http.StatusBadRequest, "", "%v", err)
-		return
-	}
-	sync200(w, true)
-}
-
-// layerSections are the sections of a layer whose entries combine.
-var layerSections = []string{"services", "checks"}
-
-// addLayer adds or combines a layer as Pebble does.
-func (p *Pebble) addLayer(label string, layer map[string]any, combine bool) error {
-	if label == "" {
-		return errors.New("label must be set")
-	}
-	for _, sec := range layerSections {
-		entries, _ := layer[sec].(map[string]any)
-		for name, e := range entries {
-			m, _ := e.(map[string]any)
-			if o := m["override"]; o != "merge" && o != "replace" {
-				return fmt.Errorf("layer %q must define \"override\" for %s %q as \"merge\" or \"replace\"", label, strings.TrimSuffix(sec, "s"), name)
-			}
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, l := range p.layers {
-		if l.label != label {
-			continue
-		}
-		if !combine {
-			return fmt.Errorf("layer %q already exists", label)
-		}
-		l.layer = combineLayers(l.layer, layer)
-		return nil
-	}
-	p.layers = append(p.layers, &pebbleLayer{label: label, layer: layer})
-	return nil
-}
-
-// combineLayers returns upper combined onto lower: each service or check
-// replaces the lower one or merges into it as its override says; other
-// fields of upper replace lower's.
-func combineLayers(lower, upper map[string]any) map[string]any {
-	out := maps.Clone(lower)
-	if out == nil {
-		out = map[string]any{}
-	}
-	for k, v := range upper {
-		if !slices.Contains(layerSections, k) {
-			out[k] = v
-			continue
-		}
-		entries, _ := out[k].(map[string]any)
-		entries = maps.Clone(entries)
-		if entries == nil {
-			entries = map[string]any{}
-		}
-		up, _ := v.(map[string]any)
-		for name, e := range up {
-			em, _ := e.(map[string]any)
-			old, _ := entries[name].(map[string]any)
-			if em["override"] == "replace" || old == nil {
-				entries[name] = em
-			} else {
-				entries[name] = mergeEntry(old, em)
-			}
-		}
-		out[k] = entries
-	}
-	return out
-}
-
-// mergeEntry merges upper into lower as Pebble's "merge" override does:
-// maps merge by key, lists append, other values replace.
-func mergeEntry(lower, upper map[string]any) map[string]any {
-	out := maps.Clone(lower)
-	for k, v := range upper {
-		switch uv := v.(type) {
-		case map[string]any:
-			lm, _ := out[k].(map[string]any)
-			m := maps.Clone(lm)
-			if m == nil {
-				m = map[string]any{}
-			}
-			maps.Copy(m, uv)
-			out[k] = m
-		case []any:
-			ll, _ := out[k].([]any)
-			out[k] = append(slices.Clone(ll), uv...)
-		default:
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// plan returns the combined plan's JSON form. The caller holds p.mu.
-func (p *Pebble) plan() map[string]any {
-	var plan map[string]any
-	for _, l := range p.layers {
-		plan = combineLayers(plan, l.layer)
-	}
-	for _, sec := range layerSections {
-		entries, _ := plan[sec].(map[string]any)
-		for name, e := range entries {
-			m := maps.Clone(e.(map[string]any))
-			delete(m, "override")
-			entries[name] = m
-		}
-	}
-	return plan
-}
-
-// Plan returns the plan the layers combine to, as Pebble would show it
-// (without the overrides).
-func (p *Pebble) Plan() *juju.Layer {
-	p.mu.Lock()
-	data, _ := json.Marshal(p.plan())
-	p.mu.Unlock()
-	l := new(juju.Layer)
-	json.Unmarshal(data, l)
-	return l
-}
-
-// Layers returns the labels of the layers, in the order they were added.
-func (p *Pebble) Layers() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, l := range p.layers {
-		out = append(out, l.label)
-	}
-	return out
 }

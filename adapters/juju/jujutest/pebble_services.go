@@ -51,6 +51,42 @@ func (p *Pebble) serviceInfos(names []string) []juju.ServiceInfo {
 	return out
 }
 
+// StartServices starts the named services of the plan, as Pebble's start
+// does, for a test whose charm finds them running: an error names a
+// service that is not in the plan or has no command. They stop at a
+// [Pebble.Restart].
+func (p *Pebble) StartServices(names ...string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	svcs := p.services()
+	for _, name := range names {
+		if svcs[name] == nil {
+			return fmt.Errorf("jujutest: pebble %q: service %q does not exist", p.Name, name)
+		}
+	}
+	for _, name := range names {
+		if _, ok := p.running[name]; ok {
+			continue
+		}
+		if err := p.start(svcs, name); err != nil {
+			return fmt.Errorf("jujutest: pebble %q: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// start starts the service name of svcs, the plan's services. The
+// caller holds p.mu.
+func (p *Pebble) start(svcs map[string]map[string]any, name string) error {
+	if cmd, _ := svcs[name]["command"].(string); cmd == "" {
+		return fmt.Errorf("cannot start service %q: no command", name)
+	}
+	def, _ := json.Marshal(svcs[name])
+	p.running[name] = string(def)
+	p.starts[name]++
+	return nil
+}
+
 // Starts returns how many times the service has started (a restart
 // counts), so that a test can tell whether a replan restarted it.
 func (p *Pebble) Starts(service string) int {
@@ -102,15 +138,7 @@ func (p *Pebble) postServices(w http.ResponseWriter, r *http.Request) {
 		errorResponse(w, http.StatusBadRequest, "", "invalid action %q", req.Action)
 		return
 	}
-	start := func(name string) error {
-		if cmd, _ := svcs[name]["command"].(string); cmd == "" {
-			return fmt.Errorf("cannot start service %q: no command", name)
-		}
-		def, _ := json.Marshal(svcs[name])
-		p.running[name] = string(def)
-		p.starts[name]++
-		return nil
-	}
+	start := func(name string) error { return p.start(svcs, name) }
 	var err error
 	switch req.Action {
 	case "start":

@@ -46,6 +46,14 @@ func pebbleTargets() []pebbleTarget {
 // test ends.
 func startRealPebble(t testing.TB, bin string) *juju.Container {
 	t.Helper()
+	c, _ := startRealPebbleProcess(t, bin)
+	return c
+}
+
+// startRealPebbleProcess is startRealPebble, which also returns pebble's
+// process.
+func startRealPebbleProcess(t testing.TB, bin string) (*juju.Container, *os.Process) {
+	t.Helper()
 	dir := jujutest.PebbleDir(t)
 	c := juju.NewContainer("workload", dir)
 	os.MkdirAll(filepath.Dir(c.Socket), 0o755)
@@ -70,7 +78,7 @@ func startRealPebble(t testing.TB, bin string) *juju.Container {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return c
+	return c, cmd.Process
 }
 
 // TestPebbleFiles pushes and pulls files: content and permissions survive
@@ -310,13 +318,13 @@ func TestFakePebbleReplan(t *testing.T) {
 		t.Errorf("adding a layer started app: %d starts, want 1", got)
 	}
 	replan(2)
-	want := &juju.Service{Command: "app", Startup: "enabled", Environment: map[string]string{"A": "1", "B": "2"}, After: []string{"db", "cache"}}
+	want := &juju.Service{Override: "replace", Command: "app", Startup: "enabled", Environment: map[string]string{"A": "1", "B": "2"}, After: []string{"db", "cache"}}
 	if got := p.Plan().Services["app"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("merged plan: got %+v, want %+v", got, want)
 	}
 	add("base", &juju.Service{Override: "replace", Command: "app2", Startup: "enabled"}, true)
 	replan(3)
-	want = &juju.Service{Command: "app2", Startup: "enabled", Environment: map[string]string{"B": "2"}, After: []string{"cache"}}
+	want = &juju.Service{Override: "replace", Command: "app2", Startup: "enabled", Environment: map[string]string{"B": "2"}, After: []string{"cache"}}
 	if got := p.Plan().Services["app"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("after replacing in the combined base layer: got %+v, want %+v", got, want)
 	}
@@ -422,6 +430,63 @@ func TestPebbleNotices(t *testing.T) {
 			}
 			if _, err := c.Notify(ctx, "backup-done", nil); err == nil || !strings.Contains(err.Error(), "example.com/path") {
 				t.Errorf("a key without a domain: got %v, want Pebble's refusal", err)
+			}
+		})
+	}
+}
+
+// TestFakePebbleRestart: the fake's system-info gives a boot ID, as
+// Pebble's does, and a restart gives a new one with only what the image
+// holds: the files of WriteFile, no pushed file, no layer, no service.
+func TestFakePebbleRestart(t *testing.T) {
+	dir := jujutest.PebbleDir(t)
+	p := jujutest.StartPebble(t, dir, "workload")
+	c := juju.NewContainer("workload", dir)
+	ctx := context.Background()
+	p.WriteFile("/etc/image.conf", []byte("from the image"))
+	if err := c.Push(ctx, "/etc/pushed.conf", []byte("pushed"), nil); err != nil {
+		t.Fatal(err)
+	}
+	layer := &juju.Layer{Services: map[string]*juju.Service{"app": {Override: "replace", Command: "app", Startup: "enabled"}}}
+	if err := c.AddLayer(ctx, "app", layer, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Replan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Info(ctx)
+	if err != nil || before.BootID == "" || before.BootID != p.BootID() {
+		t.Fatalf("system-info: got %+v, %v; want the fake's boot ID %q", before, err, p.BootID())
+	}
+	p.Restart()
+	after, err := c.Info(ctx)
+	if err != nil || after.BootID == before.BootID || after.BootID != p.BootID() {
+		t.Errorf("after a restart: boot ID %+v, %v; want a new one, not %q", after, err, before.BootID)
+	}
+	if _, err := c.Pull(ctx, "/etc/pushed.conf"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the pushed file after a restart: got %v, want fs.ErrNotExist", err)
+	}
+	if data, err := c.Pull(ctx, "/etc/image.conf"); err != nil || string(data) != "from the image" {
+		t.Errorf("the image's file after a restart: got %q, %v", data, err)
+	}
+	if svcs, err := c.Services(ctx); err != nil || len(svcs) != 0 || len(p.Layers()) != 0 || p.Starts("app") != 0 {
+		t.Errorf("after a restart: services %+v, %v, layers %q, %d starts; want none", svcs, err, p.Layers(), p.Starts("app"))
+	}
+}
+
+// TestPebbleInfo: system-info gives Pebble's version and boot ID, the
+// same while it runs.
+func TestPebbleInfo(t *testing.T) {
+	for _, target := range pebbleTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			c, _ := target.start(t)
+			ctx := context.Background()
+			first, err := c.Info(ctx)
+			if err != nil || first.Version == "" || first.BootID == "" {
+				t.Fatalf("got %+v, %v; want a version and a boot ID", first, err)
+			}
+			if again, err := c.Info(ctx); err != nil || *again != *first {
+				t.Errorf("again: got %+v, %v; want %+v", again, err, first)
 			}
 		})
 	}

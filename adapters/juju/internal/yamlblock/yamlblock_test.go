@@ -1,0 +1,126 @@
+package yamlblock
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// pebblePlan is a plan as pebble v1.32 printed it (pebble plan), with the
+// scalar styles yaml.v3 writes.
+const pebblePlan = `services:
+    app:
+        summary: "123"
+        description: |
+            line one
+            line two: with colon
+        startup: enabled
+        override: replace
+        command: app --flag "quoted" 'single'
+        after:
+            - db
+            - cache
+        environment:
+            -x: '- y'
+            a:b: '#x'
+            bool: "yes"
+            D: "\x7F odd \N"
+            E: ""
+            nl: |
+                x
+            nl2: |+
+                x
+
+            "null": "null"
+            keep: |-
+                no break
+            spc: ' '
+            it's: 'it''s'
+            tab: "a\tb"
+        user-id: 1000
+        backoff-factor: 1.5
+        backoff-limit: 1m0s
+log-targets:
+    loki:
+        services: []
+        labels: {}
+`
+
+func TestParsePebblePlan(t *testing.T) {
+	got, err := Parse(pebblePlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"services": map[string]any{"app": map[string]any{
+			"summary": "123", "description": "line one\nline two: with colon\n", "startup": "enabled", "override": "replace",
+			"command": `app --flag "quoted" 'single'`, "after": []any{"db", "cache"},
+			"environment": map[string]any{
+				"-x": "- y", "a:b": "#x", "bool": "yes", "D": "\x7f odd \u0085", "E": "", "nl": "x\n", "nl2": "x\n\n",
+				"null": "null", "keep": "no break", "spc": " ", "it's": "it's", "tab": "a\tb",
+			},
+			"user-id": int64(1000), "backoff-factor": 1.5, "backoff-limit": "1m0s",
+		}},
+		"log-targets": map[string]any{"loki": map[string]any{"services": []any{}, "labels": map[string]any{}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %#v\nwant %#v", got, want)
+	}
+}
+
+// TestMarshalRoundTrip: what Marshal writes, Parse reads back the same.
+func TestMarshalRoundTrip(t *testing.T) {
+	values := []any{
+		map[string]any{},
+		map[string]any{"a": "x", "b": map[string]any{"c": []any{"1", "two", "", " x ", "a: b", "- y", "#", "\x7f\u0085\u2028\ufffe", "line\nbreak\n"}}},
+		map[string]any{"n": 3.5, "i": int64(-7), "t": true, "z": nil, "e": []any{}, "m": map[string]any{}, "null": "null", "key: odd": "v"},
+		[]any{"a", map[string]any{}, []any{}},
+	}
+	for _, v := range values {
+		text := Marshal(v)
+		got, err := Parse(text)
+		if err != nil || !reflect.DeepEqual(got, v) {
+			t.Errorf("%#v:\n%s\nread back %#v, %v", v, text, got, err)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range []struct{ doc, want string }{
+		{"a: &x 1\n", `line 1: "&x 1" is not supported`},
+		{"a: >\n  folded\n", `line 1: ">" is not supported`},
+		{"a: [b, c]\n", `flow collections other than [] and {} are not supported`},
+		{"a: \"open\n", `goes on to the next line`},
+		{"a: 1\na: 2\n", `line 2: key "a" repeated`},
+		{"a:\n    b: 1\n  c: 2\n", `line 3`},
+		{"a: 1\njunk\n", `line 2: want "key: value"`},
+		{"- a\n- b: c\n", `line 2: a mapping in a sequence item`},
+		{"a: \"\\q\"\n", `bad escape \q`},
+	} {
+		if _, err := Parse(tt.doc); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want an error containing %q", tt.doc, err, tt.want)
+		}
+	}
+	if v, err := Parse("\n# only a comment\n"); v != nil || err != nil {
+		t.Errorf("empty: got %v, %v", v, err)
+	}
+}
+
+// FuzzRoundTrip: any string, as a key and as a value, is written by
+// Marshal and read back the same by Parse.
+func FuzzRoundTrip(f *testing.F) {
+	for _, s := range []string{"", " ", "a: b", "- x", "#", "null", "1", "\x7f", "\u0085", "line\n", "'\"\\", "\t"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return // encoding/json writes U+FFFD for invalid UTF-8
+		}
+		v := map[string]any{s: s, "list": []any{s}}
+		got, err := Parse(Marshal(v))
+		if err != nil || !reflect.DeepEqual(got, v) {
+			t.Errorf("%q: read back %#v, %v", s, got, err)
+		}
+	})
+}

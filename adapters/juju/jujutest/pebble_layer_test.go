@@ -1,0 +1,73 @@
+package jujutest_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/opbus/opbus/adapters/juju"
+	"github.com/opbus/opbus/adapters/juju/jujutest"
+)
+
+// oddText holds the characters encoding/json leaves raw that Pebble's
+// YAML reader refuses (U+007F, the C1 controls, U+FFFE, U+FFFF) or folds
+// into a space (U+0085).
+const oddText = "a\x7fb\u0080c\u0085d\u009fe\ufffef\uffffg"
+
+// postRaw sends a layers request with layer as it is, and returns the
+// response's status and body.
+func postRaw(t *testing.T, c *juju.Container, layer string) (int, string) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", c.Socket)
+	}}}
+	body, _ := json.Marshal(map[string]any{"action": "add", "label": "raw", "format": "yaml", "layer": layer})
+	resp, err := client.Post("http://localhost/v1/layers", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// TestPebbleLayerEscapes: AddLayer escapes what Pebble's YAML reader
+// refuses, so that a layer holding such characters is added and its
+// strings reach the plan unchanged; sent raw, Pebble (and the fake)
+// refuse the layer.
+func TestPebbleLayerEscapes(t *testing.T) {
+	for _, target := range pebbleTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			c, _ := target.start(t)
+			ctx := context.Background()
+			svc := &juju.Service{Override: "replace", Command: "app --motd " + oddText, Environment: map[string]string{"MOTD": oddText}}
+			if err := c.AddLayer(ctx, "odd", &juju.Layer{Summary: oddText, Services: map[string]*juju.Service{"app": svc}}, false); err != nil {
+				t.Fatalf("AddLayer: %v", err)
+			}
+			plan, err := c.Plan(ctx)
+			if got := plan.Services["app"]; err != nil || got == nil || got.Command != svc.Command || got.Environment["MOTD"] != oddText {
+				t.Errorf("the plan's service: got %+v, %v; want command %q and MOTD %q", got, err, svc.Command, oddText)
+			}
+			raw, _ := json.Marshal(map[string]any{"services": map[string]any{"raw": map[string]any{"override": "replace", "command": "app " + oddText}}})
+			status, body := postRaw(t, c, string(raw))
+			if status != http.StatusBadRequest || !strings.Contains(body, "control characters are not allowed") {
+				t.Errorf("raw: got %d %s, want 400 with YAML's refusal", status, body)
+			}
+		})
+	}
+	// The strings reach the plan unchanged.
+	dir := jujutest.PebbleDir(t)
+	p := jujutest.StartPebble(t, dir, "workload")
+	svc := &juju.Service{Override: "replace", Command: "app", Environment: map[string]string{"MOTD": oddText}}
+	if err := juju.NewContainer("workload", dir).AddLayer(context.Background(), "odd", &juju.Layer{Services: map[string]*juju.Service{"app": svc}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Plan().Services["app"].Environment["MOTD"]; got != oddText {
+		t.Errorf("the plan's MOTD: got %q, want %q", got, oddText)
+	}
+}
