@@ -48,8 +48,8 @@ func randomSegment(r *rand.Rand) (s Segment, built bool) {
 // TestPathStringRoundTrips: every path that can be built (MapKey,
 // ListIndex, [*] and match segments, with any key, field and value)
 // prints as text ParsePath reads back as the same path, or building it
-// was refused. (Defect 7: a match field with a space or empty, and
-// ListIndex(-1), printed as text ParsePath refuses.)
+// was refused. (A match field with a space, or empty, and ListIndex(-1)
+// once printed as text ParsePath refuses.)
 func TestPathStringRoundTrips(t *testing.T) {
 	for _, tt := range []Path{
 		{MapKey("a"), {Kind: SegMatch, Key: "a b", Value: "v"}},

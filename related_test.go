@@ -374,8 +374,8 @@ func TestRelatedPendingAtShutdown(t *testing.T) {
 // never observes (owner references to kinds it does not watch) leave
 // nothing behind once they are deleted: no key state for the parent, no
 // view, no relation; the bounded memory of finished deletions is all.
-// (Defect 4: each such child left its parent's key state, about 250
-// bytes, for good.)
+// (Each such child once left its parent's key state, about 250 bytes,
+// for good.)
 func TestRelatedUnknownParentsForgotten(t *testing.T) {
 	for _, withRun := range []bool{true, false} {
 		t.Run(fmt.Sprintf("run=%v", withRun), func(t *testing.T) {

@@ -144,11 +144,16 @@ type DueFunc func(key Key, handler string, again bool) bool
 // returns an error (retries follow [RetryAfter] and the backoff) and when
 // d is not positive. Under the Juju adapter the next run is at the next
 // hook, whatever d. A d longer than 100 years is taken as 100 years
-// (the bound of [On.Every]).
+// (the bound of [On.Every]), with a warning in the log.
 func (ev *Event) Again(d time.Duration) {
-	if ev.d != nil && d > 0 {
-		ev.again = min(d, maxPeriod)
+	if ev.d == nil || d <= 0 {
+		return
 	}
+	if d > maxPeriod {
+		ev.d.b.log.Warn("opbus: Event.Again past the bound of a period: taken as the bound", "key", ev.Key.String(), "handler", ev.Handler, "again", d, "bound", maxPeriod)
+		d = maxPeriod
+	}
+	ev.again = d
 }
 
 // scheduleOf returns h's schedule on the record, or nil.

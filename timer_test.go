@@ -1,11 +1,14 @@
 package opbus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -365,7 +368,8 @@ func TestEveryChecked(t *testing.T) {
 // polls at the bound instead of wrapping into the past: the handler runs
 // once, not again and again.
 func TestTimerPeriodBounded(t *testing.T) {
-	b := newBus(t, nil)
+	var logs bytes.Buffer // read once Run has returned
+	b := newBus(t, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	var runs atomic.Int64
 	must(t, b.Handle("every", func(context.Context, *Event) (Status, error) {
 		return Active(""), nil
@@ -382,6 +386,9 @@ func TestTimerPeriodBounded(t *testing.T) {
 	must(t, stop())
 	if n := runs.Load(); n != 1 {
 		t.Errorf("the handler that asked Again(292 years) ran %d times, want 1", n)
+	}
+	if want := `msg="opbus: Event.Again past the bound of a period: taken as the bound" key="Pod default/web" handler=again again=2562047h47m16.854775807s bound=876000h0m0s`; !strings.Contains(logs.String(), want) {
+		t.Errorf("log:\n%s\nwant a warning with %s", logs.String(), want)
 	}
 }
 
