@@ -150,7 +150,7 @@ func (ev *Event) Again(d time.Duration) {
 		return
 	}
 	if d > maxPeriod {
-		ev.d.b.log.Warn("opbus: Event.Again past the bound of a period: taken as the bound", "key", ev.Key.String(), "handler", ev.Handler, "again", d, "bound", maxPeriod)
+		ev.d.b.cfg.log.Warn("opbus: Event.Again past the bound of a period: taken as the bound", "key", ev.Key.String(), "handler", ev.Handler, "again", d, "bound", maxPeriod)
 		d = maxPeriod
 	}
 	ev.again = d
