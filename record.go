@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -229,8 +230,11 @@ func (w *wireRecord) record(index map[string]int) (*record, error) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.Timers)) {
 		wt := w.Timers[id]
-		if wt.Every <= 0 {
-			return nil, fmt.Errorf("timer of %q: period %dms: expected a positive period", id, wt.Every)
+		if wt.Every <= 0 || wt.Every > maxPeriod.Milliseconds() {
+			return nil, fmt.Errorf("timer of %q: period %dms: expected a positive period of at most %dms", id, wt.Every, maxPeriod.Milliseconds())
+		}
+		if wt.At < 0 || wt.At > math.MaxInt64/int64(time.Millisecond) {
+			return nil, fmt.Errorf("timer of %q: due at %dms: expected a time between 1970 and 2262 in Unix milliseconds", id, wt.At)
 		}
 		if _, ok := index[id]; !ok {
 			continue // of a handler no longer registered, like its digest (rule 19)

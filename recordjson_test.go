@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -160,5 +161,29 @@ func TestRecordEncodeOwnsItsBytes(t *testing.T) {
 	must(t, err)
 	if rec.digests[0] != want {
 		t.Fatalf("the embedded store holds digest %x, want that of the last state, %x", rec.digests[0], want)
+	}
+}
+
+// TestRecordTimersOutOfRange: a stored timer whose period or due time
+// would wrap when read in nanoseconds is a corrupt record, reported, not a
+// schedule that fires at once or never.
+func TestRecordTimersOutOfRange(t *testing.T) {
+	index := map[string]int{"h": 0}
+	for _, timer := range []string{
+		`{"at":0,"every":9223372036854775}`,    // ms past 100 years
+		`{"at":9223372036854775,"every":1000}`, // due past 2262
+		`{"at":-1,"every":1000}`,
+		`{"at":0,"every":0}`,
+	} {
+		data := []byte(`{"v":3,"timers":{"h":` + timer + `}}`)
+		_, err := decodeRecord(podKey, data, index)
+		if !errors.Is(err, ErrCorruptRecord) {
+			t.Errorf("record with timer %s: err = %v, want ErrCorruptRecord", timer, err)
+		}
+	}
+	ok := []byte(`{"v":3,"timers":{"h":{"at":1700000000000,"every":60000}}}`)
+	r, err := decodeRecord(podKey, ok, index)
+	if err != nil || len(r.schedules()) != 1 || r.schedules()[0].every != time.Minute {
+		t.Fatalf("a good timer: %v, %+v", err, r)
 	}
 }
