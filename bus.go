@@ -209,8 +209,9 @@ func (b *Bus) runsOn(kind string) bool {
 }
 
 type collector struct {
-	id string
-	fn CollectFunc
+	id     string
+	fn     CollectFunc
+	fields []Path // what it reads, for adapters that read only what is subscribed
 }
 
 // New returns a Bus. A bad option (a negative count or duration, a
@@ -381,17 +382,45 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 // Collect registers a collector under id, which names its status slot: fn
 // is evaluated at every commit of every object, like ops' collect-status
 // (on a bus with handlers, of every object of a kind one runs on: rule 34a).
-func (b *Bus) Collect(id string, fn CollectFunc) error {
+// fields, in the syntax of [On.Fields], are what fn reads: an adapter that
+// reads only what is subscribed (the Juju adapter: relation data, config)
+// reads them for it, as it does a handler's fields. They do not decide when
+// fn runs, which is at every commit. A bad path is an error.
+func (b *Bus) Collect(id string, fn CollectFunc, fields ...string) error {
 	if fn == nil {
 		return fmt.Errorf("opbus: collector %q: nil function", id)
+	}
+	c := &collector{id: id, fn: fn}
+	for _, f := range fields {
+		p, err := ParsePath(f)
+		if err != nil {
+			return within(err, "opbus: collector %q", id)
+		}
+		c.fields = append(c.fields, p)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.claim(id, "collector"); err != nil {
 		return err
 	}
-	b.reg.collectors = append(b.reg.collectors, &collector{id: id, fn: fn})
+	b.reg.collectors = append(b.reg.collectors, c)
 	return nil
+}
+
+// Collectors describes the registered collectors that read fields (see
+// [Bus.Collect]), in registration order, for adapters that read only what
+// is subscribed. Types and Kinds are empty: a collector runs at every
+// commit of every object.
+func (b *Bus) Collectors() []Subscription {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []Subscription
+	for _, c := range b.reg.collectors {
+		if len(c.fields) > 0 {
+			out = append(out, Subscription{ID: c.id, Fields: slices.Clone(c.fields)})
+		}
+	}
+	return out
 }
 
 // AddSlot registers a status slot that handlers set with [Event.SetSlot], such

@@ -274,3 +274,24 @@ func TestOptionsChecked(t *testing.T) {
 		t.Fatal(`a handler took the bus's own slot "opbus"`)
 	}
 }
+
+// TestCollectorFields: Collect takes the fields a collector reads, parsed
+// at registration (a bad path is an error naming the collector), and
+// Collectors lists the collectors that read fields, for adapters.
+func TestCollectorFields(t *testing.T) {
+	b := newBus(t, nil)
+	st := func(context.Context, Key, map[string]any) Status { return Status{} }
+	must(t, b.Collect("plain", st))
+	must(t, b.Collect("db", st, "relations.db", `metadata.annotations["example.com/x"]`))
+	err := b.Collect("bad", st, "spec..x")
+	if err == nil || !strings.Contains(err.Error(), `collector "bad"`) {
+		t.Fatalf("Collect with a bad path = %v, want an error naming the collector", err)
+	}
+	got := b.Collectors()
+	if len(got) != 1 || got[0].ID != "db" || len(got[0].Fields) != 2 || got[0].Fields[1].String() != `metadata.annotations["example.com/x"]` {
+		t.Fatalf("Collectors() = %+v, want db with its two fields", got)
+	}
+	if err := b.Collect("db2", st, "x"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -122,6 +122,7 @@ func (r *run) planContainers(known []string, dir string) error {
 		known, knownErr = ReadContainers(dir)
 	}
 	var err error
-	r.plan.containers, r.plan.probe, err = planContainers(r.bus.Subscriptions(), known, knownErr)
+	subs := append(r.bus.Subscriptions(), r.collectorReads()...)
+	r.plan.containers, r.plan.probe, err = planContainers(subs, known, knownErr)
 	return err
 }

@@ -81,8 +81,10 @@
 // are [Options.Containers] or the containers section of its metadata
 // ([ReadContainers]).
 //
-// Collectors ([opbus.Bus.Collect]) cannot subscribe: list the fields they
-// read in [Options.Read].
+// A collector subscribes by naming the fields it reads when it is
+// registered ([opbus.Bus.Collect]'s fields): they are read at every hook
+// as a handler's are, and checked alike; a collector registered without
+// fields sees only what handlers subscribe to.
 //
 // So a handler must subscribe to every field it reads, which is right in
 // any case: it runs again only when a field it subscribes to changes. Run

@@ -43,11 +43,11 @@ type Options struct {
 	// document's containers field.
 	Containers []string
 	// Read lists document fields (paths, as handlers subscribe to them)
-	// to read at every hook beside those handlers subscribe to, for
-	// collectors ([opbus.Bus.Collect]), which cannot subscribe: a
-	// collector sees only the fields read. They are checked as
-	// subscriptions are; containers fields are not allowed (a container
-	// is probed for the handlers that subscribe to it).
+	// to read at every hook beside those handlers and collectors subscribe
+	// to ([opbus.Bus.Collect] takes a collector's fields): for code that
+	// reads the document outside a handler or collector. They are checked
+	// as subscriptions are; containers fields are not allowed (a container
+	// is probed for the handlers and collectors that subscribe to it).
 	Read []string
 	// PebbleTimeout bounds each request to a workload container's Pebble
 	// and each wait for a change, for the containers of [Hook.Container];
@@ -226,6 +226,9 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, opts *Optio
 		r.store.upgrade = newUpgrade(subs)
 	}
 	planned := subs
+	if cs := r.collectorReads(); len(cs) > 0 {
+		planned = append(slices.Clone(subs), cs...)
+	}
 	if len(opts.Read) > 0 {
 		read := opbus.Subscription{ID: "Options.Read", Kinds: []string{ObjectUnit}}
 		for _, f := range opts.Read {
@@ -238,7 +241,7 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, opts *Optio
 			}
 			read.Fields = append(read.Fields, p)
 		}
-		planned = append(slices.Clone(subs), read)
+		planned = append(slices.Clone(planned), read)
 	}
 	if r.env.Kind == KindPebbleReady {
 		r.store.ready = readyHandlers(subs, r.env.Workload)
@@ -440,3 +443,15 @@ type contextError struct {
 
 func (e *contextError) Error() string { return e.msg }
 func (e *contextError) Unwrap() error { return e.err }
+
+// collectorReads returns the fields the bus's collectors read, as
+// subscriptions of the unit's document, so that the adapter reads them for
+// the collectors as it does for handlers (a collector judges the unit; one
+// that also sees the application's document reads the same fields there).
+func (r *run) collectorReads() []opbus.Subscription {
+	cs := r.bus.Collectors()
+	for i := range cs {
+		cs[i].Kinds = []string{ObjectUnit}
+	}
+	return cs
+}
