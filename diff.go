@@ -409,22 +409,27 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 		w.path = w.path[:depth]
 	}
 	if shared < len(b) {
-		for k, bv := range b {
-			if _, inA := a[k]; inA {
-				continue
-			}
-			next, ignored, field := w.child(mask, MapKey(k))
-			if ignored {
-				continue
-			}
-			from := len(w.out)
-			w.path = append(w.path, MapKey(k))
-			w.emit(OpAdd, nil, bv, next, field)
-			w.path = w.path[:len(w.path)-1]
-			w.span = append(w.span, span{key: k, from: from, to: len(w.out)})
-		}
+		w.diffAdded(a, b, mask)
 	}
 	w.sortSpans(start, spanStart)
+}
+
+// diffAdded emits the keys of b that a lacks, for diffMap.
+func (w *walker) diffAdded(a, b map[string]any, mask uint64) {
+	for k, bv := range b {
+		if _, inA := a[k]; inA {
+			continue
+		}
+		next, ignored, field := w.child(mask, MapKey(k))
+		if ignored {
+			continue
+		}
+		from := len(w.out)
+		w.path = append(w.path, MapKey(k))
+		w.emit(OpAdd, nil, bv, next, field)
+		w.path = w.path[:len(w.path)-1]
+		w.span = append(w.span, span{key: k, from: from, to: len(w.out)})
+	}
 }
 
 // record notes that out[from:] holds the changes below sibling k, if any.
