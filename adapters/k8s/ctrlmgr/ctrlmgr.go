@@ -45,6 +45,11 @@ const CheckName = "opbus"
 // standalone Source reads its own; a cache of some namespaces runs an
 // informer per namespace, and the Source reads objects through the cache,
 // which copies each one read.
+//
+// A manager made by [NewManager] fences the Source by its Lease: past the
+// renew deadline of its last successful renew, the Source runs no
+// handler, writes nothing, and stops with [k8s.ErrLeadershipLost]. A
+// manager made otherwise leaves it unfenced (rule K27).
 func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 	if mgr == nil {
 		return nil, errors.New("ctrlmgr: the manager is nil")
@@ -63,6 +68,12 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 	case o.LeaderElection != nil:
 		return nil, errors.New("ctrlmgr: Options.LeaderElection is set: inside a manager the Source runs only on the replica the manager's own election chose " +
 			"(manager.Options.LeaderElection, the --leader-elect flag); leave it nil")
+	}
+	if o.Fence != nil {
+		return nil, errors.New("ctrlmgr: Options.Fence is set: inside a manager made by ctrlmgr.NewManager the Source is fenced by the manager's Lease; leave it nil")
+	}
+	if m, ok := mgr.(*Manager); ok && m.lock != nil {
+		o.Fence = m.lock.Deadline
 	}
 	o.Config, o.HTTPClient = mgr.GetConfig(), mgr.GetHTTPClient()
 	o.Informers = cacheInformers{mgr.GetCache()}
