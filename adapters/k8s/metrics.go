@@ -28,13 +28,18 @@ import (
 //	opbus_retries_scheduled_total{kind}               retries the bus scheduled
 //	opbus_states_observed_total{kind}                 states queued
 //	opbus_states_coalesced_total{kind}                backlogs coalesced to their latest state
-//	opbus_queue_depth                                 states waiting across all keys
+//	opbus_queue_depth                                 states waiting across all keys (of every running bus)
 //	opbus_store_write_duration_seconds{kind}          record writes (histogram)
 //	opbus_status_write_duration_seconds{kind}         status writes (histogram)
 //	opbus_write_failures_total{kind,write}            failed writes, write="store" or "status"
 //	opbus_timer_runs_total{handler,kind}              runs due to a schedule (On.Every, Event.Again)
 //	opbus_timer_lateness_seconds{handler,kind}        how long after its due time a due run started (histogram)
 //	opbus_leader                                      1 while this replica handles, else 0
+//
+// One Metrics may serve several Sources of a process (as ctrlmgr shares
+// one): opbus_leader is then 1 while any of them handles, checked at
+// each scrape (a leader past its Lease's renew deadline no longer
+// does), and opbus_queue_depth sums their buses' queues.
 //
 // It is an [opbus.TimerObserver] too, which gives the timer metrics.
 // Its methods are safe for concurrent use.

@@ -51,8 +51,10 @@
 //     ([k8s.Metrics]: opbus_handler_runs_total, opbus_handler_duration_seconds,
 //     …) are registered on controller-runtime's metrics.Registry and appear
 //     on the manager's /metrics (--metrics-bind-address, default :8080),
-//     next to controller-runtime's own. A second Source in one process
-//     needs the first's Metrics, or its own registry.
+//     next to controller-runtime's own. Every Source that [New] makes in
+//     one process shares them (a second manager, a restart, go test
+//     -count=2): opbus_leader is 1 while any of them leads, and
+//     opbus_queue_depth sums their queues.
 //   - Probes: [Add] registers a check named [CheckName] with the manager's
 //     /readyz (--health-probe-bind-address, default :8081), which passes on
 //     a standby and, on the leader, once the Source's handlers have been
