@@ -306,15 +306,26 @@
 // Run returns [ErrLeadershipLost]. The records live on the objects, so the
 // new leader does not run again what the old one handled.
 //
-// Losing the Lease halts the bus ([opbus.ErrHalt]): running handlers see
-// their context cancelled at once, with a cause wrapping
-// [ErrLeadershipLost], and the old leader writes nothing more — no record,
-// condition or pending state. A replica that takes the Lease from a holder
-// that did not release it waits before it handles: the Lease's renew
-// deadline, after which the old holder knows it lost, plus two seconds
-// (one for its handlers to return, one for a write under way), from when
-// it last saw the old holder's record change.
-//
+// A leader fences itself by its Lease: before each handler run and each
+// write it checks, on its own monotonic clock, that its last successful
+// renew began less than the renew deadline ago ([LeaseLock.Deadline]).
+// Once that has passed — whatever client-go's elector, which after a
+// pause of the process retries for another renew deadline, still
+// believes — it has lost the Lease: the bus halts ([opbus.ErrHalt]),
+// running handlers see their context cancelled with a cause wrapping
+// [ErrLeadershipLost], every request that writes is refused before it
+// leaves the process (no record, condition, child, Event or pending
+// state), [Source.Leading], opbus_leader and /readyz drop, and Run
+// returns [ErrLeadershipLost]. A replica that takes the Lease from a
+// holder that did not release it waits before it handles: the Lease's
+// renew deadline plus two seconds (one for the old holder's handlers to
+// return, one for a write under way) from when it last saw the old
+// holder's record change, and client-go makes it wait the lease duration
+// from then anyway; the old holder stopped writing at the renew deadline
+// after its renewal began, which was before. Inside a controller-runtime
+// manager, ctrlmgr.NewManager gives the Source the same fence
+// ([Options].Fence).
+
 // # Several operators
 //
 // Operators of different [Options].Name on the same objects keep apart:

@@ -23,7 +23,12 @@ import (
 	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
-func TestMain(m *testing.M) { kubetest.Main(m) }
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(replicaEnv); raw != "" {
+		os.Exit(replicaMain(raw)) // a replica process (replica_test.go)
+	}
+	kubetest.Main(m)
+}
 
 // waitFor bounds every wait for the server, an informer or a handler.
 const waitFor = 20 * time.Second

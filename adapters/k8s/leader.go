@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -36,11 +35,11 @@ func (s *Source) elect(ctx context.Context, bus *opbus.Bus) error {
 		id = s.identity()
 	}
 	lease := le.Namespace + "/" + le.Name
-	lock := &watchedLock{LeaseLock: &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
-		Client:     s.leases,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}}
+	ll, err := NewLeaseLock(s.leases, le.Namespace, le.Name, id, le.RenewDeadline, nil)
+	if err != nil {
+		return err
+	}
+	lock := &watchedLock{LeaseLock: ll}
 	lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer lcancel()
 
@@ -87,15 +86,19 @@ func (s *Source) elect(ctx context.Context, bus *opbus.Bus) error {
 		s.log.Info("k8s: leading", "lease", lease, "identity", id)
 		// Losing the Lease halts the bus: its handlers are cancelled at
 		// once and it writes nothing more, since the objects are another
-		// replica's now.
-		wctx, cancel := context.WithCancelCause(ctx)
+		// replica's now. It is lost at the lock's deadline (fence.go),
+		// or earlier if client-go's elector gives up first.
+		fctx, end := s.fenced(ctx, lock.Deadline, "Lease "+lease)
+		wctx, cancel := context.WithCancelCause(fctx)
 		stop := context.AfterFunc(leCtx, func() {
+			s.probe.set(func(p *probeState) { p.lost = true })
 			cancel(fmt.Errorf("%w: %w: lease %s, identity %s", opbus.ErrHalt, ErrLeadershipLost, lease, id))
 		})
 		err := s.lead(wctx, bus)
 		stop()
 		cancel(nil)
-		if leCtx.Err() != nil && ctx.Err() == nil {
+		end()
+		if (leCtx.Err() != nil || leaseLost(context.Cause(fctx))) && ctx.Err() == nil {
 			s.log.Error("k8s: leadership lost: stopped handling", "lease", lease, "identity", id)
 			err = errors.Join(fmt.Errorf("%w: lease %s, identity %s", ErrLeadershipLost, lease, id), err)
 		}
@@ -149,7 +152,7 @@ func (s *Source) elect(ctx context.Context, bus *opbus.Bus) error {
 // the replica that may still be handling when this one takes the Lease.
 // A released Lease (no holder) has none.
 type watchedLock struct {
-	*resourcelock.LeaseLock
+	*LeaseLock
 	mu    sync.Mutex
 	other string
 	rec   resourcelock.LeaderElectionRecord

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,13 +28,18 @@ import (
 //	opbus_retries_scheduled_total{kind}               retries the bus scheduled
 //	opbus_states_observed_total{kind}                 states queued
 //	opbus_states_coalesced_total{kind}                backlogs coalesced to their latest state
-//	opbus_queue_depth                                 states waiting across all keys
+//	opbus_queue_depth                                 states waiting across all keys (of every running bus)
 //	opbus_store_write_duration_seconds{kind}          record writes (histogram)
 //	opbus_status_write_duration_seconds{kind}         status writes (histogram)
 //	opbus_write_failures_total{kind,write}            failed writes, write="store" or "status"
 //	opbus_timer_runs_total{handler,kind}              runs due to a schedule (On.Every, Event.Again)
 //	opbus_timer_lateness_seconds{handler,kind}        how long after its due time a due run started (histogram)
 //	opbus_leader                                      1 while this replica handles, else 0
+//
+// One Metrics may serve several Sources of a process (as ctrlmgr shares
+// one): opbus_leader is then 1 while any of them handles, checked at
+// each scrape (a leader past its Lease's renew deadline no longer
+// does), and opbus_queue_depth sums their buses' queues.
 //
 // It is an [opbus.TimerObserver] too, which gives the timer metrics.
 // Its methods are safe for concurrent use.
@@ -49,10 +55,11 @@ type Metrics struct {
 	writeFailures           *prometheus.CounterVec
 	timerRuns               *prometheus.CounterVec
 	lateness                *prometheus.HistogramVec
-	leader                  prometheus.Gauge
 
-	queued atomic.Int64              // the last queue depth the bus reported
-	bus    atomic.Pointer[opbus.Bus] // the running bus, whose Stats give the depth now
+	queued atomic.Int64 // the last queue depth a bus reported
+
+	mu    sync.Mutex
+	leads map[*Source]*opbus.Bus // the Sources leading now and their buses
 }
 
 var _ opbus.TimerObserver = (*Metrics)(nil)
@@ -97,7 +104,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 		}
 	}
 	hl := []string{"handler", "kind"}
-	m := &Metrics{gatherer: gatherer}
+	m := &Metrics{gatherer: gatherer, leads: map[*Source]*opbus.Bus{}}
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_handler_runs_total", Help: "Handler runs."}, hl)
 	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_handler_failures_total", Help: "Handler runs that returned an error or panicked."}, hl)
 	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_handler_retries_total", Help: "Handler runs that were retries of a failed run (attempt > 1)."}, hl)
@@ -110,9 +117,9 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.writeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_write_failures_total", Help: "Record and status writes that failed."}, []string{"kind", "write"})
 	m.timerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_timer_runs_total", Help: "Handler runs due to a schedule (On.Every, Event.Again)."}, hl)
 	m.lateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "opbus_timer_lateness_seconds", Help: "How long after its due time a run due to a schedule started.", Buckets: buckets}, hl)
-	m.leader = prometheus.NewGauge(prometheus.GaugeOpts{Name: "opbus_leader", Help: "1 while this replica watches and handles (it leads, or runs without leader election), else 0."})
+	leader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "opbus_leader", Help: "1 while this replica watches and handles (it leads, or runs without leader election), else 0."}, m.leader)
 	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "opbus_queue_depth", Help: "Object states waiting to be dispatched, across all keys."}, m.depth)
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.retries, m.duration, m.scheduled, m.observed, m.coalesced, m.storeWrites, m.statusWrites, m.writeFailures, m.timerRuns, m.lateness, m.leader, depth} {
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.retries, m.duration, m.scheduled, m.observed, m.coalesced, m.storeWrites, m.statusWrites, m.writeFailures, m.timerRuns, m.lateness, leader, depth} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("k8s: registering metrics: %w", err)
 		}
@@ -158,12 +165,32 @@ func (m *Metrics) TimerDue(key opbus.Key, handler string, late time.Duration) {
 	m.lateness.WithLabelValues(handler, key.Kind).Observe(late.Seconds())
 }
 
-// depth is the queue depth now: the running bus's, else the last reported.
+// depth is the queue depth now: that of the running buses, else the last
+// reported.
 func (m *Metrics) depth() float64 {
-	if b := m.bus.Load(); b != nil {
-		return float64(b.Stats().Queued)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.leads) == 0 {
+		return float64(m.queued.Load())
 	}
-	return float64(m.queued.Load())
+	n := 0
+	for _, b := range m.leads {
+		n += b.Stats().Queued
+	}
+	return float64(n)
+}
+
+// leader is 1 while a Source of these metrics leads, checked now: a
+// leader past its Lease's renew deadline no longer does ([Source.Leading]).
+func (m *Metrics) leader() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s := range m.leads {
+		if s.Leading() {
+			return 1
+		}
+	}
+	return 0
 }
 
 // wrote records a write that began at begin; write is "store" or "status".
@@ -183,17 +210,19 @@ func (m *Metrics) wrote(write string, key opbus.Key, begin time.Time, err error)
 	}
 }
 
-// leading records whether this replica handles, and which bus.
-func (m *Metrics) leading(bus *opbus.Bus, on bool) {
+// leading records whether s handles, with which bus.
+func (m *Metrics) leading(s *Source, bus *opbus.Bus, on bool) {
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if on {
-		m.bus.Store(bus)
-		m.leader.Set(1)
+		m.leads[s] = bus
 		return
 	}
-	m.leader.Set(0)
-	m.bus.Store(nil)
-	m.queued.Store(0)
+	delete(m.leads, s)
+	if len(m.leads) == 0 {
+		m.queued.Store(0)
+	}
 }

@@ -68,6 +68,15 @@ type Options struct {
 	// one): for adapters such as ctrlmgr, which share a manager's. Nil
 	// means one of the Source's own.
 	HTTPClient *http.Client
+	// Fence, if set, returns until when this replica may act on the
+	// objects: the instant, on this process's monotonic clock, at which
+	// the Lease of an election run outside the Source (a manager's; see
+	// ctrlmgr.NewManager, and [LeaseLock.Deadline]) may be another
+	// replica's. Run checks it before each handler run and each write, and
+	// once it has passed halts the bus ([opbus.ErrHalt]), refuses every
+	// write and returns an error matching [ErrLeadershipLost]. Nil means
+	// no such check; [Options].LeaderElection has its own.
+	Fence func() time.Time
 }
 
 // Resource is one kind of object to watch, by group, version and resource
@@ -224,6 +233,9 @@ func (o *Options) validate() error {
 	}
 	if err := o.validateInformers(); err != nil {
 		return err
+	}
+	if o.LeaderElection != nil && o.Fence != nil {
+		return errors.New("k8s: Options.LeaderElection and Options.Fence are both set: the Source's own election fences itself; set Fence only for an election run outside the Source (a manager's)")
 	}
 	if le := o.LeaderElection; le != nil {
 		if le.Namespace == "" || le.Name == "" {

@@ -19,6 +19,7 @@ type probeState struct {
 	electing bool // Run campaigns for a Lease
 	leading  bool // this replica watches and handles
 	synced   bool // the informers of the current lead have synced
+	lost     bool // the Lease was lost: the bus halted, Run is returning
 }
 
 func (p *probeState) set(f func(p *probeState)) {
@@ -34,12 +35,19 @@ func (p *probeState) set(f func(p *probeState)) {
 // replica that does not hold the Lease is ready: it is a healthy standby,
 // as in controller-runtime, where readiness does not depend on leadership
 // (a Deployment's rollout waits for every replica to be ready, and only
-// one leads). [Source.Leading] tells whether it handles.
+// one leads). [Source.Leading] tells whether it handles. A leader whose
+// Lease passed its renew deadline is not ready: it has stopped and Run
+// returns [ErrLeadershipLost].
 func (s *Source) Ready() error {
+	lost := s.lostLease() // before the lock: finding it lost sets p.lost
 	p := &s.probe
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
+	case p.lost && lost != nil:
+		return fmt.Errorf("%w: %w", ErrNotReady, lost)
+	case p.lost:
+		return fmt.Errorf("%w: the Lease was lost: stopped handling", ErrNotReady)
 	case !p.started:
 		return fmt.Errorf("%w: Run has not started", ErrNotReady)
 	case p.stopped:
@@ -54,11 +62,13 @@ func (s *Source) Ready() error {
 
 // Leading reports whether the Source watches and handles now: it holds
 // its Lease, or it runs without leader election, and its informers have
-// started.
+// started. It reports false from the Lease's renew deadline on, checked
+// on this process's clock at each call (see [Options].Fence).
 func (s *Source) Leading() bool {
+	holds := s.holds()
 	s.probe.mu.Lock()
 	defer s.probe.mu.Unlock()
-	return s.probe.leading && !s.probe.stopped
+	return holds && s.probe.leading && !s.probe.stopped && !s.probe.lost
 }
 
 // Probes returns an [http.Handler] that serves /healthz and /readyz as

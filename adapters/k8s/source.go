@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -54,7 +55,8 @@ type Source struct {
 
 	ignored []string // the bus's Ignore, as BusOptions saw it
 
-	probe probeState // what /readyz reports (probes.go)
+	probe probeState            // what /readyz reports (probes.go)
+	fence atomic.Pointer[fence] // the lead's check of its Lease (fence.go); nil without election
 
 	names *names          // what it writes, after its name
 	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
@@ -114,6 +116,12 @@ func New(opts *Options) (*Source, error) {
 			return nil, fmt.Errorf("k8s: %w", err)
 		}
 	}
+	// The Lease is written through hc itself; every other request passes
+	// the fence (fence.go).
+	if s.leases, err = coordinationv1client.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, fmt.Errorf("k8s: %w", err)
+	}
+	hc = s.fencedClient(hc)
 	if s.dyn, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
@@ -128,9 +136,6 @@ func New(opts *Options) (*Source, error) {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
 	s.events = core
-	if s.leases, err = coordinationv1client.NewForConfigAndClient(cfg, hc); err != nil {
-		return nil, fmt.Errorf("k8s: %w", err)
-	}
 	s.store = &store{s: s}
 	s.sink = &sink{s: s}
 	return s, nil
@@ -152,7 +157,9 @@ func (s *Source) Sink() opbus.StatusSink { return s.sink }
 // the Observer one that passes every measurement on to o's Observer, to
 // [Options].Metrics and to the adapter (which emits an Event of reason
 // [ReasonHandlerFailed] for each handler failure), and
-// [Incarnation] as the Incarnation, replacing o's, and, when a resource is
+// [Incarnation] as the Incarnation, replacing o's, Runs that refuses every
+// handler once a leader's Lease may be another replica's (besides o's own
+// Runs; see [Options].Fence), and, when a resource is
 // [Resource].Owned, Related to relate its objects to their controllers
 // (besides o's own Related): the adapter writes a
 // record, a status or a finalizer only on the object of the incarnation
@@ -185,6 +192,10 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	}
 	out.Observer = observerOf(out.Observer, metrics, s.failures)
 	out.Incarnation = Incarnation
+	// The fence (fence.go): no handler runs once the Lease may be another
+	// replica's.
+	runs := out.Runs
+	out.Runs = func(handler string) bool { return s.holds() && (runs == nil || runs(handler)) }
 	if slices.ContainsFunc(s.opts.Resources, func(r Resource) bool { return r.Owned || len(r.Referenced) > 0 }) {
 		user := out.Related
 		out.Related = func(key opbus.Key, obj map[string]any) []opbus.Key {
@@ -244,7 +255,16 @@ func (s *Source) Run(ctx context.Context, bus *opbus.Bus) error {
 	if s.opts.LeaderElection != nil {
 		return s.elect(ctx, bus)
 	}
-	return s.lead(ctx, bus)
+	if s.opts.Fence == nil {
+		return s.lead(ctx, bus)
+	}
+	fctx, end := s.fenced(ctx, s.opts.Fence, "the manager's Lease")
+	err := s.lead(fctx, bus)
+	end()
+	if cause := context.Cause(fctx); leaseLost(cause) && ctx.Err() == nil {
+		return errors.Join(cause, err)
+	}
+	return err
 }
 
 // prepare discovers the resources, works out what the sink writes, declares

@@ -65,8 +65,8 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 		s.mu.Unlock()
 	}()
 	s.probe.set(func(p *probeState) { p.leading = true })
-	s.opts.Metrics.leading(bus, true)
-	defer s.opts.Metrics.leading(bus, false)
+	s.opts.Metrics.leading(s, bus, true)
+	defer s.opts.Metrics.leading(s, bus, false)
 	defer s.probe.set(func(p *probeState) { p.leading, p.synced = false, false })
 
 	// Informers and claims stop after the bus has drained, which may

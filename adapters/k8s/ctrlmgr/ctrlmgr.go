@@ -32,7 +32,8 @@ const CheckName = "opbus"
 // manager's configuration and HTTP client, it logs through the manager's
 // logger unless opts.Logger is set, and unless opts.Metrics is set its
 // metrics are registered on controller-runtime's metrics.Registry, which
-// the manager serves on its /metrics. Build the bus with
+// the manager serves on its /metrics (one Metrics for every Source of the
+// process). Build the bus with
 // [k8s.Source.BusOptions], register its handlers, then call [Add].
 //
 // opts is as for [k8s.New], with these fields left unset, since the
@@ -45,6 +46,11 @@ const CheckName = "opbus"
 // standalone Source reads its own; a cache of some namespaces runs an
 // informer per namespace, and the Source reads objects through the cache,
 // which copies each one read.
+//
+// A manager made by [NewManager] fences the Source by its Lease: past the
+// renew deadline of its last successful renew, the Source runs no
+// handler, writes nothing, and stops with [k8s.ErrLeadershipLost]. A
+// manager made otherwise leaves it unfenced (rule K27).
 func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 	if mgr == nil {
 		return nil, errors.New("ctrlmgr: the manager is nil")
@@ -64,6 +70,12 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 		return nil, errors.New("ctrlmgr: Options.LeaderElection is set: inside a manager the Source runs only on the replica the manager's own election chose " +
 			"(manager.Options.LeaderElection, the --leader-elect flag); leave it nil")
 	}
+	if o.Fence != nil {
+		return nil, errors.New("ctrlmgr: Options.Fence is set: inside a manager made by ctrlmgr.NewManager the Source is fenced by the manager's Lease; leave it nil")
+	}
+	if m, ok := mgr.(*Manager); ok && m.lock != nil {
+		o.Fence = m.lock.Deadline
+	}
 	o.Config, o.HTTPClient = mgr.GetConfig(), mgr.GetHTTPClient()
 	o.Informers = cacheInformers{mgr.GetCache()}
 	if o.Logger == nil {
@@ -75,13 +87,9 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 		return nil, fmt.Errorf("ctrlmgr: %w", err)
 	}
 	if o.Metrics == nil {
-		m, err := k8s.NewMetrics(&k8s.MetricsOptions{Registerer: metrics.Registry})
+		m, err := registryMetrics()
 		if err != nil {
-			if _, dup := errors.AsType[prometheus.AlreadyRegisteredError](err); dup {
-				return nil, fmt.Errorf("ctrlmgr: controller-runtime's metrics.Registry already holds opbus metrics (a second Source in this process): "+
-					"give each Source's Options.Metrics the *k8s.Metrics of the first, or one of its own on another registry: %w", err)
-			}
-			return nil, fmt.Errorf("ctrlmgr: %w", err)
+			return nil, err
 		}
 		o.Metrics = m
 	}
@@ -90,6 +98,37 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 		return nil, fmt.Errorf("ctrlmgr: %w", err)
 	}
 	return src, nil
+}
+
+// shared is the one [k8s.Metrics] on controller-runtime's
+// metrics.Registry, which every Source that New makes without
+// Options.Metrics shares: a second Source, or a second manager in the
+// same process (a restart, go test -count=2), finds the registry holding
+// opbus's metrics already. Its opbus_leader is 1 while any of them leads,
+// its opbus_queue_depth their sum; the other metrics are labelled by
+// handler and kind.
+var shared struct {
+	sync.Mutex
+	m *k8s.Metrics
+}
+
+// registryMetrics returns the shared Metrics, registering it on first use.
+func registryMetrics() (*k8s.Metrics, error) {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.m != nil {
+		return shared.m, nil
+	}
+	m, err := k8s.NewMetrics(&k8s.MetricsOptions{Registerer: metrics.Registry})
+	if err != nil {
+		if _, dup := errors.AsType[prometheus.AlreadyRegisteredError](err); dup {
+			return nil, fmt.Errorf("ctrlmgr: controller-runtime's metrics.Registry already holds opbus metrics registered by other code than ctrlmgr.New: "+
+				"give the Source that Metrics as Options.Metrics: %w", err)
+		}
+		return nil, fmt.Errorf("ctrlmgr: %w", err)
+	}
+	shared.m = m
+	return m, nil
 }
 
 // Add adds to mgr a runnable that runs src and bus ([k8s.Source.Run]) on

@@ -36,18 +36,25 @@
 //     chose, and [k8s.Options].LeaderElection must be nil. When mgr.Start's
 //     context ends, the manager cancels the Source's, which drains its bus
 //     within the manager's GracefulShutdownTimeout, and releases its Lease
-//     if LeaderElectionReleaseOnCancel is set. When the manager loses its
-//     Lease it cancels the Source's context and returns "leader election
-//     lost" without waiting: the program exits, handlers still running
-//     included, as its reconcilers do. The bus is not halted with
-//     [opbus.ErrHalt] first, as the standalone Source halts it: the
-//     manager does not tell its runnables why their context ended.
+//     if LeaderElectionReleaseOnCancel is set (set it: another replica
+//     then takes over at once). Make the manager with [NewManager] in
+//     place of ctrl.NewManager and the Source is fenced by the manager's
+//     Lease: past the renew deadline of its last successful renew, on its
+//     own clock, it halts its bus ([opbus.ErrHalt]), runs no handler,
+//     writes nothing and stops with [k8s.ErrLeadershipLost], which stops
+//     the manager — whatever the manager's elector, which after a pause of
+//     the process retries for another renew deadline, still believes.
+//     With a manager made otherwise, the Source learns of a lost Lease
+//     only when the manager cancels its context and returns "leader
+//     election lost": a write may land in between.
 //   - Metrics: unless [k8s.Options].Metrics is set, the Source's metrics
 //     ([k8s.Metrics]: opbus_handler_runs_total, opbus_handler_duration_seconds,
 //     …) are registered on controller-runtime's metrics.Registry and appear
 //     on the manager's /metrics (--metrics-bind-address, default :8080),
-//     next to controller-runtime's own. A second Source in one process
-//     needs the first's Metrics, or its own registry.
+//     next to controller-runtime's own. Every Source that [New] makes in
+//     one process shares them (a second manager, a restart, go test
+//     -count=2): opbus_leader is 1 while any of them leads, and
+//     opbus_queue_depth sums their queues.
 //   - Probes: [Add] registers a check named [CheckName] with the manager's
 //     /readyz (--health-probe-bind-address, default :8081), which passes on
 //     a standby and, on the leader, once the Source's handlers have been

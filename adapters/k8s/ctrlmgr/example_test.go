@@ -30,11 +30,15 @@ func Example() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election for controller manager.")
 	flag.Parse()
 
-	mgr, err := manager.New(config.GetConfigOrDie(), manager.Options{
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         leaderElect,
-		LeaderElectionID:       "my-operator.example.com",
+	// opbus: ctrlmgr.NewManager in place of manager.New (ctrl.NewManager),
+	// so that the Source is fenced by the manager's Lease; a clean stop
+	// releases the Lease once the bus has drained.
+	mgr, err := ctrlmgr.NewManager(config.GetConfigOrDie(), manager.Options{
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              "my-operator.example.com",
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		os.Exit(1)

@@ -2,6 +2,7 @@ package kubetest_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -364,4 +365,36 @@ func terminated(pod *unstructured.Unstructured) (exitCode int64, reason string, 
 	exitCode, _, _ = unstructured.NestedInt64(state, "exitCode")
 	reason, _, _ = unstructured.NestedString(state, "reason")
 	return exitCode, reason, true
+}
+
+// TestThousandServices creates 1,000 Services with a ClusterIP, more than a /24
+// service range holds (254), in a server that kubetest started: its range
+// fits thousands. A server found through a kubeconfig has a range of its
+// own, which the test does not judge.
+func TestThousandServices(t *testing.T) {
+	if os.Getenv(kubetest.KubeconfigVar) != "" {
+		t.Skipf("%s is set: the cluster's service range is its own", kubetest.KubeconfigVar)
+	}
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	core, err := corev1client.NewForConfig(env.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	ips := map[string]bool{}
+	for i := range n {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d", i)},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+		}
+		got, err := core.Services(ns).Create(t.Context(), svc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("Service %d of %d (range %s): %v", i+1, n, kubetest.ServiceClusterIPRange, err)
+		}
+		if ips[got.Spec.ClusterIP] {
+			t.Fatalf("Service %d got ClusterIP %s twice", i+1, got.Spec.ClusterIP)
+		}
+		ips[got.Spec.ClusterIP] = true
+	}
 }

@@ -22,6 +22,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// ServiceClusterIPRange is the --service-cluster-ip-range of an API server
+// that kubetest starts: room for 65,534 Services with a ClusterIP.
+const ServiceClusterIPRange = "10.0.0.0/16"
+
 // Names of the programs in the [BinVar] directory.
 const (
 	etcdProgram      = "etcd"
@@ -109,7 +113,9 @@ func startLocal(ctx context.Context, bin, dir, adminToken string) (_ *localServe
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + filepath.Join(dir, "sa.key"),
 			"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
-			"--service-cluster-ip-range=10.0.0.0/24",
+			// 65,534 ClusterIPs: a test may create thousands of
+			// Services (a /24 stopped at 254).
+			"--service-cluster-ip-range=" + ServiceClusterIPRange,
 			"--endpoint-reconciler-type=none",
 			"--disable-admission-plugins=ServiceAccount",
 			// Without this, an open watch holds up SIGTERM for the whole

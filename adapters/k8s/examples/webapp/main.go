@@ -42,6 +42,9 @@ func main() {
 	flag.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "the namespace of the Lease; empty: the Pod's, or default outside a cluster")
 	flag.DurationVar(&f.ProbeInterval, "probe-interval", 10*time.Second, "how often to GET each WebApp's spec.healthURL")
 	flag.DurationVar(&f.ProbeTimeout, "probe-timeout", time.Second, "how long a GET of spec.healthURL may take (the WebApp's other handlers wait for it)")
+	flag.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits, after the leader's last renewal it saw, before it takes the Lease")
+	flag.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long after its last successful renewal the leader stops handling and writing")
+	flag.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often the Lease is renewed, or tried for")
 	debug := flag.Bool("debug", false, "log every dispatch")
 	flag.Parse()
 

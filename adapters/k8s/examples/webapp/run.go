@@ -24,6 +24,9 @@ type flags struct {
 	LeaderElectionNamespace string
 	ProbeInterval           time.Duration
 	ProbeTimeout            time.Duration
+	// The leader election's durations, controller-runtime's defaults
+	// unless set.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // The resources webapp watches: WebApps, and the Deployments and Services
@@ -47,13 +50,22 @@ func run(ctx context.Context, f flags, logger *slog.Logger) error {
 			ns = "default"
 		}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Metrics:                 metricsserver.Options{BindAddress: f.MetricsBindAddress},
-		HealthProbeBindAddress:  f.HealthProbeBindAddress,
-		LeaderElection:          f.LeaderElect,
-		LeaderElectionID:        "webapp.example.opbus.dev",
-		LeaderElectionNamespace: ns,
+	// ctrlmgr.NewManager instead of ctrl.NewManager: the opbus Source is
+	// then fenced by the manager's Lease, and writes nothing once its
+	// renew deadline has passed. A clean stop (SIGTERM) releases the
+	// Lease once the bus has drained, so that another replica takes over
+	// at once: the program exits right after mgr.Start returns.
+	mgr, err := ctrlmgr.NewManager(cfg, ctrl.Options{
+		Cache:                         cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Metrics:                       metricsserver.Options{BindAddress: f.MetricsBindAddress},
+		HealthProbeBindAddress:        f.HealthProbeBindAddress,
+		LeaderElection:                f.LeaderElect,
+		LeaderElectionID:              "webapp.example.opbus.dev",
+		LeaderElectionNamespace:       ns,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &f.LeaseDuration,
+		RenewDeadline:                 &f.RenewDeadline,
+		RetryPeriod:                   &f.RetryPeriod,
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
