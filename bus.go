@@ -75,6 +75,9 @@ type Options struct {
 	// every handler. The Juju adapter sets it for actions, which run only
 	// their own handlers.
 	Runs func(handler string) bool
+	// Clock, if set, is where the bus reads the time and arms the timers
+	// of retries and schedules (see [Clock]); nil means the system clock.
+	Clock Clock
 	// Due, if set, decides instead of the clock whether a handler's
 	// schedule ([On.Every], [Event.Again]) is due in a pass, and the bus
 	// arms no timers: for programs that run one pass per process, such as
@@ -146,6 +149,7 @@ type settings struct {
 	incarnation func(map[string]any) string
 	runs        func(string) bool
 	due         DueFunc // Options.Due (timer.go)
+	clock       Clock   // Options.Clock (clock.go)
 }
 
 // registry is what is registered on a Bus before it starts: written under
@@ -240,6 +244,7 @@ func New(opts *Options) (*Bus, error) {
 			incarnation: opts.Incarnation,
 			runs:        opts.Runs,
 			due:         opts.Due,
+			clock:       opts.Clock,
 		},
 		reg: registry{owners: map[string]string{}, index: map[string]int{}},
 		q:   queues{keys: map[Key]*keyState{}, ended: map[Key]string{}},
@@ -247,6 +252,9 @@ func New(opts *Options) (*Bus, error) {
 	b.lanes.flying = map[*keyState]observation{}
 	if b.cfg.store == nil {
 		b.cfg.store = NewMemoryStore()
+	}
+	if b.cfg.clock == nil {
+		b.cfg.clock = systemClock{}
 	}
 	if b.cfg.log == nil {
 		b.cfg.log = slog.New(slog.DiscardHandler)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"time"
 )
 
 // busSlot is the slot of the bus's own problems, such as a record that
@@ -202,7 +201,7 @@ func (d *pass) storeFailed() {
 	// The count grows once per backoff period, not once per pass: during
 	// an outage every new state makes a failing pass, and counting each
 	// would put the next try minutes after the store is back.
-	if now := time.Now(); x.storeFails == 0 || !now.Before(x.storeDue) {
+	if now := d.b.now(); x.storeFails == 0 || !now.Before(x.storeDue) {
 		x.storeFails++
 		x.storeDue = now.Add(d.b.cfg.backoff.delay(x.storeFails))
 	}

@@ -162,7 +162,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation,
 			x.loadFails++
 			b.unshift(ks, o)
 			ks.blocked = true
-			b.retryAt(ks, time.Now().Add(b.cfg.backoff.delay(x.loadFails)))
+			b.retryAt(ks, b.now().Add(b.cfg.backoff.delay(x.loadFails)))
 			b.mu.Unlock()
 			return err
 		}
@@ -396,7 +396,7 @@ func (d *pass) waiting(h *handler, cur digest) bool {
 	if f.permanent {
 		return true
 	}
-	if !d.force && time.Now().Before(f.at) {
+	if !d.force && d.b.now().Before(f.at) {
 		d.retryAt(f.at)
 		return true
 	}
@@ -569,6 +569,7 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 	}
 	ev.ID = d.correlation()
 	ev.Due = d.tick
+	began := b.now() // on the bus's clock, for schedules
 	start := time.Now()
 	st, err := b.call(ctx, h, ev)
 	took := time.Since(start)
@@ -587,7 +588,7 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 		// Cancelled by shutdown: not a failure of the handler. The state
 		// is saved as pending and handled after a restart.
 		b.cfg.log.Warn("opbus: handler interrupted by shutdown", "key", d.ks.key.String(), "handler", h.id, "id", ev.ID, "err", err)
-		d.retryAt(time.Now())
+		d.retryAt(b.now())
 		return
 	}
 	if err != nil {
@@ -613,7 +614,7 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 	d.ks.setClean(h.idx, typ != Delete)
 	d.putSlot(h.id, st)
 	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.sched != nil) {
-		d.scheduled(h, ev.again, start) // timer.go
+		d.scheduled(h, ev.again, began) // timer.go
 	}
 }
 
@@ -668,7 +669,7 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 	if !asked {
 		delay = b.cfg.backoff.delay(f.n)
 	}
-	f.at = time.Now().Add(max(delay, time.Nanosecond))
+	f.at = b.now().Add(max(delay, time.Nanosecond))
 	d.retryAt(f.at)
 	b.cfg.log.Error("opbus: handler failed", append(attrs(), "err", err, "retry_in", delay)...)
 }

@@ -86,7 +86,7 @@ type keyState struct {
 // fields are guarded by Bus.mu, the rest belong to the dispatching
 // goroutine.
 type keyExtra struct {
-	timer    *time.Timer
+	timer    ClockTimer
 	timerSeq uint64    // the timer that may fire; older ones are stale
 	timerAt  time.Time // when it fires
 	tick     *tick     // the timer of the key's schedules (timer.go)
@@ -417,7 +417,7 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 		}
 		x.timer.Stop()
 	}
-	d := max(time.Until(t), 0)
+	d := max(b.until(t), 0)
 	b.stats.retried.Add(1)
 	if b.cfg.observer != nil {
 		b.cfg.observer.Retrying(ks.key, d)
@@ -425,7 +425,7 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 	b.q.timerSeq++
 	seq := b.q.timerSeq
 	x.timerSeq, x.timerAt = seq, t
-	x.timer = time.AfterFunc(d, func() {
+	x.timer = b.cfg.clock.AfterFunc(d, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if x.timerSeq != seq || b.q.keys[ks.key] != ks {

@@ -167,7 +167,7 @@ func (d *pass) isDue(h *handler, s *schedule) bool {
 		return d.b.cfg.due(d.ks.key, h.id, s.every != h.every)
 	}
 	if d.now.IsZero() {
-		d.now = time.Now()
+		d.now = d.b.now()
 	}
 	return !d.now.Before(s.next())
 }
@@ -203,12 +203,12 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 		}
 		d.tick = true
 		if o, ok := b.cfg.observer.(TimerObserver); ok && !failingHere {
-			o.TimerDue(d.ks.key, h.id, max(time.Since(s.next()), 0))
+			o.TimerDue(d.ks.key, h.id, max(-b.until(s.next()), 0))
 		}
 		b.run(ctx, d, h, typ, cur, coalesced)
 		d.tick = false
 	}
-	if now := time.Now(); d.scheduleOf(h) == s && !s.next().After(now) {
+	if now := b.now(); d.scheduleOf(h) == s && !s.next().After(now) {
 		// Failed, waiting for a retry, filtered out by When, or
 		// interrupted: the schedule is next due at its next due time.
 		s.tried(now)
@@ -238,7 +238,7 @@ func (d *pass) scheduled(h *handler, again time.Duration, start time.Time) {
 		}
 		return
 	}
-	now := time.Now()
+	now := d.b.now()
 	if s != nil && s.every == every {
 		s.ran(now) // in memory only: no write for a run alone
 		late := time.Duration(0)
@@ -273,7 +273,7 @@ func (b *Bus) startSchedules(d *pass) {
 		if d.rec.digests[h.idx].isZero() {
 			continue // not handled yet: its first success starts it
 		}
-		d.rec.setSched(&schedule{id: h.id, anchor: startAt(time.Now()), every: h.every})
+		d.rec.setSched(&schedule{id: h.id, anchor: startAt(b.now()), every: h.every})
 		d.dirty = true
 	}
 }
@@ -323,7 +323,7 @@ func (b *Bus) armTickAt(ks *keyState, at time.Time) {
 	x.stopTick()
 	t := &tick{at: at}
 	x.tick = t
-	t.timer = time.AfterFunc(max(time.Until(at), 0), func() {
+	t.timer = b.cfg.clock.AfterFunc(max(b.until(at), 0), func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if x.tick != t || b.q.keys[ks.key] != ks || b.stopping {
@@ -359,7 +359,7 @@ func (b *Bus) armSchedules() {
 // tick is the timer of a key's schedules, apart from the retry timer: a
 // key whose only timer is a schedule has no work to save at shutdown.
 type tick struct {
-	timer *time.Timer
+	timer ClockTimer
 	at    time.Time
 }
 

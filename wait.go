@@ -77,16 +77,8 @@ func (b *Bus) Settle(ctx context.Context) error {
 		if !busy && next.IsZero() {
 			return nil
 		}
-		wait := settlePoll
-		if !busy {
-			wait = max(time.Until(next), 0)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := b.settleWait(ctx, busy, next); err != nil {
+			return err
 		}
 	}
 }
@@ -108,7 +100,7 @@ func (b *Bus) unsettled() (busy bool, next time.Time) {
 		}
 		switch due := ks.failureDue(); {
 		case due.IsZero():
-		case !due.After(time.Now()):
+		case !due.After(b.now()):
 			ks.retryDue = true
 			b.markReady(ks)
 			busy = true
@@ -129,4 +121,28 @@ func (b *Bus) undispatched() error {
 		return nil
 	}
 	return fmt.Errorf("opbus: %d objects have states queued and Run has stopped: %w", len(b.q.ready), ErrClosed)
+}
+
+// settleWait waits for Settle's next look: settlePoll while work is under
+// way, else until next, when the earliest retry is due, on the bus's clock.
+func (b *Bus) settleWait(ctx context.Context, busy bool, next time.Time) error {
+	if busy {
+		t := time.NewTimer(settlePoll)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	due := make(chan struct{})
+	t := b.cfg.clock.AfterFunc(max(b.until(next), 0), func() { close(due) })
+	defer t.Stop()
+	select {
+	case <-due:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
