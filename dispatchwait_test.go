@@ -153,3 +153,30 @@ func TestWaitRightAfterRunHandlesPending(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitCountsDispatchUnderWay: Wait does not return while a Dispatch
+// call's pass is under way ("no observed state queued or being
+// dispatched"): the key a Dispatch call holds counts as pending. (acquire
+// did not recount, so Wait returned nil at once.)
+func TestWaitCountsDispatchUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus(t, nil)
+		release := make(chan struct{})
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			<-release
+			return Status{}, nil
+		}, On{}))
+		must(t, b.Wait(t.Context())) // nothing to do yet: the store is looked at
+		done := make(chan error, 1)
+		go func() { done <- b.Dispatch(t.Context(), podKey, map[string]any{"a": 1}) }()
+		synctest.Wait() // the handler runs
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if err := b.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait while a Dispatch pass runs = %v, want it to wait (context.DeadlineExceeded)", err)
+		}
+		close(release)
+		must(t, <-done)
+		must(t, b.Wait(t.Context()))
+	})
+}

@@ -329,6 +329,7 @@ func (b *Bus) markReady(ks *keyState) {
 		b.offerWork()
 	}
 	b.countPending()
+	b.queueChanged()
 }
 
 // isParked reports whether ks is busy only with a write that runs beside

@@ -229,6 +229,8 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 func (b *Bus) acquire(ks *keyState) {
 	ks.busy = true
 	b.q.busy = append(b.q.busy, ks)
+	b.countPending()
+	b.queueChanged()
 }
 
 // release ends the caller's hold on ks, forgets a key whose incarnation
@@ -253,6 +255,7 @@ func (b *Bus) release(ks *keyState) {
 	}
 	b.countPending()
 	b.notify()
+	b.queueChanged()
 }
 
 // maxEnded bounds the deleted keys remembered so that a repeated deletion

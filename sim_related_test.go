@@ -313,6 +313,7 @@ func (s *relRun) check() {
 
 func runRelated(t *testing.T, cfg relConfig, ops []relOp) []string {
 	var errs []string
+	stop := watchQueue()
 	synctest.Test(t, func(t *testing.T) {
 		var store Store = NewMemoryStore()
 		if cfg.fileStore {
@@ -367,7 +368,7 @@ func runRelated(t *testing.T, cfg relConfig, ops []relOp) []string {
 		}
 		errs = s.errs
 	})
-	return errs
+	return append(errs, stop()...)
 }
 
 func TestSimulationRelated(t *testing.T) {

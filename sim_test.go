@@ -57,12 +57,13 @@ func runSim(t *testing.T, cfg simConfig, ops []simOp) []string {
 		}
 	}
 	var violations []string
+	stop := watchQueue()
 	synctest.Test(t, func(t *testing.T) {
 		s := newSimRun(cfg, dir) // its channels belong to the bubble
 		s.run(ops)
 		violations = s.violations
 	})
-	return violations
+	return append(violations, stop()...)
 }
 
 // check compares the quiescent bus with the model.
