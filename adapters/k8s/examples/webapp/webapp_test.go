@@ -59,7 +59,7 @@ func eventually(t *testing.T, what string, cond func() string) {
 	}
 }
 
-func (c *cluster) createWebApp(t testing.TB, name string, spec map[string]any) *unstructured.Unstructured {
+func (c *cluster) createWebApp(t kubetest.TB, name string, spec map[string]any) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.opbus.dev/v1", "kind": "WebApp",
@@ -73,7 +73,7 @@ func (c *cluster) createWebApp(t testing.TB, name string, spec map[string]any) *
 	return got
 }
 
-func (c *cluster) webApp(t testing.TB, name string) *unstructured.Unstructured {
+func (c *cluster) webApp(t kubetest.TB, name string) *unstructured.Unstructured {
 	t.Helper()
 	obj, err := c.dyn.Resource(webapps).Namespace(c.ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -91,7 +91,7 @@ func (c *cluster) patchWebApp(t testing.TB, name, patch string) {
 
 // setReady writes a Deployment's status as the Deployment controller would
 // once ready of its replicas are ready (there is no controller-manager).
-func (c *cluster) setReady(t testing.TB, name string, replicas, ready int32) {
+func (c *cluster) setReady(t kubetest.TB, name string, replicas, ready int32) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"status":{"replicas":%d,"updatedReplicas":%d,"readyReplicas":%d,"availableReplicas":%d}}`, replicas, replicas, ready, ready)
 	if _, err := c.kube.AppsV1().Deployments(c.ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
