@@ -87,6 +87,38 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+type serverOptions struct{ Port int }
+
+// LogOptions is embedded exported, serverOptions unexported.
+type LogOptions struct{ LogLevel string }
+
+type embeddedConfig struct {
+	serverOptions
+	*LogOptions
+	Debug bool
+}
+
+// TestLoadConfigEmbedded promotes the fields of embedded structs, as
+// encoding/json does: before, an unexported embedded struct was skipped
+// and an exported one was taken for an option named after its type.
+func TestLoadConfigEmbedded(t *testing.T) {
+	var got embeddedConfig
+	var loadErr error
+	h := &jujutest.Harness{CharmDir: loadCharm(t), Setup: func(b *opbus.Bus) error {
+		return b.Handle("config", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			got, loadErr = juju.LoadConfig[embeddedConfig](ctx, ev)
+			return opbus.Status{}, nil
+		}, opbus.On{Fields: []string{"config"}})
+	}}
+	m := &jujutest.Model{Unit: "web/0", Config: map[string]any{"port": 8081, "debug": true}}
+	if _, err := h.Run(context.Background(), "config-changed", m); err != nil || loadErr != nil {
+		t.Fatalf("%v, %v", err, loadErr)
+	}
+	if got.Port != 8081 || got.LogOptions == nil || got.LogLevel != "info" || !got.Debug {
+		t.Errorf("config %+v (log options %+v)", got, got.LogOptions)
+	}
+}
+
 // TestLoadParams decodes an action's parameters into a struct with the
 // schema's defaults, nested objects included.
 func TestLoadParams(t *testing.T) {
