@@ -94,27 +94,27 @@ func decodeInto(out any, values, defaults map[string]any, declared []string, wha
 		return fmt.Errorf("juju: loading the %ss into %s: want a struct type", what, rv.Type())
 	}
 	var errs []error
-	decodeFields(rv, values, defaults, declared, what, &errs)
+	decodeFields(rv, values, defaults, declared, what, "juju: ", &errs)
 	return errors.Join(errs...)
 }
 
 // decodeFields sets the fields of the struct rv as decodeInto does, and
 // those of the structs it embeds without a juju tag, whose fields are
-// promoted as encoding/json promotes them.
-func decodeFields(rv reflect.Value, values, defaults map[string]any, declared []string, what string, errs *[]error) {
+// promoted as encoding/json promotes them. prefix starts each error.
+func decodeFields(rv reflect.Value, values, defaults map[string]any, declared []string, what, prefix string, errs *[]error) {
 	rt := rv.Type()
 	for i := range rt.NumField() {
 		f := rt.Field(i)
 		name := f.Tag.Get("juju")
 		if f.Anonymous && name == "" {
 			if ft := f.Type; ft.Kind() == reflect.Struct {
-				decodeFields(rv.Field(i), values, defaults, declared, what, errs)
+				decodeFields(rv.Field(i), values, defaults, declared, what, prefix, errs)
 				continue
 			} else if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && f.IsExported() {
 				if rv.Field(i).IsNil() {
 					rv.Field(i).Set(reflect.New(ft.Elem()))
 				}
-				decodeFields(rv.Field(i).Elem(), values, defaults, declared, what, errs)
+				decodeFields(rv.Field(i).Elem(), values, defaults, declared, what, prefix, errs)
 				continue
 			}
 		}
@@ -125,7 +125,7 @@ func decodeFields(rv reflect.Value, values, defaults map[string]any, declared []
 			name = kebab(f.Name)
 		}
 		if declared != nil && !slices.Contains(declared, name) {
-			*errs = append(*errs, fmt.Errorf("juju: %s.%s takes %s %q, which the charm does not declare (%sit declares %s)", rt.Name(), f.Name, what, name, didYouMean("", name, declared), strings.Join(declared, ", ")))
+			*errs = append(*errs, fmt.Errorf("%s%s takes %s %q, which the charm does not declare (%sit declares %s)", prefix, fieldName(rt, f), what, name, didYouMean("", name, declared), strings.Join(declared, ", ")))
 			continue
 		}
 		v, ok := values[name]
@@ -135,9 +135,18 @@ func decodeFields(rv reflect.Value, values, defaults map[string]any, declared []
 			}
 		}
 		if err := setValue(rv.Field(i), v); err != nil {
-			*errs = append(*errs, fmt.Errorf("juju: %s %q: %w (for %s.%s)", what, name, err, rt.Name(), f.Name))
+			*errs = append(*errs, fmt.Errorf("%s%s %q: %w (for %s)", prefix, what, name, err, fieldName(rt, f)))
 		}
 	}
+}
+
+// fieldName names the field f of the struct type rt for errors: "T.F",
+// or "F" when rt has no name.
+func fieldName(rt reflect.Type, f reflect.StructField) string {
+	if rt.Name() == "" {
+		return f.Name
+	}
+	return rt.Name() + "." + f.Name
 }
 
 // kebab turns a Go field name into an option name: LogLevel → log-level,
@@ -233,8 +242,14 @@ func setValue(dst reflect.Value, v any) error {
 			return got()
 		}
 		p := reflect.New(dst.Type())
-		if err := decodeInto(p.Interface(), m, nil, nil, "field"); err != nil {
-			return err
+		var errs []error
+		decodeFields(p.Elem(), m, nil, nil, "field", "", &errs)
+		if len(errs) > 0 {
+			msgs := make([]string, len(errs))
+			for i, e := range errs {
+				msgs[i] = e.Error()
+			}
+			return errors.New(strings.Join(msgs, "; "))
 		}
 		dst.Set(p.Elem())
 	default:

@@ -148,6 +148,27 @@ func TestLoadParams(t *testing.T) {
 	}
 }
 
+// TestLoadParamsNestedError: a nested field that does not fit is named
+// once under its parameter, without a second "juju:" and, for a struct
+// type without a name, without a dangling dot.
+func TestLoadParamsNestedError(t *testing.T) {
+	var loadErr error
+	h := &jujutest.Harness{CharmDir: loadCharm(t), Setup: func(b *opbus.Bus) error {
+		return b.Handle("backup", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			_, loadErr = juju.LoadParams[struct{ Opts struct{ Compress string } }](ctx, ev)
+			return opbus.Status{}, nil
+		}, juju.OnAction("backup"))
+	}}
+	m := &jujutest.Model{Unit: "web/0", Action: &jujutest.Action{Name: "backup", Params: map[string]any{"opts": map[string]any{}}}}
+	if _, err := h.Run(context.Background(), "actions/backup", m); err != nil {
+		t.Fatal(err)
+	}
+	want := `juju: action parameter "opts": field "compress": want a string, got the boolean true (for Compress) (for Opts)`
+	if loadErr == nil || loadErr.Error() != want {
+		t.Errorf("got %v\nwant %s", loadErr, want)
+	}
+}
+
 // A handler reads the config as a struct: options set over the defaults
 // of the charm's config.yaml.
 func ExampleLoadConfig() {
