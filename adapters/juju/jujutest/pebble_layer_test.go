@@ -71,3 +71,38 @@ func TestPebbleLayerEscapes(t *testing.T) {
 		t.Errorf("the plan's MOTD: got %q, want %q", got, oddText)
 	}
 }
+
+// TestPebbleLayerNeedsCommand: a layer whose plan would hold a service
+// without a command is refused, as Pebble refuses it, and the plan stays
+// as it was; a merge that only adds environment to a service with a
+// command is taken.
+func TestPebbleLayerNeedsCommand(t *testing.T) {
+	for _, target := range pebbleTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			c, _ := target.start(t)
+			ctx := context.Background()
+			bare := &juju.Layer{Services: map[string]*juju.Service{"app": {Override: "merge", Environment: map[string]string{"A": "1"}}}}
+			if err := c.AddLayer(ctx, "env", bare, false); err == nil || !strings.Contains(err.Error(), `plan must define "command" for service "app"`) {
+				t.Errorf("a service without a command: %v", err)
+			}
+			if plan, err := c.Plan(ctx); err != nil || len(plan.Services) != 0 {
+				t.Errorf("the plan after the refused layer: %+v, %v", plan, err)
+			}
+			base := &juju.Layer{Services: map[string]*juju.Service{"app": {Override: "replace", Command: "/bin/app"}}}
+			if err := c.AddLayer(ctx, "base", base, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.AddLayer(ctx, "env", bare, false); err != nil {
+				t.Errorf("a merge onto a service with a command: %v", err)
+			}
+			replace := &juju.Layer{Services: map[string]*juju.Service{"app": {Override: "replace", Summary: "no command"}}}
+			if err := c.AddLayer(ctx, "base", replace, true); err == nil || !strings.Contains(err.Error(), `plan must define "command" for service "app"`) {
+				t.Errorf("a replace without a command: %v", err)
+			}
+			plan, err := c.Plan(ctx)
+			if got := plan.Services["app"]; err != nil || got == nil || got.Command != "/bin/app" || got.Environment["A"] != "1" {
+				t.Errorf("the plan: %+v, %v; want /bin/app with A=1", got, err)
+			}
+		})
+	}
+}

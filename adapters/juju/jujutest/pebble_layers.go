@@ -67,17 +67,42 @@ func (p *Pebble) addLayer(label string, layer map[string]any, combine bool) erro
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, l := range p.layers {
-		if l.label != label {
-			continue
-		}
-		if !combine {
-			return fmt.Errorf("layer %q already exists", label)
-		}
-		l.layer = combineLayers(l.layer, layer)
-		return nil
+	i := slices.IndexFunc(p.layers, func(l *pebbleLayer) bool { return l.label == label })
+	if i >= 0 && !combine {
+		return fmt.Errorf("layer %q already exists", label)
 	}
-	p.layers = append(p.layers, &pebbleLayer{label: label, layer: layer})
+	next := &pebbleLayer{label: label, layer: layer}
+	if i >= 0 {
+		next.layer = combineLayers(p.layers[i].layer, layer)
+	}
+	layers := slices.Clone(p.layers)
+	if i >= 0 {
+		layers[i] = next
+	} else {
+		layers = append(layers, next)
+	}
+	if err := checkPlan(layers); err != nil {
+		return err
+	}
+	p.layers = layers
+	return nil
+}
+
+// checkPlan refuses, as Pebble does when a layer is added, layers whose
+// combined plan has a service without a command: Pebble keeps its plan
+// as it was.
+func checkPlan(layers []*pebbleLayer) error {
+	var combined map[string]any
+	for _, l := range layers {
+		combined = combineLayers(combined, l.layer)
+	}
+	services, _ := combined["services"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(services)) {
+		svc, _ := services[name].(map[string]any)
+		if cmd, _ := svc["command"].(string); cmd == "" {
+			return fmt.Errorf("plan must define \"command\" for service %q", name)
+		}
+	}
 	return nil
 }
 
