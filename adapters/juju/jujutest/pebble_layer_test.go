@@ -153,3 +153,25 @@ func TestPebbleLayerRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestPebbleServiceErrors: starting, stopping or restarting no service or
+// one the plan lacks fails in Pebble's words.
+func TestPebbleServiceErrors(t *testing.T) {
+	for _, target := range pebbleTargets() {
+		t.Run(target.name, func(t *testing.T) {
+			c, _ := target.start(t)
+			ctx := context.Background()
+			for _, tt := range []struct {
+				action string
+				call   func(context.Context, ...string) error
+			}{{"start", c.Start}, {"stop", c.Stop}, {"restart", c.Restart}} {
+				if err := tt.call(ctx); err == nil || !strings.Contains(err.Error(), "must specify services for "+tt.action+" action") {
+					t.Errorf("%s of no service: %v", tt.action, err)
+				}
+				if err := tt.call(ctx, "nope"); err == nil || !strings.Contains(err.Error(), "cannot "+tt.action+` services: service "nope" does not exist`) {
+					t.Errorf("%s of an unknown service: %v", tt.action, err)
+				}
+			}
+		})
+	}
+}
