@@ -132,9 +132,11 @@
 // juju-log (and add-metric in collect-metrics): config-get, state-get,
 // state-set, status-get, status-set, is-leader and the relation tools
 // among them. There, only the handlers that subscribe to hook.event
-// ([OnHook]) run, against no stored records; the document has no config,
-// leader or relations (meter-status-changed carries hook.meter-status and
-// hook.meter-info); nothing is stored and no status is set. Handlers of
+// ([OnHook]) run, and in meter-status-changed those of hook.meter-status
+// or hook.meter-info, against no stored records; the document has no
+// config, leader or relations (meter-status-changed carries
+// hook.meter-status and hook.meter-info); nothing is stored and no status
+// is set. Handlers of
 // collect-metrics report with [Tools.AddMetric].
 //
 // upgrade-charm makes every handler run again once, whether or not its

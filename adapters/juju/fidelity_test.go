@@ -373,3 +373,22 @@ func TestUpgradeCharmAppStatusFromWhatRemains(t *testing.T) {
 		t.Errorf("application status after the upgrade %v, want %v", m.AppStatus, want)
 	}
 }
+
+// TestMeterStatusSubscribers: in meter-status-changed the handlers that
+// subscribe to hook.meter-status (or hook.meter-info), which only that
+// hook carries, run as those of hook.event do; before, they were left
+// out of the restricted context's scope and never ran anywhere.
+func TestMeterStatusSubscribers(t *testing.T) {
+	var seen []any
+	c := charm(handler{"meter", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		seen = append(seen, ev.New["hook"].(map[string]any)["meter-status"])
+		return opbus.Status{}, nil
+	}, opbus.On{Fields: []string{"hook.meter-status"}}})
+	out, err := c.RunEnv(context.Background(), juju.Env{Name: "meter-status-changed", MeterStatus: "AMBER"}, newModel())
+	if err != nil || len(seen) != 1 || seen[0] != "AMBER" || len(out.Calls) != 0 {
+		t.Fatalf("meter-status-changed: %v, seen %v, calls %v", err, seen, out.Calls)
+	}
+	if _, err := c.RunEnv(context.Background(), juju.Env{Name: "collect-metrics"}, newModel()); err != nil || len(seen) != 1 {
+		t.Errorf("collect-metrics: %v, seen %v (the handler has nothing to see there)", err, seen)
+	}
+}

@@ -21,7 +21,9 @@ import (
 // restricted context"): config-get, state-get, state-set, status-get,
 // status-set, is-leader and the relation tools among them. Such a hook
 // runs only the handlers that subscribe to hook.event (or the whole hook
-// field), as [OnHook] makes them, against a bus with no stored records;
+// field), as [OnHook] makes them, and in meter-status-changed those that
+// subscribe to hook.meter-status or hook.meter-info, which only it
+// carries, against a bus with no stored records;
 // the document holds the hook, unit, app, model and, when subscribed to,
 // containers, never config, leader or relations. Nothing is stored and no
 // status is set, so the hook succeeds unless a handler fails.
@@ -42,9 +44,13 @@ func scopeOf(e *Env, subs []opbus.Subscription) hookScope {
 		own = func(p opbus.Path) bool { return len(p) > 0 && p[0].Kind == opbus.SegKey && p[0].Key == "action" }
 	case KindCollectMetrics, KindMeterStatusChanged:
 		sc.restricted = true
+		fields := []string{"event"}
+		if e.Kind == KindMeterStatusChanged {
+			fields = append(fields, "meter-status", "meter-info") // only this hook has them
+		}
 		own = func(p opbus.Path) bool {
 			return len(p) > 0 && p[0].Kind == opbus.SegKey && p[0].Key == "hook" &&
-				(len(p) == 1 || (p[1].Kind == opbus.SegKey && p[1].Key == "event"))
+				(len(p) == 1 || (p[1].Kind == opbus.SegKey && slices.Contains(fields, p[1].Key)))
 		}
 	default:
 		return sc

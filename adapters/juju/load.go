@@ -20,10 +20,11 @@ import (
 // ops' load_config does: each exported field takes the option its `juju`
 // tag names (`juju:"log-level"`; `juju:"-"` leaves the field alone) or,
 // without a tag, the option named by the field's name in lower case with
-// a dash between words (LogLevel takes log-level). An option the config
-// does not hold takes its default from the charm's metadata (config.yaml
-// or charmcraft.yaml, read by [Run]); one with neither leaves the field
-// zero (a pointer field nil).
+// a dash between words (LogLevel takes log-level); the fields of an
+// embedded struct without a tag are promoted, as encoding/json promotes
+// them. An option the config does not hold takes its default from the
+// charm's metadata (config.yaml or charmcraft.yaml, read by [Run]); one
+// with neither leaves the field zero (a pointer field nil).
 //
 // Fields may be strings, booleans, integers, floats, pointers to those,
 // slices, maps with string keys, nested structs (from a JSON object) and
@@ -92,22 +93,39 @@ func decodeInto(out any, values, defaults map[string]any, declared []string, wha
 	if rv.Kind() != reflect.Struct {
 		return fmt.Errorf("juju: loading the %ss into %s: want a struct type", what, rv.Type())
 	}
-	rt := rv.Type()
 	var errs []error
+	decodeFields(rv, values, defaults, declared, what, "juju: ", &errs)
+	return errors.Join(errs...)
+}
+
+// decodeFields sets the fields of the struct rv as decodeInto does, and
+// those of the structs it embeds without a juju tag, whose fields are
+// promoted as encoding/json promotes them. prefix starts each error.
+func decodeFields(rv reflect.Value, values, defaults map[string]any, declared []string, what, prefix string, errs *[]error) {
+	rt := rv.Type()
 	for i := range rt.NumField() {
 		f := rt.Field(i)
-		if !f.IsExported() {
-			continue
-		}
 		name := f.Tag.Get("juju")
-		if name == "-" {
+		if f.Anonymous && name == "" {
+			if ft := f.Type; ft.Kind() == reflect.Struct {
+				decodeFields(rv.Field(i), values, defaults, declared, what, prefix, errs)
+				continue
+			} else if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && f.IsExported() {
+				if rv.Field(i).IsNil() {
+					rv.Field(i).Set(reflect.New(ft.Elem()))
+				}
+				decodeFields(rv.Field(i).Elem(), values, defaults, declared, what, prefix, errs)
+				continue
+			}
+		}
+		if !f.IsExported() || name == "-" {
 			continue
 		}
 		if name == "" {
 			name = kebab(f.Name)
 		}
 		if declared != nil && !slices.Contains(declared, name) {
-			errs = append(errs, fmt.Errorf("juju: %s.%s takes %s %q, which the charm does not declare (%sit declares %s)", rt.Name(), f.Name, what, name, didYouMean("", name, declared), strings.Join(declared, ", ")))
+			*errs = append(*errs, fmt.Errorf("%s%s takes %s %q, which the charm does not declare (%sit declares %s)", prefix, fieldName(rt, f), what, name, didYouMean("", name, declared), strings.Join(declared, ", ")))
 			continue
 		}
 		v, ok := values[name]
@@ -117,10 +135,18 @@ func decodeInto(out any, values, defaults map[string]any, declared []string, wha
 			}
 		}
 		if err := setValue(rv.Field(i), v); err != nil {
-			errs = append(errs, fmt.Errorf("juju: %s %q: %w (for %s.%s)", what, name, err, rt.Name(), f.Name))
+			*errs = append(*errs, fmt.Errorf("%s%s %q: %w (for %s)", prefix, what, name, err, fieldName(rt, f)))
 		}
 	}
-	return errors.Join(errs...)
+}
+
+// fieldName names the field f of the struct type rt for errors: "T.F",
+// or "F" when rt has no name.
+func fieldName(rt reflect.Type, f reflect.StructField) string {
+	if rt.Name() == "" {
+		return f.Name
+	}
+	return rt.Name() + "." + f.Name
 }
 
 // kebab turns a Go field name into an option name: LogLevel → log-level,
@@ -216,8 +242,14 @@ func setValue(dst reflect.Value, v any) error {
 			return got()
 		}
 		p := reflect.New(dst.Type())
-		if err := decodeInto(p.Interface(), m, nil, nil, "field"); err != nil {
-			return err
+		var errs []error
+		decodeFields(p.Elem(), m, nil, nil, "field", "", &errs)
+		if len(errs) > 0 {
+			msgs := make([]string, len(errs))
+			for i, e := range errs {
+				msgs[i] = e.Error()
+			}
+			return errors.New(strings.Join(msgs, "; "))
 		}
 		dst.Set(p.Elem())
 	default:

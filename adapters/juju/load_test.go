@@ -87,6 +87,38 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+type serverOptions struct{ Port int }
+
+// LogOptions is embedded exported, serverOptions unexported.
+type LogOptions struct{ LogLevel string }
+
+type embeddedConfig struct {
+	serverOptions
+	*LogOptions
+	Debug bool
+}
+
+// TestLoadConfigEmbedded promotes the fields of embedded structs, as
+// encoding/json does: before, an unexported embedded struct was skipped
+// and an exported one was taken for an option named after its type.
+func TestLoadConfigEmbedded(t *testing.T) {
+	var got embeddedConfig
+	var loadErr error
+	h := &jujutest.Harness{CharmDir: loadCharm(t), Setup: func(b *opbus.Bus) error {
+		return b.Handle("config", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			got, loadErr = juju.LoadConfig[embeddedConfig](ctx, ev)
+			return opbus.Status{}, nil
+		}, opbus.On{Fields: []string{"config"}})
+	}}
+	m := &jujutest.Model{Unit: "web/0", Config: map[string]any{"port": 8081, "debug": true}}
+	if _, err := h.Run(context.Background(), "config-changed", m); err != nil || loadErr != nil {
+		t.Fatalf("%v, %v", err, loadErr)
+	}
+	if got.Port != 8081 || got.LogOptions == nil || got.LogLevel != "info" || !got.Debug {
+		t.Errorf("config %+v (log options %+v)", got, got.LogOptions)
+	}
+}
+
 // TestLoadParams decodes an action's parameters into a struct with the
 // schema's defaults, nested objects included.
 func TestLoadParams(t *testing.T) {
@@ -113,6 +145,27 @@ func TestLoadParams(t *testing.T) {
 	var ev opbus.Event
 	if _, err := juju.LoadParams[params](context.Background(), &ev); err == nil {
 		t.Error("LoadParams outside an action succeeded")
+	}
+}
+
+// TestLoadParamsNestedError: a nested field that does not fit is named
+// once under its parameter, without a second "juju:" and, for a struct
+// type without a name, without a dangling dot.
+func TestLoadParamsNestedError(t *testing.T) {
+	var loadErr error
+	h := &jujutest.Harness{CharmDir: loadCharm(t), Setup: func(b *opbus.Bus) error {
+		return b.Handle("backup", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+			_, loadErr = juju.LoadParams[struct{ Opts struct{ Compress string } }](ctx, ev)
+			return opbus.Status{}, nil
+		}, juju.OnAction("backup"))
+	}}
+	m := &jujutest.Model{Unit: "web/0", Action: &jujutest.Action{Name: "backup", Params: map[string]any{"opts": map[string]any{}}}}
+	if _, err := h.Run(context.Background(), "actions/backup", m); err != nil {
+		t.Fatal(err)
+	}
+	want := `juju: action parameter "opts": field "compress": want a string, got the boolean true (for Compress) (for Opts)`
+	if loadErr == nil || loadErr.Error() != want {
+		t.Errorf("got %v\nwant %s", loadErr, want)
 	}
 }
 

@@ -42,8 +42,8 @@ func TestOptionsReadForCollectors(t *testing.T) {
 		"containers.workload": "containers are probed for handlers",
 		"cofig":               "not in the document",
 	} {
-		if _, err := collector([]string{read}).Run(context.Background(), "update-status", newModel()); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Read %q: %v, want an error with %q", read, err, want)
+		if _, err := collector([]string{read}).Run(context.Background(), "update-status", newModel()); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), `handler "`) {
+			t.Errorf("Read %q: %v, want an error with %q that names no handler", read, err, want)
 		}
 	}
 }
@@ -79,7 +79,7 @@ func TestCollectorSubscribes(t *testing.T) {
 		"relations.dbb": `the charm has no endpoint "dbb"`,
 		"cofig":         "not in the document",
 	} {
-		if _, err := collector(field).Run(context.Background(), "update-status", newModel()); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"db"`) {
+		if _, err := collector(field).Run(context.Background(), "update-status", newModel()); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `collector "db"`) {
 			t.Errorf("a collector reading %q: %v, want an error naming it with %q", field, err, want)
 		}
 	}

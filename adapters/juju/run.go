@@ -247,9 +247,30 @@ func (r *run) setup(setup func(*opbus.Bus) error, bo *opbus.Options, opts *Optio
 		r.store.ready = readyHandlers(subs, r.env.Workload)
 	}
 	if r.plan, err = newPlan(planned, charm); err != nil {
+		return r.namedReader(err, subs, charm)
+	}
+	if err := r.planContainers(containers, dir); err != nil {
+		return r.namedReader(err, subs, charm)
+	}
+	return nil
+}
+
+// namedReader returns err, an error of a plan made from the handlers'
+// subscriptions, the collectors' fields and Options.Read, worded for what
+// named the field: when the handlers' subscriptions alone plan, the field
+// is a collector's or Options.Read's, and err says "handler" of it.
+func (r *run) namedReader(err error, subs []opbus.Subscription, charm declared) error {
+	if _, herr := newPlan(subs, charm); herr != nil {
 		return err
 	}
-	return r.planContainers(containers, dir)
+	msg := err.Error()
+	for _, c := range r.bus.Collectors() {
+		if !slices.ContainsFunc(subs, func(s opbus.Subscription) bool { return s.ID == c.ID }) {
+			msg = strings.Replace(msg, fmt.Sprintf("handler %q", c.ID), fmt.Sprintf("collector %q", c.ID), 1)
+		}
+	}
+	msg = strings.Replace(msg, `handler "Options.Read" subscribes to`, "Options.Read names", 1)
+	return errors.New(msg)
 }
 
 // logFailure logs why the hook fails with juju-log at ERROR: one line per

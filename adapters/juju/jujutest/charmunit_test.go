@@ -39,6 +39,13 @@ func TestCharmUnit(t *testing.T) {
 		t.Errorf("backup with a bad level: refused %v, calls %v", r.Refused, r.Model.Calls)
 	}
 
+	r = u.Hook(juju.Env{Name: "backup", Kind: juju.KindAction}, func(m *jujutest.Model) {
+		m.Action = &jujutest.Action{Name: "backup", Params: map[string]any{"paths": []any{"/srv", 7}}}
+	})
+	if r.Refused == nil || !strings.Contains(r.Refused.Error(), "(root).paths.1 : Invalid type. Expected: string, given: integer") || len(r.Model.Calls) != 0 {
+		t.Errorf("backup with a number among its paths: refused %v, calls %v", r.Refused, r.Model.Calls)
+	}
+
 	r = u.Hook(juju.Env{Name: "collect-metrics"}, nil)
 	if r.Exit != 0 || r.Model.Metrics["users"] != "3" || r.Model.CallCount("config-get") != 0 {
 		t.Errorf("collect-metrics: exit %d, metrics %v, calls %v, stderr %s", r.Exit, r.Model.Metrics, r.Model.Calls, r.Stderr)

@@ -58,6 +58,7 @@ func TestFakeDeadRelation(t *testing.T) {
 // TestFakeRestrictedContext: in collect-metrics only juju-log and
 // add-metric work, in meter-status-changed only juju-log; the others,
 // config-get among them, fail as Juju's RestrictedContext refuses them.
+// add-metric fails in every other hook, as Juju's full context refuses it.
 func TestFakeRestrictedContext(t *testing.T) {
 	refused := []string{"config-get", "state-get", "status-get", "status-set", "is-leader", "relation-ids", "secret-ids", "action-get"}
 	for _, kind := range []juju.Kind{juju.KindCollectMetrics, juju.KindMeterStatusChanged} {
@@ -77,6 +78,10 @@ func TestFakeRestrictedContext(t *testing.T) {
 	}
 	if _, _, code := m.Exec("add-metric", []string{"users=many"}, nil); code != 2 {
 		t.Errorf("add-metric of a non-number: exit %d, want 2", code)
+	}
+	m = &jujutest.Model{Unit: "web/0"}
+	if _, stderr, code := m.Exec("add-metric", []string{"users=3"}, nil); code != 1 || !strings.Contains(string(stderr), "metrics not allowed in this context") || len(m.Metrics) != 0 {
+		t.Errorf("add-metric outside collect-metrics: exit %d, %q, metrics %v; want it refused", code, stderr, m.Metrics)
 	}
 	m = &jujutest.Model{Unit: "web/0", Restricted: juju.KindMeterStatusChanged}
 	if _, stderr, code := m.Exec("add-metric", []string{"users=3"}, nil); code != 1 || len(m.Metrics) != 0 {

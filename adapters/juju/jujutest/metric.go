@@ -21,9 +21,15 @@ func allowedIn(kind juju.Kind, tool string) bool {
 }
 
 // add-metric [--labels k=v,…] key=value …
+//
+// Juju records metrics in collect-metrics only: its other hook contexts
+// refuse add-metric with "metrics not allowed in this context".
 func (m *Model) addMetric(c *call) *result {
 	if bad := c.parse(flagSet{values: []string{"labels"}}); bad != nil {
 		return bad
+	}
+	if m.Restricted != juju.KindCollectMetrics {
+		return fail("metrics not allowed in this context")
 	}
 	if len(c.pos) == 0 {
 		return usage("no metrics specified")

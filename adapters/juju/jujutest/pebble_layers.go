@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/opbus/opbus/adapters/juju"
 )
@@ -56,28 +57,120 @@ func (p *Pebble) addLayer(label string, layer map[string]any, combine bool) erro
 	if label == "" {
 		return errors.New("label must be set")
 	}
+	if err := checkLayer(label, layer); err != nil {
+		return fmt.Errorf("cannot parse layer YAML: %w", err)
+	}
 	for _, sec := range layerSections {
 		entries, _ := layer[sec].(map[string]any)
-		for name, e := range entries {
-			m, _ := e.(map[string]any)
-			if o := m["override"]; o != "merge" && o != "replace" {
-				return fmt.Errorf("layer %q must define \"override\" for %s %q as \"merge\" or \"replace\"", label, strings.ReplaceAll(strings.TrimSuffix(sec, "s"), "-", " "), name)
+		for _, name := range slices.Sorted(maps.Keys(entries)) {
+			m, _ := entries[name].(map[string]any)
+			what := strings.ReplaceAll(strings.TrimSuffix(sec, "s"), "-", " ")
+			switch o, set := m["override"]; {
+			case !set || o == "":
+				return fmt.Errorf("layer %q must define \"override\" for %s %q", label, what, name)
+			case o != "merge" && o != "replace":
+				return fmt.Errorf("layer %q has invalid \"override\" value for %s %q", label, what, name)
 			}
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, l := range p.layers {
-		if l.label != label {
-			continue
-		}
-		if !combine {
-			return fmt.Errorf("layer %q already exists", label)
-		}
-		l.layer = combineLayers(l.layer, layer)
-		return nil
+	i := slices.IndexFunc(p.layers, func(l *pebbleLayer) bool { return l.label == label })
+	if i >= 0 && !combine {
+		return fmt.Errorf("layer %q already exists", label)
 	}
-	p.layers = append(p.layers, &pebbleLayer{label: label, layer: layer})
+	next := &pebbleLayer{label: label, layer: layer}
+	if i >= 0 {
+		next.layer = combineLayers(p.layers[i].layer, layer)
+	}
+	layers := slices.Clone(p.layers)
+	if i >= 0 {
+		layers[i] = next
+	} else {
+		layers = append(layers, next)
+	}
+	if err := checkPlan(layers); err != nil {
+		return err
+	}
+	p.layers = layers
+	return nil
+}
+
+// checkPlan refuses, as Pebble does when a layer is added, layers whose
+// combined plan has a service without a command or requiring one the
+// plan lacks, or a check of no kind: Pebble keeps its plan as it was.
+func checkPlan(layers []*pebbleLayer) error {
+	var combined map[string]any
+	for _, l := range layers {
+		combined = combineLayers(combined, l.layer)
+	}
+	services, _ := combined["services"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(services)) {
+		svc, _ := services[name].(map[string]any)
+		if cmd, _ := svc["command"].(string); cmd == "" {
+			return fmt.Errorf("plan must define \"command\" for service %q", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(services)) {
+		svc, _ := services[name].(map[string]any)
+		requires, _ := svc["requires"].([]any)
+		for _, r := range requires {
+			if rs, _ := r.(string); services[rs] == nil {
+				return fmt.Errorf("service %q does not exist", rs)
+			}
+		}
+	}
+	checks, _ := combined["checks"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(checks)) {
+		c, _ := checks[name].(map[string]any)
+		if c["http"] == nil && c["tcp"] == nil && c["exec"] == nil {
+			return fmt.Errorf("plan must specify one of \"http\", \"tcp\", or \"exec\" for check %q", name)
+		}
+	}
+	return nil
+}
+
+// Pebble's service actions: every on-* field takes these, on-success
+// failure-shutdown too, on-failure and on-check-failure success-shutdown.
+var serviceActions = []string{"", "restart", "shutdown", "ignore"}
+
+// checkLayer refuses what Pebble refuses as it parses a layer: a label
+// with Pebble's reserved prefix, a service duration that is not one, a
+// backoff factor below 1 and an unknown service action.
+func checkLayer(label string, layer map[string]any) error {
+	if strings.HasPrefix(label, "pebble-") {
+		return errors.New(`cannot use reserved label prefix "pebble-"`)
+	}
+	services, _ := layer["services"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(services)) {
+		svc, _ := services[name].(map[string]any)
+		for _, k := range []string{"backoff-delay", "backoff-limit", "kill-delay"} {
+			if d, ok := svc[k].(string); ok {
+				if _, err := time.ParseDuration(d); err != nil {
+					return fmt.Errorf("cannot parse layer %q section \"services\": invalid duration %q", label, d)
+				}
+			}
+		}
+		valid := func(action any, extra string) bool {
+			s, ok := action.(string)
+			return action == nil || ok && (slices.Contains(serviceActions, s) || s == extra)
+		}
+		if a := svc["on-success"]; !valid(a, "failure-shutdown") {
+			return fmt.Errorf("plan service %q on-success action %q invalid", name, a)
+		}
+		if a := svc["on-failure"]; !valid(a, "success-shutdown") {
+			return fmt.Errorf("plan service %q on-failure action %q invalid", name, a)
+		}
+		onCheck, _ := svc["on-check-failure"].(map[string]any)
+		for _, check := range slices.Sorted(maps.Keys(onCheck)) {
+			if a := onCheck[check]; !valid(a, "success-shutdown") {
+				return fmt.Errorf("plan service %q on-check-failure action %q invalid", name, a)
+			}
+		}
+		if f, ok := svc["backoff-factor"].(float64); ok && f < 1 {
+			return fmt.Errorf("plan service %q backoff-factor must be 1.0 or greater, not %g", name, f)
+		}
+	}
 	return nil
 }
 

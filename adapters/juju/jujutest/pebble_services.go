@@ -124,12 +124,12 @@ func (p *Pebble) postServices(w http.ResponseWriter, r *http.Request) {
 	switch req.Action {
 	case "start", "stop", "restart":
 		if len(req.Services) == 0 {
-			errorResponse(w, http.StatusBadRequest, "", "no services to %s provided", req.Action)
+			errorResponse(w, http.StatusBadRequest, "", "must specify services for %s action", req.Action)
 			return
 		}
 		for _, name := range req.Services {
 			if svcs[name] == nil {
-				errorResponse(w, http.StatusBadRequest, "", "service %q does not exist", name)
+				errorResponse(w, http.StatusBadRequest, "", "cannot %s services: service %q does not exist", req.Action, name)
 				return
 			}
 		}

@@ -25,6 +25,8 @@ actions:
         type: object
         properties:
           compress: {type: boolean, default: true}
+      tags: {type: array, items: {type: string}}
+      pair: {type: array, items: [{type: string}, {type: integer}]}
     required: [level]
     additionalProperties: false
   loose:
@@ -89,10 +91,15 @@ func TestParams(t *testing.T) {
 		{map[string]any{"level": 10}, false, "(root).level : Must be less than or equal to 9"},
 		{map[string]any{"level": 1, "mode": "slow"}, false, `(root).mode : mode must be one of the following: "full", "quick"`},
 		{map[string]any{"level": 1, "opts": map[string]any{"compress": "yes"}}, false, "(root).opts.compress : Invalid type. Expected: boolean, given: string"},
+		{map[string]any{"level": 1, "tags": []any{"a", 2}}, false, "(root).tags.1 : Invalid type. Expected: string, given: integer"},
+		{map[string]any{"level": 1, "pair": []any{"a", "b", 3}}, false, "(root).pair.1 : Invalid type. Expected: integer, given: string"},
 	} {
 		if _, err := backup.Params(tt.params, tt.strict); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: %v, want %q", tt.params, err, tt.want)
 		}
+	}
+	if _, err := backup.Params(map[string]any{"level": 1, "tags": []any{"a", "b"}, "pair": []any{"a", 1, true}}, false); err != nil {
+		t.Errorf("arrays whose items fit: %v", err)
 	}
 	loose := c.Actions["loose"]
 	if _, err := loose.Params(map[string]any{"n": 1.5, "other": "x"}, false); err != nil {

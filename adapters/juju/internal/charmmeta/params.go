@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -17,8 +18,8 @@ import (
 //
 // It checks type (string, integer, number, boolean, object, array, null,
 // or a list of them), enum, required, additionalProperties (a boolean),
-// minimum, maximum, minLength, maxLength and the properties of nested
-// objects. The error lists every failure in the words Juju prints:
+// minimum, maximum, minLength, maxLength, the properties of nested
+// objects and the items of arrays. The error lists every failure in the words Juju prints:
 // "validation failed: (root).size : Invalid type. Expected: integer,
 // given: string".
 func (a Action) Params(params map[string]any, strict bool) (map[string]any, error) {
@@ -109,6 +110,10 @@ func validate(schema map[string]any, v any, at string, strict bool, errs *[]stri
 			fail("String length must be less than or equal to %v", schema["maxLength"])
 		}
 	}
+	if list, ok := v.([]any); ok {
+		validateItems(schema, list, at, strict, errs)
+		return
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return
@@ -132,6 +137,25 @@ func validate(schema map[string]any, v any, at string, strict bool, errs *[]stri
 			validate(p, obj[name], at+"."+name, strict, errs)
 		} else if _, declared := props[name]; !declared && !additional {
 			fail("Additional property %s is not allowed", name)
+		}
+	}
+}
+
+// validateItems validates the elements of an array against the schema's
+// items: one schema for every element, or a list of schemas, one per
+// position (elements past the list are not checked). An element's place
+// is its index, "(root).tags.0", as Juju prints it.
+func validateItems(schema map[string]any, list []any, at string, strict bool, errs *[]string) {
+	switch items := schema["items"].(type) {
+	case map[string]any:
+		for i, x := range list {
+			validate(items, x, at+"."+strconv.Itoa(i), strict, errs)
+		}
+	case []any:
+		for i, x := range list[:min(len(list), len(items))] {
+			if sub, ok := items[i].(map[string]any); ok {
+				validate(sub, x, at+"."+strconv.Itoa(i), strict, errs)
+			}
 		}
 	}
 }
