@@ -29,7 +29,9 @@ import (
 // children keep version 3 (no value lost) and the new leader then
 // handles version 4. At no scrape do two replicas report opbus_leader 1.
 // Then SIGTERM and SIGKILL of the leader are timed until another replica
-// reports opbus_leader 1 and handles a new version.
+// reports opbus_leader 1 and handles a new version; after SIGTERM, the
+// Lease no longer names the stopped leader once it has exited (released,
+// not left to expire).
 func TestFenceTwoReplicas(t *testing.T) { testFence(t, 2) }
 
 func TestFenceThreeReplicas(t *testing.T) { testFence(t, 3) }
@@ -129,11 +131,27 @@ func testFence(t *testing.T, n int) {
 	others := append(without(standby, next), spare)
 	termAt := time.Now()
 	next.signal(t, syscall.SIGTERM)
-	after, byTerm := waitLeader(t, others, termAt)
+	byTermCh := make(chan time.Duration, 1)
+	go func() { // the hand-over, measured while the old leader exits
+		for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, r := range others {
+				if v, ok := r.leader(); ok && v == 1 {
+					byTermCh <- time.Since(termAt)
+					return
+				}
+			}
+		}
+		byTermCh <- 0
+	}()
 	<-next.done
+	if h := leaseHolder(t, c, ns, "fence"); h == next.id {
+		t.Errorf("the Lease still names %s after its clean stop: not released", h)
+	}
 	if next.code != replicaClean {
 		t.Errorf("%s exited with %d after SIGTERM, want 0", next.id, next.code)
 	}
+	after, _ := waitLeader(t, others, termAt)
+	byTerm := <-byTermCh
 	patch(t, c, widgetsGVR, ns, "w", `{"spec":{"version":5}}`)
 	waitChildren(t, c, ns, "5", after.id)
 	handledByTerm := time.Since(termAt)
@@ -149,6 +167,15 @@ func testFence(t *testing.T, n int) {
 	handledByKill := time.Since(killAt)
 	t.Logf("%d replicas: SIGTERM hand-over %v (version 5 handled %v after the signal); SIGKILL hand-over %v (version 6 handled %v after)",
 		n, byTerm.Round(time.Millisecond), handledByTerm.Round(time.Millisecond), byKill.Round(time.Millisecond), handledByKill.Round(time.Millisecond))
+}
+
+var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+
+// leaseHolder returns the holder of the Lease ns/name.
+func leaseHolder(t *testing.T, c dynamic.Interface, ns, name string) string {
+	t.Helper()
+	h, _, _ := unstructured.NestedString(get(t, c, leasesGVR, ns, name).Object, "spec", "holderIdentity")
+	return h
 }
 
 // without returns rs without r.
