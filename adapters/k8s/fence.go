@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -165,6 +166,40 @@ func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return t.base.RoundTrip(req)
+}
+
+// fencedConn is a connection of the Source's own HTTP client, which
+// writes nothing once the fence is lost: a request that passed the
+// transport's check just before the process was paused (SIGSTOP, a GC
+// pause, a frozen node) does not go out when it resumes past its
+// deadline. Bytes written before the pause were on their way then. The
+// connections carry the Source's reads too; once the fence is lost the
+// Source stops, so they break with it.
+type fencedConn struct {
+	net.Conn
+	s *Source
+}
+
+func (c fencedConn) Write(b []byte) (int, error) {
+	if err := c.s.lostLease(); err != nil {
+		return 0, fmt.Errorf("k8s: connection closed to writes: %w", err)
+	}
+	return c.Conn.Write(b)
+}
+
+// fencedDial returns dial (nil: a plain net.Dialer's) with its
+// connections fenced.
+func (s *Source) fencedDial(dial func(ctx context.Context, network, address string) (net.Conn, error)) func(ctx context.Context, network, address string) (net.Conn, error) {
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := dial(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return fencedConn{Conn: c, s: s}, nil
+	}
 }
 
 // fencedClient returns a copy of hc whose requests pass through the

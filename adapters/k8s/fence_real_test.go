@@ -24,12 +24,14 @@ import (
 // versions 2 and 3; the old leader is resumed with SIGCONT. From then on
 // it must never report opbus_leader 1 or /readyz 200, and it must exit
 // having lost its Lease; counted at the objects, by a watch of the
-// test's own, it writes nothing after it was stopped (its renew deadline
-// passed while it was stopped), no object changes after it resumed, the
+// test's own, it writes nothing past its renew deadline (which passed
+// while it was stopped), no object changes after it resumed, the
 // children keep version 3 (no value lost) and the new leader then
 // handles version 4. At no scrape do two replicas report opbus_leader 1.
 // Then SIGTERM and SIGKILL of the leader are timed until another replica
-// reports opbus_leader 1 and handles a new version.
+// reports opbus_leader 1 and handles a new version; after SIGTERM, the
+// Lease no longer names the stopped leader once it has exited (released,
+// not left to expire).
 func TestFenceTwoReplicas(t *testing.T) { testFence(t, 2) }
 
 func TestFenceThreeReplicas(t *testing.T) { testFence(t, 3) }
@@ -109,9 +111,12 @@ func testFence(t *testing.T, n int) {
 		t.Errorf("the old leader exited with %d, want %d (ErrLeadershipLost)", old.code, replicaLost)
 	}
 	time.Sleep(time.Second) // a late write would be seen by now
-	for _, w := range writes.since(stoppedAt) {
+	// Its deadline is at most the renew deadline after SIGSTOP (its last
+	// renewal began before); the watch sees a write a few milliseconds
+	// after it lands.
+	for _, w := range writes.since(stoppedAt.Add(fenceRenew)) {
 		if w.writer == old.id {
-			t.Errorf("the old leader wrote %s %s (version %s) %v after SIGSTOP, its renew deadline %v",
+			t.Errorf("the old leader wrote %s %s (version %s) %v after SIGSTOP, past its renew deadline %v",
 				w.kind, w.name, w.version, w.at.Sub(stoppedAt).Round(time.Millisecond), fenceRenew)
 		}
 	}
@@ -129,11 +134,27 @@ func testFence(t *testing.T, n int) {
 	others := append(without(standby, next), spare)
 	termAt := time.Now()
 	next.signal(t, syscall.SIGTERM)
-	after, byTerm := waitLeader(t, others, termAt)
+	byTermCh := make(chan time.Duration, 1)
+	go func() { // the hand-over, measured while the old leader exits
+		for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, r := range others {
+				if v, ok := r.leader(); ok && v == 1 {
+					byTermCh <- time.Since(termAt)
+					return
+				}
+			}
+		}
+		byTermCh <- 0
+	}()
 	<-next.done
+	if h := leaseHolder(t, c, ns, "fence"); h == next.id {
+		t.Errorf("the Lease still names %s after its clean stop: not released", h)
+	}
 	if next.code != replicaClean {
 		t.Errorf("%s exited with %d after SIGTERM, want 0", next.id, next.code)
 	}
+	after, _ := waitLeader(t, others, termAt)
+	byTerm := <-byTermCh
 	patch(t, c, widgetsGVR, ns, "w", `{"spec":{"version":5}}`)
 	waitChildren(t, c, ns, "5", after.id)
 	handledByTerm := time.Since(termAt)
@@ -149,6 +170,15 @@ func testFence(t *testing.T, n int) {
 	handledByKill := time.Since(killAt)
 	t.Logf("%d replicas: SIGTERM hand-over %v (version 5 handled %v after the signal); SIGKILL hand-over %v (version 6 handled %v after)",
 		n, byTerm.Round(time.Millisecond), handledByTerm.Round(time.Millisecond), byKill.Round(time.Millisecond), handledByKill.Round(time.Millisecond))
+}
+
+var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+
+// leaseHolder returns the holder of the Lease ns/name.
+func leaseHolder(t *testing.T, c dynamic.Interface, ns, name string) string {
+	t.Helper()
+	h, _, _ := unstructured.NestedString(get(t, c, leasesGVR, ns, name).Object, "spec", "holderIdentity")
+	return h
 }
 
 // without returns rs without r.

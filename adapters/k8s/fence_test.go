@@ -3,6 +3,8 @@ package k8s
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -199,5 +201,37 @@ func TestFenceCheckedBeforeTimer(t *testing.T) {
 	}
 	if s.holds() || lost != 1 {
 		t.Fatalf("lost %d times, want once", lost)
+	}
+}
+
+// TestFencedConnRefusesWrites: a connection of the Source's own client
+// writes while the fence holds and nothing once it is lost, so that a
+// request that passed the transport's check just before the process was
+// paused does not go out when it resumes past its deadline.
+func TestFencedConnRefusesWrites(t *testing.T) {
+	s, err := New(&Options{Config: &rest.Config{Host: "http://127.0.0.1:1"}, Resources: []Resource{{GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var until atomic.Pointer[time.Time]
+	d := time.Now().Add(time.Hour)
+	until.Store(&d)
+	f := &fence{deadline: func() time.Time { return *until.Load() }, lose: func(error) {}}
+	s.fence.Store(f)
+	a, b := net.Pipe()
+	defer b.Close()
+	dial := s.fencedDial(func(context.Context, string, string) (net.Conn, error) { return a, nil })
+	c, err := dial(context.Background(), "tcp", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, b) }()
+	if _, err := c.Write([]byte("before")); err != nil {
+		t.Fatalf("a write while the fence holds: %v", err)
+	}
+	past := time.Now().Add(-time.Millisecond)
+	until.Store(&past)
+	if n, err := c.Write([]byte("after")); n != 0 || !errors.Is(err, ErrLeadershipLost) {
+		t.Fatalf("a write past the deadline: %d, %v; want 0 and ErrLeadershipLost", n, err)
 	}
 }

@@ -35,6 +35,8 @@ import (
 //	opbus_timer_runs_total{handler,kind}              runs due to a schedule (On.Every, Event.Again)
 //	opbus_timer_lateness_seconds{handler,kind}        how long after its due time a due run started (histogram)
 //	opbus_leader                                      1 while this replica handles, else 0
+//	opbus_source_leader{source}                       the same for each Source, by its Options.Name
+//	opbus_source_queue_depth{source}                  opbus_queue_depth for each Source, by its Options.Name
 //
 // One Metrics may serve several Sources of a process (as ctrlmgr shares
 // one): opbus_leader is then 1 while any of them handles, checked at
@@ -60,6 +62,7 @@ type Metrics struct {
 
 	mu    sync.Mutex
 	leads map[*Source]*opbus.Bus // the Sources leading now and their buses
+	known map[*Source]bool       // every Source that has led, for the per-Source gauges
 }
 
 var _ opbus.TimerObserver = (*Metrics)(nil)
@@ -104,7 +107,7 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 		}
 	}
 	hl := []string{"handler", "kind"}
-	m := &Metrics{gatherer: gatherer, leads: map[*Source]*opbus.Bus{}}
+	m := &Metrics{gatherer: gatherer, leads: map[*Source]*opbus.Bus{}, known: map[*Source]bool{}}
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_handler_runs_total", Help: "Handler runs."}, hl)
 	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_handler_failures_total", Help: "Handler runs that returned an error or panicked."}, hl)
 	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "opbus_handler_retries_total", Help: "Handler runs that were retries of a failed run (attempt > 1)."}, hl)
@@ -119,7 +122,10 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	m.lateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "opbus_timer_lateness_seconds", Help: "How long after its due time a run due to a schedule started.", Buckets: buckets}, hl)
 	leader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "opbus_leader", Help: "1 while this replica watches and handles (it leads, or runs without leader election), else 0."}, m.leader)
 	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "opbus_queue_depth", Help: "Object states waiting to be dispatched, across all keys."}, m.depth)
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.retries, m.duration, m.scheduled, m.observed, m.coalesced, m.storeWrites, m.statusWrites, m.writeFailures, m.timerRuns, m.lateness, leader, depth} {
+	perSource := sourceGauges{m: m,
+		leader: prometheus.NewDesc("opbus_source_leader", "1 while the Source of this name watches and handles, else 0 (once it has led).", []string{"source"}, nil),
+		depth:  prometheus.NewDesc("opbus_source_queue_depth", "Object states waiting to be dispatched by the running bus of the Source of this name.", []string{"source"}, nil)}
+	for _, c := range []prometheus.Collector{m.runs, m.failures, m.retries, m.duration, m.scheduled, m.observed, m.coalesced, m.storeWrites, m.statusWrites, m.writeFailures, m.timerRuns, m.lateness, leader, depth, perSource} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("k8s: registering metrics: %w", err)
 		}
@@ -219,10 +225,49 @@ func (m *Metrics) leading(s *Source, bus *opbus.Bus, on bool) {
 	defer m.mu.Unlock()
 	if on {
 		m.leads[s] = bus
+		m.known[s] = true
 		return
 	}
 	delete(m.leads, s)
 	if len(m.leads) == 0 {
 		m.queued.Store(0)
+	}
+}
+
+// sourceGauges are opbus_source_leader and opbus_source_queue_depth: the
+// leadership and queue depth of each Source of a Metrics by its
+// [Options].Name, read at each scrape. Sources of one name count as one
+// (leading if any leads, their queues summed).
+type sourceGauges struct {
+	m             *Metrics
+	leader, depth *prometheus.Desc
+}
+
+func (g sourceGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.leader
+	ch <- g.depth
+}
+
+func (g sourceGauges) Collect(ch chan<- prometheus.Metric) {
+	type state struct{ leader, depth float64 }
+	by := map[string]*state{}
+	g.m.mu.Lock()
+	for s := range g.m.known {
+		st := by[s.name]
+		if st == nil {
+			st = &state{}
+			by[s.name] = st
+		}
+		if b, ok := g.m.leads[s]; ok {
+			st.depth += float64(b.Stats().Queued)
+			if s.Leading() {
+				st.leader = 1
+			}
+		}
+	}
+	g.m.mu.Unlock()
+	for name, st := range by {
+		ch <- prometheus.MustNewConstMetric(g.leader, prometheus.GaugeValue, st.leader, name)
+		ch <- prometheus.MustNewConstMetric(g.depth, prometheus.GaugeValue, st.depth, name)
 	}
 }

@@ -14,7 +14,8 @@ import (
 // operators of different names on the Widgets) reports opbus_leader 1
 // while either handles — also after the first stopped, while the second
 // still handles a new Widget — and 0 once both stopped; opbus_queue_depth
-// is read from the buses that run.
+// is read from the buses that run; opbus_source_leader tells the two
+// apart by their names.
 func TestMetricsSharedBySources(t *testing.T) {
 	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
@@ -64,6 +65,17 @@ func TestMetricsSharedBySources(t *testing.T) {
 	firstDone <- nil
 	if got := leader(); got != 1 {
 		t.Errorf("opbus_leader after the first Source stopped, the second leading: %v, want 1", got)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	got, _ := scrape(t, rec.Body)
+	for name, want := range map[string]float64{
+		`opbus_source_leader{source="first"}`: 0, `opbus_source_leader{source="second"}`: 1,
+		`opbus_source_queue_depth{source="first"}`: 0,
+	} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s: got %v (present %v), want %v", name, v, ok, want)
+		}
 	}
 	createWidget(t, c, ns, "w", `{"size":1}`)
 	eventually(t, "the second Source handles", func() bool { return handled.count("second", "w") == 1 })

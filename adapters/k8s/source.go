@@ -108,17 +108,25 @@ func New(opts *Options) (*Source, error) {
 		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
 	}
 	// One HTTP client for all the Source's clients: Options.HTTPClient,
-	// or one built from the configuration.
-	hc := opts.HTTPClient
+	// or one built from the configuration whose connections write nothing
+	// once the fence is lost (fence.go). The Lease is written through a
+	// client of its own. Every request that writes passes the fence.
+	hc, lhc := opts.HTTPClient, opts.HTTPClient
 	var err error
 	if hc == nil {
-		if hc, err = rest.HTTPClientFor(cfg); err != nil {
+		fcfg := rest.CopyConfig(cfg)
+		fcfg.Dial = s.fencedDial(cfg.Dial)
+		if hc, err = rest.HTTPClientFor(fcfg); err != nil {
 			return nil, fmt.Errorf("k8s: %w", err)
 		}
+		lhc = hc
+		if opts.LeaderElection != nil {
+			if lhc, err = rest.HTTPClientFor(cfg); err != nil {
+				return nil, fmt.Errorf("k8s: %w", err)
+			}
+		}
 	}
-	// The Lease is written through hc itself; every other request passes
-	// the fence (fence.go).
-	if s.leases, err = coordinationv1client.NewForConfigAndClient(cfg, hc); err != nil {
+	if s.leases, err = coordinationv1client.NewForConfigAndClient(cfg, lhc); err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
 	hc = s.fencedClient(hc)

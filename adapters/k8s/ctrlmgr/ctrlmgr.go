@@ -77,6 +77,11 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 		o.Fence = m.lock.Deadline
 	}
 	o.Config, o.HTTPClient = mgr.GetConfig(), mgr.GetHTTPClient()
+	if o.Fence != nil {
+		// A client of the Source's own, whose connections write nothing
+		// once the fence is lost; the manager's stay the manager's.
+		o.HTTPClient = nil
+	}
 	o.Informers = cacheInformers{mgr.GetCache()}
 	if o.Logger == nil {
 		o.Logger = slog.New(logr.ToSlogHandler(mgr.GetLogger().WithName("opbus")))

@@ -29,7 +29,9 @@
 //     cache.TransformStripManagedFields() to keep managedFields out of the
 //     cache, as the standalone Source does.
 //   - The clients: requests go through mgr.GetConfig() and
-//     mgr.GetHTTPClient().
+//     mgr.GetHTTPClient(); under a manager made by [NewManager], through a
+//     client of the Source's own from mgr.GetConfig(), whose connections
+//     write nothing once the Source's Lease is lost.
 //   - Leader election: the runnable [Add] adds needs leader election, so
 //     the Source runs on the replica the manager's own election
 //     (manager.Options.LeaderElection, kubebuilder's --leader-elect)

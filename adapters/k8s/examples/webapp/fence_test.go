@@ -28,7 +28,8 @@ import (
 // left to write: the Deployment is not rolled back), the Deployment keeps
 // image 3 and the new leader then rolls it to 4. At no scrape do two
 // replicas report opbus_leader 1. SIGTERM (the Lease released once the
-// bus drained) and SIGKILL hand-overs are timed.
+// bus drained: it no longer names the stopped replica once that exited)
+// and SIGKILL hand-overs are timed.
 func TestFenceManagerReplicas(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("%d replicas", n), func(t *testing.T) { testFenceManager(t, n) })
@@ -98,13 +99,30 @@ func testFenceManager(t *testing.T, n int) {
 	spare := startOperator(t, kubeconfig, args...)
 	mon.add(spare)
 	others := append(withoutProcess(standby, next), spare)
+	holder := c.leaseHolder(t)
 	termAt := time.Now()
 	signal(t, next, syscall.SIGTERM)
-	after, byTerm := waitLeading(t, others, termAt)
+	byTermCh := make(chan time.Duration, 1)
+	go func() { // the hand-over, measured while the old leader exits
+		for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, p := range others {
+				if v, ok := leaderOf(p); ok && v == 1 {
+					byTermCh <- time.Since(termAt)
+					return
+				}
+			}
+		}
+		byTermCh <- 0
+	}()
 	<-next.done
+	if h := c.leaseHolder(t); h == holder {
+		t.Errorf("the Lease still names %s after its clean stop: not released", h)
+	}
 	if next.exitErr != nil {
 		t.Errorf("the leader exited with %v after SIGTERM", next.exitErr)
 	}
+	after, _ := waitLeading(t, others, termAt)
+	byTerm := <-byTermCh
 	c.patchWebApp(t, "app", `{"spec":{"image":"web:5"}}`)
 	c.waitImage(t, "web:5")
 	handledByTerm := time.Since(termAt)
@@ -201,6 +219,19 @@ func waitLeading(t *testing.T, ps []*operatorProcess, since time.Time) (*operato
 	}
 	t.Fatalf("no replica leads within %v", waitFor)
 	return nil, 0
+}
+
+// leaseHolder returns the holder of webapp's Lease.
+func (c *cluster) leaseHolder(t *testing.T) string {
+	t.Helper()
+	l, err := c.kube.CoordinationV1().Leases(c.ns).Get(context.Background(), "webapp.example.opbus.dev", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
 }
 
 // waitImage waits until the Deployment app runs image.
