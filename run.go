@@ -37,7 +37,7 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.frozen = true
 	b.armRetries()
 	b.armSchedules() // timer.go
-	b.resume(ctx)    // counted as pending while it lists (wakeup.go)
+	b.countPending() // the store's pending states, until listed (wakeup.go)
 	b.mu.Unlock()
 
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -51,6 +51,7 @@ func (b *Bus) Run(ctx context.Context) error {
 			b.work(context.WithValue(hctx, laneKey{}, l), l)
 		})
 	}
+	go b.resumeUnderRun(ctx) // not waited for: a hanging listing cannot hang Run
 
 	<-ctx.Done()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrHalt) {
@@ -271,16 +272,16 @@ func (b *Bus) remember(key Key, inc string) {
 }
 
 // resumePending schedules the keys whose records hold states an earlier
-// run left pending; dispatching them reads those states first.
-func (b *Bus) resumePending(ctx context.Context) {
+// run left pending; dispatching them reads those states first. It returns
+// the error listing the store's keys.
+func (b *Bus) resumePending(ctx context.Context) error {
 	l, ok := b.cfg.store.(Lister)
 	if !ok {
-		return
+		return nil
 	}
 	keys, err := l.Keys(ctx)
 	if err != nil {
-		b.cfg.log.Error("opbus: listing stored records", "err", err)
-		return
+		return fmt.Errorf("opbus: listing stored records: %w", err)
 	}
 	for _, key := range keys {
 		rec, err := b.readRecord(ctx, key, b.reg.index)
@@ -291,7 +292,7 @@ func (b *Bus) resumePending(ctx context.Context) {
 		// key's first pass loads it again (with backoff, reporting a
 		// corrupt record), so that nothing pending is left behind.
 		b.mu.Lock()
-		if _, known := b.q.keys[key]; !known {
+		if _, known := b.q.keys[key]; !known && !b.stopping {
 			// A key already known (observed, or being dispatched) reads its
 			// record, pending states included, at its first pass.
 			ks := b.keyState(key)
@@ -300,6 +301,7 @@ func (b *Bus) resumePending(ctx context.Context) {
 		}
 		b.mu.Unlock()
 	}
+	return nil
 }
 
 // persistPending saves, for every key with work left, the states not yet
