@@ -3,6 +3,7 @@ package opbus
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 )
 
 // Dispatch handles obj as the latest state of key synchronously, on the
@@ -47,8 +48,9 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		return err
 	}
 	b.mu.Unlock()
-	ctx = context.WithValue(ctx, holdingKey{}, &holding{ks: ks, up: holdingOf(ctx)})
+	ctx, h := withHolding(ctx, ks)
 	held, err := b.passesUntil(ctx, ks, first, mine)
+	h.done.Store(true)
 	if held {
 		b.mu.Lock()
 		ks.disown(mine) // left queued: the next pass of the key takes it
@@ -162,11 +164,15 @@ func (b *Bus) awaitKey(ctx context.Context, ks *keyState, seq uint64) error {
 	return nil
 }
 
-// holding is a key a Dispatch call holds, in the context it gives its
-// pass's handlers, with the keys that the calls it was made from hold.
+// holding is a key held for a run of passes (by a Dispatch call, by one
+// of Run's goroutines, or by Wait before Run), in the context its passes
+// give their handlers, with the keys that the passes it was made from
+// hold. done is set once the key is let go: a handler's context that
+// outlives its pass (kept by a goroutine it started) holds nothing.
 type holding struct {
-	ks *keyState
-	up *holding
+	ks   *keyState
+	up   *holding
+	done atomic.Bool
 }
 
 type holdingKey struct{}
@@ -176,16 +182,20 @@ func holdingOf(ctx context.Context) *holding {
 	return h
 }
 
-// holds reports whether ctx is the context of a pass of ks: of a handler
-// of ks, or of a Dispatch call made, directly or through other objects'
-// handlers, from one. A Dispatch of ks with that context would wait for
-// itself.
+// withHolding returns ctx for the passes of ks that the caller is about
+// to make, and the holding to mark done when it lets ks go.
+func withHolding(ctx context.Context, ks *keyState) (context.Context, *holding) {
+	h := &holding{ks: ks, up: holdingOf(ctx)}
+	return context.WithValue(ctx, holdingKey{}, h), h
+}
+
+// holds reports whether ctx is the context of a pass of ks under way: of
+// a handler of ks, or of a Dispatch call made, directly or through other
+// objects' handlers, from one. A Dispatch of ks with that context would
+// wait for itself.
 func holds(ctx context.Context, ks *keyState) bool {
-	if laneOf(ctx, ks) != nil {
-		return true
-	}
 	for h := holdingOf(ctx); h != nil; h = h.up {
-		if h.ks == ks {
+		if h.ks == ks && !h.done.Load() {
 			return true
 		}
 	}

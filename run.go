@@ -164,12 +164,14 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	}
 	b.mu.Unlock()
 
+	ctx, h := withHolding(ctx, ks) // a handler that dispatches ks is refused (rule 5)
 	if l == nil {
 		if _, _, err := b.step(ctx, ks, false, nil, 0); err != nil {
 			b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
 	}
 	parked := l != nil && b.passes(ctx, l, ks)
+	h.done.Store(true)
 
 	b.mu.Lock()
 	if l != nil {
