@@ -87,7 +87,8 @@ func (b *Bus) Run(ctx context.Context) error {
 }
 
 // armRetries schedules the retries of failures that Dispatch or Wait met
-// before Run started, which nothing would run otherwise; b.mu is held.
+// before Run started, a record that could not be loaded included, which
+// nothing would run otherwise; b.mu is held.
 func (b *Bus) armRetries() {
 	for _, ks := range b.q.keys {
 		if ks.busy {
@@ -95,6 +96,10 @@ func (b *Bus) armRetries() {
 		}
 		if due := ks.failureDue(); !due.IsZero() {
 			b.retryAt(ks, due)
+		} else if ks.blocked {
+			// Its record could not be loaded (a Wait or Dispatch before
+			// Run met it): its queue waits for a retry, tried now.
+			b.retryAt(ks, time.Now())
 		}
 	}
 }
