@@ -17,7 +17,12 @@ import (
 // has begun to stop, Dispatch returns [ErrClosed] and handles nothing; a
 // call that was waiting for its busy key then returns an error wrapping
 // ErrClosed, its state (queued when the call was made, before any state
-// observed while it waited) saved as pending.
+// observed while it waited) saved as pending. A call waiting for its busy
+// key returns when ctx ends, its state left queued. A call made with the
+// context of a pass of key (from one of key's handlers, directly or
+// through other objects' handlers) returns an error at once; calls that
+// wait for each other through different keys are not detected, so give
+// such calls a deadline.
 func (b *Bus) Dispatch(ctx context.Context, key Key, obj map[string]any) error {
 	return b.dispatchNow(ctx, key, observation{new: obj})
 }

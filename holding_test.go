@@ -2,10 +2,12 @@ package opbus
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // TestDispatchOwnKeyFromHandlerUnderWait: before Run, a pass that Wait
@@ -103,4 +105,51 @@ func TestDispatchWithContextOfEndedPass(t *testing.T) {
 			must(t, stop())
 		})
 	}
+}
+
+// TestDispatchCycleThroughOtherKeys: two objects' handlers that dispatch
+// each other at once, each holding its own key, wait for each other: the
+// bus does not detect such a cycle (it is not a call waiting for its own
+// pass). Each call ends with its context or, as here without a deadline,
+// when Run stops: with ErrClosed, its state saved as pending, and Run
+// returns without waiting for the shutdown timeout.
+func TestDispatchCycleThroughOtherKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus(t, &Options{Workers: 2, ShutdownTimeout: time.Hour})
+		a, c := Key{Kind: "X", Name: "a"}, Key{Kind: "X", Name: "c"}
+		var both sync.WaitGroup
+		both.Add(2)
+		errs := make(chan error, 2)
+		must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+			if _, ok := ev.Object()["from"]; ok {
+				return Status{}, nil
+			}
+			both.Done()
+			both.Wait() // both keys held
+			other := a
+			if ev.Key == a {
+				other = c
+			}
+			errs <- b.Dispatch(ctx, other, map[string]any{"from": ev.Key.Name})
+			return Status{}, nil
+		}, On{}))
+		stop := run(t, b)
+		must(t, b.Observe(t.Context(), a, map[string]any{}))
+		must(t, b.Observe(t.Context(), c, map[string]any{}))
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := len(errs); n != 0 {
+			t.Fatalf("%d of the two calls that wait for each other returned before Run stopped, want 0", n)
+		}
+		start := time.Now()
+		must(t, stop())
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("Run stopped after %v, want at once", waited)
+		}
+		for range 2 {
+			if err := <-errs; !errors.Is(err, ErrClosed) {
+				t.Fatalf("a call of the cycle returned %v at Run's stop, want an error wrapping ErrClosed", err)
+			}
+		}
+	})
 }
