@@ -99,9 +99,8 @@ func TestWaitCancelledBeforeRunLeavesListingToRun(t *testing.T) {
 }
 
 // TestRunRetriesFailedListing: under Run, a listing of the store that
-// fails is tried again with backoff, and a Wait made right after
-// `go bus.Run(ctx)` returns only once the pending states it finds are
-// handled. (Before, one failed listing was logged and the pending states
+// fails is tried again with backoff, and Settle returns only once the
+// pending states it finds are handled. (Before, one failed listing was logged and the pending states
 // were left in the store for the whole run.)
 func TestRunRetriesFailedListing(t *testing.T) {
 	store := &listingStore{MemoryStore: NewMemoryStore()}
@@ -113,10 +112,10 @@ func TestRunRetriesFailedListing(t *testing.T) {
 		stop := run(t, b)
 		defer func() { must(t, stop()) }()
 		synctest.Wait() // Run's first listing failed
-		must(t, b.Wait(t.Context()))
+		must(t, b.Settle(t.Context()))
 		got := handled()
 		if !strings.Contains(got, podKey.Name) || store.calls.Load() != 3 {
-			t.Fatalf("with a listing that fails twice, Wait right after Run returned having handled %q after %d listings; want %s after 3", got, store.calls.Load(), podKey.Name)
+			t.Fatalf("with a listing that fails twice, Settle under Run returned having handled %q after %d listings; want %s after 3", got, store.calls.Load(), podKey.Name)
 		}
 	})
 }

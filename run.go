@@ -37,7 +37,11 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.frozen = true
 	b.armRetries()
 	b.armSchedules() // timer.go
-	b.countPending() // the store's pending states, until listed (wakeup.go)
+	claimed := b.resumed == resumeNot
+	if claimed {
+		b.resumed = resumeListing // counted as pending while it lists (wakeup.go)
+		b.countPending()
+	}
 	b.mu.Unlock()
 
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -51,7 +55,7 @@ func (b *Bus) Run(ctx context.Context) error {
 			b.work(context.WithValue(hctx, laneKey{}, l), l)
 		})
 	}
-	go b.resumeUnderRun(ctx) // not waited for: a hanging listing cannot hang Run
+	go b.resumeUnderRun(ctx, claimed) // not waited for: a hanging listing cannot hang Run
 
 	<-ctx.Done()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrHalt) {

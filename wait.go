@@ -102,8 +102,8 @@ func (b *Bus) Settle(ctx context.Context) error {
 // whose retries are due for Wait to dispatch, and returns when the next
 // one is due; b.mu is held.
 func (b *Bus) unsettled() (busy bool, next time.Time) {
-	if b.q.pending > 0 {
-		return true, next
+	if b.q.pending > 0 || (b.running && !b.stopping && b.resumed != resumeDone) {
+		return true, next // (or the store's listing is to be made again: wakeup.go)
 	}
 	for _, ks := range b.q.keys {
 		if ks.hasTimer() || ks.retryDue {

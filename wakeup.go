@@ -98,9 +98,10 @@ func (b *Bus) freeWriteSlot() { <-b.lanes.writeSem }
 // resumeState tells whether the states an earlier run left pending in the
 // store have been looked for: by Run as it starts or, before Run, by the
 // first Wait, which then dispatches them itself. While the store is being
-// listed, and under Run until a listing succeeds, the listing counts as
-// pending work (countPending), so that a Wait or Settle made meanwhile
-// does not return before those states are handled.
+// listed, the listing counts as pending work (countPending), so that a
+// Wait or Settle made meanwhile does not return before those states are
+// handled; under Run, Settle also waits for a listing that failed to be
+// made again (unsettled).
 type resumeState uint8
 
 const (
@@ -118,6 +119,12 @@ func (b *Bus) resume(ctx context.Context) error {
 	}
 	b.resumed = resumeListing
 	b.countPending()
+	return b.listPending(ctx)
+}
+
+// listPending lists the store's pending states for a caller that has set
+// resumeListing; b.mu is held, and held again on return.
+func (b *Bus) listPending(ctx context.Context) error {
 	b.mu.Unlock()
 	err := b.resumePending(ctx)
 	b.mu.Lock()
@@ -130,22 +137,30 @@ func (b *Bus) resume(ctx context.Context) error {
 	return err
 }
 
-// resumeUnderRun lists the store's pending states for Run, on a goroutine
-// of its own so that a store whose listing hangs cannot keep Run from
-// stopping; a listing that fails is tried again with the bus's backoff
-// until one succeeds or ctx, Run's, ends. A listing that a Wait made
-// before Run has begun is waited for, and made again should it fail.
-func (b *Bus) resumeUnderRun(ctx context.Context) {
+// resumeUnderRun lists the store's pending states for Run (claimed: Run
+// has set resumeListing for it), on a goroutine of its own so that a store
+// whose listing hangs cannot keep Run from stopping; a listing that fails
+// is tried again with the bus's backoff until one succeeds or ctx, Run's,
+// ends, and Settle waits for it meanwhile (unsettled). A listing that a
+// Wait made before Run has begun is waited for, and made again should it
+// fail.
+func (b *Bus) resumeUnderRun(ctx context.Context, claimed bool) {
 	for n := 1; ; n++ {
 		b.mu.Lock()
-		for b.resumed == resumeListing && ctx.Err() == nil {
-			_ = b.waitChange(ctx)
+		var err error
+		if claimed {
+			claimed = false
+			err = b.listPending(ctx)
+		} else {
+			for b.resumed == resumeListing && ctx.Err() == nil {
+				_ = b.waitChange(ctx)
+			}
+			if b.resumed == resumeDone || b.stopping || ctx.Err() != nil {
+				b.mu.Unlock()
+				return
+			}
+			err = b.resume(ctx)
 		}
-		if b.resumed == resumeDone || b.stopping || ctx.Err() != nil {
-			b.mu.Unlock()
-			return
-		}
-		err := b.resume(ctx)
 		b.mu.Unlock()
 		if err == nil || ctx.Err() != nil {
 			return
