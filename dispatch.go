@@ -3,6 +3,7 @@ package opbus
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 )
 
 // Dispatch handles obj as the latest state of key synchronously, on the
@@ -16,7 +17,12 @@ import (
 // has begun to stop, Dispatch returns [ErrClosed] and handles nothing; a
 // call that was waiting for its busy key then returns an error wrapping
 // ErrClosed, its state (queued when the call was made, before any state
-// observed while it waited) saved as pending.
+// observed while it waited) saved as pending. A call waiting for its busy
+// key returns when ctx ends, its state left queued. A call made with the
+// context of a pass of key (from one of key's handlers, directly or
+// through other objects' handlers) returns an error at once; calls that
+// wait for each other through different keys are not detected, so give
+// such calls a deadline.
 func (b *Bus) Dispatch(ctx context.Context, key Key, obj map[string]any) error {
 	return b.dispatchNow(ctx, key, observation{new: obj})
 }
@@ -47,8 +53,9 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		return err
 	}
 	b.mu.Unlock()
-	ctx = &holding{Context: ctx, ks: ks, up: holdingOf(ctx)}
+	ctx, h := withHolding(ctx, ks)
 	held, err := b.passesUntil(ctx, ks, first, mine)
+	h.done.Store(true)
 	if held {
 		b.mu.Lock()
 		ks.disown(mine) // left queued: the next pass of the key takes it
@@ -162,14 +169,18 @@ func (b *Bus) awaitKey(ctx context.Context, ks *keyState, seq uint64) error {
 	return nil
 }
 
-// holding is the context a Dispatch call gives its passes: ctx, which
-// also says which key the call holds and which keys the calls it was made
-// from hold. It is a context of its own rather than a context.WithValue
-// to cost a Dispatch one allocation, not two.
+// holding is a key held for a run of passes (by a Dispatch call, by one
+// of Run's goroutines, or by Wait before Run), as the context its passes
+// give their handlers: ctx, which also says which key is held and which
+// keys the passes it was made from hold. done is set once the key is let
+// go: a handler's context that outlives its pass (kept by a goroutine it
+// started) holds nothing. It is a context of its own rather than a
+// context.WithValue to cost one allocation, not two.
 type holding struct {
 	context.Context
-	ks *keyState
-	up *holding
+	ks   *keyState
+	up   *holding
+	done atomic.Bool
 }
 
 type holdingKey struct{}
@@ -187,16 +198,20 @@ func holdingOf(ctx context.Context) *holding {
 	return h
 }
 
-// holds reports whether ctx is the context of a pass of ks: of a handler
-// of ks, or of a Dispatch call made, directly or through other objects'
-// handlers, from one. A Dispatch of ks with that context would wait for
-// itself.
+// withHolding returns ctx for the passes of ks that the caller is about
+// to make, and the holding to mark done when it lets ks go.
+func withHolding(ctx context.Context, ks *keyState) (context.Context, *holding) {
+	h := &holding{Context: ctx, ks: ks, up: holdingOf(ctx)}
+	return h, h
+}
+
+// holds reports whether ctx is the context of a pass of ks under way: of
+// a handler of ks, or of a Dispatch call made, directly or through other
+// objects' handlers, from one. A Dispatch of ks with that context would
+// wait for itself.
 func holds(ctx context.Context, ks *keyState) bool {
-	if laneOf(ctx, ks) != nil {
-		return true
-	}
 	for h := holdingOf(ctx); h != nil; h = h.up {
-		if h.ks == ks {
+		if h.ks == ks && !h.done.Load() {
 			return true
 		}
 	}

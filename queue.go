@@ -346,7 +346,7 @@ func (b *Bus) isParked(ks *keyState) bool {
 // wakes Wait when none is left; b.mu is held.
 func (b *Bus) countPending() {
 	b.q.pending = len(b.q.ready) + len(b.q.busy)
-	if b.resumed == resumeListing {
+	if b.resumed == resumeListing && !b.stopping {
 		b.q.pending++ // the store's pending states are being looked for (wakeup.go)
 	}
 	if b.q.pending == 0 && b.q.idle != nil {

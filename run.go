@@ -37,7 +37,11 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.frozen = true
 	b.armRetries()
 	b.armSchedules() // timer.go
-	b.resume(ctx)    // counted as pending while it lists (wakeup.go)
+	claimed := b.resumed == resumeNot
+	if claimed {
+		b.resumed = resumeListing // counted as pending while it lists (wakeup.go)
+		b.countPending()
+	}
 	b.mu.Unlock()
 
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -51,6 +55,7 @@ func (b *Bus) Run(ctx context.Context) error {
 			b.work(context.WithValue(hctx, laneKey{}, l), l)
 		})
 	}
+	go b.resumeUnderRun(ctx, claimed) // not waited for: a hanging listing cannot hang Run
 
 	<-ctx.Done()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrHalt) {
@@ -86,7 +91,8 @@ func (b *Bus) Run(ctx context.Context) error {
 }
 
 // armRetries schedules the retries of failures that Dispatch or Wait met
-// before Run started, which nothing would run otherwise; b.mu is held.
+// before Run started, a record that could not be loaded included, which
+// nothing would run otherwise; b.mu is held.
 func (b *Bus) armRetries() {
 	for _, ks := range b.q.keys {
 		if ks.busy {
@@ -94,6 +100,10 @@ func (b *Bus) armRetries() {
 		}
 		if due := ks.failureDue(); !due.IsZero() {
 			b.retryAt(ks, due)
+		} else if ks.blocked {
+			// Its record could not be loaded (a Wait or Dispatch before
+			// Run met it): its queue waits for a retry, tried now.
+			b.retryAt(ks, time.Now())
 		}
 	}
 }
@@ -163,12 +173,14 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	}
 	b.mu.Unlock()
 
+	ctx, h := withHolding(ctx, ks) // a handler that dispatches ks is refused (rule 5)
 	if l == nil {
 		if _, _, err := b.step(ctx, ks, false, nil, 0); err != nil {
 			b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
 	}
 	parked := l != nil && b.passes(ctx, l, ks)
+	h.done.Store(true)
 
 	b.mu.Lock()
 	if l != nil {
@@ -274,16 +286,16 @@ func (b *Bus) remember(key Key, inc string) {
 }
 
 // resumePending schedules the keys whose records hold states an earlier
-// run left pending; dispatching them reads those states first.
-func (b *Bus) resumePending(ctx context.Context) {
+// run left pending; dispatching them reads those states first. It returns
+// the error listing the store's keys.
+func (b *Bus) resumePending(ctx context.Context) error {
 	l, ok := b.cfg.store.(Lister)
 	if !ok {
-		return
+		return nil
 	}
 	keys, err := l.Keys(ctx)
 	if err != nil {
-		b.cfg.log.Error("opbus: listing stored records", "err", err)
-		return
+		return fmt.Errorf("opbus: listing stored records: %w", err)
 	}
 	for _, key := range keys {
 		rec, err := b.readRecord(ctx, key, b.reg.index)
@@ -294,7 +306,7 @@ func (b *Bus) resumePending(ctx context.Context) {
 		// key's first pass loads it again (with backoff, reporting a
 		// corrupt record), so that nothing pending is left behind.
 		b.mu.Lock()
-		if _, known := b.q.keys[key]; !known {
+		if _, known := b.q.keys[key]; !known && !b.stopping {
 			// A key already known (observed, or being dispatched) reads its
 			// record, pending states included, at its first pass.
 			ks := b.keyState(key)
@@ -303,6 +315,7 @@ func (b *Bus) resumePending(ctx context.Context) {
 		}
 		b.mu.Unlock()
 	}
+	return nil
 }
 
 // persistPending saves, for every key with work left, the states not yet

@@ -13,12 +13,17 @@ import (
 // without Run; after Run has stopped, queued states are an error. The
 // states an earlier run left pending in the store count as queued: Run
 // looks for them as it starts (a Wait made meanwhile waits for them) and,
-// before Run, the first Wait does.
+// before Run, the first Wait does; a Wait before Run that cannot list the
+// store returns that error, and leaves the listing to the next Wait or Run.
 func (b *Bus) Wait(ctx context.Context) error {
 	for {
 		b.mu.Lock()
 		if !b.running && !b.closed {
-			b.resume(ctx) // the states an earlier run left pending are queued states too
+			// The states an earlier run left pending are queued states too.
+			if err := b.resume(ctx); err != nil {
+				b.mu.Unlock()
+				return err
+			}
 		}
 		for !b.running && !b.closed && len(b.q.ready) > 0 {
 			b.mu.Unlock()
@@ -52,7 +57,8 @@ func (b *Bus) Wait(ctx context.Context) error {
 		b.mu.Unlock()
 		select {
 		case <-idle:
-			return nil
+			// Nothing pending now; looked at again, since a listing of the
+			// store that failed leaves it to be listed again.
 		case <-readied:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -88,8 +94,8 @@ func (b *Bus) Settle(ctx context.Context) error {
 // whose retries are due for Wait to dispatch, and returns when the next
 // one is due; b.mu is held.
 func (b *Bus) unsettled() (busy bool, next time.Time) {
-	if b.q.pending > 0 {
-		return true, next
+	if b.q.pending > 0 || (b.running && !b.stopping && b.resumed != resumeDone) {
+		return true, next // (or the store's listing is to be made again: wakeup.go)
 	}
 	for _, ks := range b.q.keys {
 		if ks.hasTimer() || ks.retryDue {

@@ -1,6 +1,9 @@
 package opbus
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // How the bus's goroutines wait for each other. Every wait is on a
 // channel, so that a wait can also end with a context (a Dispatch call
@@ -60,6 +63,7 @@ func (b *Bus) stop() {
 		b.stopping = true
 		close(b.stopped)
 	}
+	b.countPending() // a listing of the store under way is no work any more
 	b.notify()
 }
 
@@ -96,7 +100,8 @@ func (b *Bus) freeWriteSlot() { <-b.lanes.writeSem }
 // first Wait, which then dispatches them itself. While the store is being
 // listed, the listing counts as pending work (countPending), so that a
 // Wait or Settle made meanwhile does not return before those states are
-// handled.
+// handled; under Run, Settle also waits for a listing that failed to be
+// made again (unsettled).
 type resumeState uint8
 
 const (
@@ -106,17 +111,68 @@ const (
 )
 
 // resume lists the store's pending states once per bus, unless another
-// caller does or did; b.mu is held, and held again on return.
-func (b *Bus) resume(ctx context.Context) {
+// caller does or did, and returns the error listing it: the store is then
+// listed again by the next caller; b.mu is held, and held again on return.
+func (b *Bus) resume(ctx context.Context) error {
 	if b.resumed != resumeNot {
-		return
+		return nil
 	}
 	b.resumed = resumeListing
 	b.countPending()
+	return b.listPending(ctx)
+}
+
+// listPending lists the store's pending states for a caller that has set
+// resumeListing; b.mu is held, and held again on return.
+func (b *Bus) listPending(ctx context.Context) error {
 	b.mu.Unlock()
-	b.resumePending(ctx)
+	err := b.resumePending(ctx)
 	b.mu.Lock()
 	b.resumed = resumeDone
+	if err != nil {
+		b.resumed = resumeNot // not listed: the next Wait, or Run, lists it
+	}
 	b.countPending()
 	b.notify()
+	return err
+}
+
+// resumeUnderRun lists the store's pending states for Run (claimed: Run
+// has set resumeListing for it), on a goroutine of its own so that a store
+// whose listing hangs cannot keep Run from stopping; a listing that fails
+// is tried again with the bus's backoff until one succeeds or ctx, Run's,
+// ends, and Settle waits for it meanwhile (unsettled). A listing that a
+// Wait made before Run has begun is waited for, and made again should it
+// fail.
+func (b *Bus) resumeUnderRun(ctx context.Context, claimed bool) {
+	for n := 1; ; n++ {
+		b.mu.Lock()
+		var err error
+		if claimed {
+			claimed = false
+			err = b.listPending(ctx)
+		} else {
+			for b.resumed == resumeListing && ctx.Err() == nil {
+				_ = b.waitChange(ctx)
+			}
+			if b.resumed == resumeDone || b.stopping || ctx.Err() != nil {
+				b.mu.Unlock()
+				return
+			}
+			err = b.resume(ctx)
+		}
+		b.mu.Unlock()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		d := b.cfg.backoff.delay(n)
+		b.cfg.log.Error("opbus: listing stored records; trying again", "err", err, "in", d)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
 }
