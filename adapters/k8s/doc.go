@@ -176,7 +176,13 @@
 //     for custom resources alike): a misspelt field (spec.verison: "did
 //     you mean spec.version?"), a [field=value] match on a field the list's
 //     elements lack, a key on a list or anything below a string or a
-//     number.
+//     number;
+//   - a related path, related.<Kind>.<name>.<field>, whose kind no watched
+//     resource has as spelt in keys (related.Job where the Source watches
+//     Job.batch: "did you mean related["Job.batch"]…?"), whose kind's
+//     objects relate to nothing (neither Owned nor Referenced, and no
+//     Related function given to [Source.BusOptions]), or whose field the
+//     related kind's schema does not allow.
 //
 // The check follows the schema's references and its allOf, oneOf and
 // anyOf, and accepts any key of a map (metadata.labels, additionalProperties),

@@ -52,7 +52,8 @@ type Source struct {
 	kinds map[string]*resource // by key kind; set once by Run
 	watch *watch               // the watch of the running lead, nil outside one
 
-	ignored []string // the bus's Ignore, as BusOptions saw it
+	ignored     []string // the bus's Ignore, as BusOptions saw it
+	userRelated bool     // the bus has a Related function of the user's, as BusOptions saw it
 
 	probe probeState // what /readyz reports (probes.go)
 
@@ -219,6 +220,7 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	}
 	s.mu.Lock()
 	s.ignored = user
+	s.userRelated = o != nil && o.Related != nil
 	s.mu.Unlock()
 	return out
 }
