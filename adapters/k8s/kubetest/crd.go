@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +55,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // other. CRDs are cluster-wide and are not removed when the test ends: on a
 // server that kubetest started they go with the server; on an existing
 // cluster they stay, as after kubectl apply.
-func (e *Env) InstallCRDs(t testing.TB, crds ...runtime.Object) {
+func (e *Env) InstallCRDs(t TB, crds ...runtime.Object) {
 	t.Helper()
 	objs := make([]*unstructured.Unstructured, 0, len(crds))
 	for i, crd := range crds {
@@ -78,7 +77,7 @@ func (e *Env) InstallCRDs(t testing.TB, crds ...runtime.Object) {
 // those of its subdirectories), such as a kubebuilder project's
 // config/crd/bases. A missing path, a file that does not parse, or a
 // document that is not a CustomResourceDefinition fails the test.
-func (e *Env) InstallCRDFiles(t testing.TB, paths ...string) {
+func (e *Env) InstallCRDFiles(t TB, paths ...string) {
 	t.Helper()
 	objs, err := readCRDFiles(paths)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"testing"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -37,7 +36,7 @@ type Env struct {
 // when the environment variable CI is "true". A server that Start launches is
 // the test's own and stops when the test ends; tests that can share one
 // should use [Shared].
-func Start(t testing.TB) *Env {
+func Start(t TB) *Env {
 	t.Helper()
 	src, err := lookupSource(os.Getenv)
 	if errors.Is(err, errNoServer) {
@@ -119,7 +118,7 @@ func (e *Env) UserConfig(user string) *rest.Config {
 // tests using the same Env see the outage too, so a test that restarts
 // usually calls [Start] for its own server. RestartAPIServer skips the test
 // on an existing cluster, which kubetest cannot restart.
-func (e *Env) RestartAPIServer(t testing.TB) {
+func (e *Env) RestartAPIServer(t TB) {
 	t.Helper()
 	if e.local == nil {
 		t.Skipf("kubetest: cannot restart the API server of an existing cluster (%s is set); "+

@@ -3,7 +3,6 @@ package kubetest
 import (
 	"os"
 	"path/filepath"
-	"testing"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -15,7 +14,7 @@ import (
 // for a test that runs an operator as a process of its own, the way it
 // runs in a cluster: KUBECONFIG=<path> ./operator. The file holds cfg's
 // server, CA, client certificate or bearer token, and impersonated user.
-func (e *Env) WriteKubeconfig(t testing.TB, cfg *rest.Config) string {
+func (e *Env) WriteKubeconfig(t TB, cfg *rest.Config) string {
 	t.Helper()
 	if cfg == nil {
 		cfg = e.AdminConfig()

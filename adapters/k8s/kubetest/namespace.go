@@ -2,7 +2,6 @@ package kubetest
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +23,7 @@ const NamespaceLabel = "opbus-kubetest"
 // [NamespacePrefix] and returns its name. The namespace is deleted when the
 // test ends, without waiting: a server that kubetest started has no namespace
 // controller, so the namespace stays Terminating.
-func (e *Env) Namespace(t testing.TB) string {
+func (e *Env) Namespace(t TB) string {
 	t.Helper()
 	core, err := e.coreClient()
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
-	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,7 +31,7 @@ var rbacResources = map[string]schema.GroupVersionResource{
 // to them; removed at the end of the test), and every binding's subjects
 // become user. Anything else in the file fails the
 // test.
-func (e *Env) ApplyRBACFile(t testing.TB, path, ns, user string) {
+func (e *Env) ApplyRBACFile(t TB, path, ns, user string) {
 	t.Helper()
 	c, err := dynamic.NewForConfig(e.AdminConfig())
 	if err != nil {

@@ -46,7 +46,7 @@ func Main(m *testing.M) {
 // environment variable CI is "true"). The package's TestMain must call
 // [Main], which stops the server after the last test. Tests sharing the
 // server should each work in their own [Env.Namespace].
-func Shared(t testing.TB) *Env {
+func Shared(t TB) *Env {
 	t.Helper()
 	if !shared.inMain.Load() {
 		t.Fatal("kubetest: Shared needs a TestMain that calls kubetest.Main(m)")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
 )
 
 // Environment variables that choose the API server; see the package
@@ -72,7 +71,7 @@ func lookupSource(getenv func(string) string) (source, error) {
 
 // skipOrFail ends the test because there is no server: it skips, or fails
 // when the environment variable CI is "true".
-func skipOrFail(t testing.TB, err error) {
+func skipOrFail(t TB, err error) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("%v (CI=true, so this is a failure, not a skip)", err)
