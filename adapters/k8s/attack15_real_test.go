@@ -496,6 +496,10 @@ func TestAttackAppliedBounded(t *testing.T) {
 	if _, err := l.get(); err != nil {
 		t.Fatal(err)
 	}
+	// The status goes with the pass's conditions, after the handler
+	// returned (K32).
+	eventually(t, "the 20 statuses written", func() bool { return k8s.AppliedKept(src.get()) >= 40 })
+	time.Sleep(200 * time.Millisecond)
 	if n := k8s.AppliedKept(src.get()); n != 40 {
 		t.Errorf("kept for %d objects, want 40 (20 ConfigMaps, 20 Widgets' status; no unwatched Secret)", n)
 	}

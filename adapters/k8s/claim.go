@@ -120,11 +120,16 @@ func (w *watch) claim(ctx context.Context, r *resource, key opbus.Key) error {
 		// puts them back.
 		return nil
 	}
+	first := wantConditions(opbus.Status{}, nil, generation(obj), w.s.names, w.s.ours, w.s.deciders[key.Kind])
+	if len(first) == 0 {
+		return nil // no summary, no handler to wait for: nothing to show yet
+	}
+	for i := range first {
+		first[i] = withTime(first[i])
+	}
 	ready, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": rv},
-		"status": map[string]any{"conditions": []metav1.Condition{
-			withTime(condition(w.s.names.ready, opbus.Status{}, generation(obj))),
-		}},
+		"status":   map[string]any{"conditions": first},
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -36,14 +37,16 @@ type Client struct {
 	r       *resource // the resource of the event's object
 	manager string
 	writes  []opbus.Path
-	err     error
+	err     error // returned by every method
+	gone    error // returned by Apply and ApplyStatus: a delete event's
 }
 
 // Client returns a client that writes for the handler run of ev: ev must
-// be an event the bus gave a handler of this Source's bus, of an object
-// that is not gone (a delete handler has nothing to apply children to;
-// garbage collection removes them), while [Source.Run] runs. Otherwise
-// every method of the Client returns an error saying which.
+// be an event the bus gave a handler of this Source's bus, while
+// [Source.Run] runs; otherwise every method of the Client returns an error
+// saying which. For a delete event (the object is gone) Get, List and
+// Delete work, and Apply and ApplyStatus return an error: a delete handler
+// has nothing to apply children to (garbage collection removes them).
 func (s *Source) Client(ev *opbus.Event) *Client {
 	c := &Client{s: s, ev: ev}
 	c.err = c.prepare()
@@ -57,7 +60,7 @@ func (c *Client) prepare() error {
 		return errors.New("k8s: Client: the event names no handler: expected an event the bus gave a handler")
 	}
 	if ev.New == nil {
-		return fmt.Errorf("k8s: Client for handler %q on %v: the object is gone (a %v event): nothing can be applied for it; owned objects go by garbage collection", ev.Handler, ev.Key, ev.Type)
+		c.gone = fmt.Errorf("k8s: Client for handler %q on %v: the object is gone (a %v event): nothing can be applied for it; owned objects go by garbage collection", ev.Handler, ev.Key, ev.Type)
 	}
 	s.mu.Lock()
 	w, kinds := s.watch, s.kinds
@@ -136,8 +139,12 @@ const maxFieldManager = 128
 // returns the object as the API server holds it. obj is an
 // *unstructured.Unstructured, a map[string]any, or any value that
 // encoding/json marshals to a Kubernetes object with apiVersion, kind and
-// metadata.name (a client-go apply configuration, or a typed object with
-// its TypeMeta set; nulls are dropped, and a typed object's empty status).
+// metadata.name (a client-go apply configuration, or a typed object; nulls
+// are dropped, and a typed object's empty status). A typed object whose
+// TypeMeta is empty gets its apiVersion and kind from [Options].Scheme,
+// from client-go's scheme of Kubernetes' own types (a *batchv1.Job), or
+// from the watched resource whose kind is its Go type's name (a custom
+// resource's *Widget); with none of them it is an error naming the type.
 // The namespace defaults to the event object's (a namespaced child of a
 // cluster-scoped object must name one); a child in another
 // namespace, or a cluster-scoped child of a namespaced object, is refused
@@ -166,14 +173,17 @@ const maxFieldManager = 128
 // take it from each other at every run, each run changing what the other
 // reads, a write loop. The handler fails and is retried on its backoff.
 func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured, error) {
-	if c.err != nil {
-		return nil, c.err
+	if err := cmp.Or(c.gone, c.err); err != nil {
+		return nil, err
 	}
 	body, err := toObject(obj)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: Apply for handler %q on %v: %w", c.ev.Handler, c.ev.Key, err)
 	}
 	u := &unstructured.Unstructured{Object: body}
+	if err := c.s.fillTypeMeta(obj, u); err != nil {
+		return nil, fmt.Errorf("k8s: Apply for handler %q on %v: %w", c.ev.Handler, c.ev.Key, err)
+	}
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" || u.GetName() == "" {
 		return nil, fmt.Errorf("k8s: Apply for handler %q on %v: the object has apiVersion %q, kind %q and name %q: expected all three", c.ev.Handler, c.ev.Key, u.GetAPIVersion(), gvk.Kind, u.GetName())
@@ -227,7 +237,13 @@ func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured
 // server-side apply under the handler's [FieldManager], through the
 // status subresource (with a JSON merge patch of the object, for a
 // resource without one): status holds the fields below status, such as
-// {"readyReplicas": 3}. Every field it sets must lie under a path of the
+// {"readyReplicas": 3}. As with server-side apply, status is the whole of
+// what the handler wants set: a field it set before and leaves out, or
+// sets to nil, is given up, and removed unless another manager set it
+// too; an empty (or nil) status gives up every field the handler set.
+// Without a status subresource the handler's last fields are known from
+// this process only: after a restart, leave a field out with a nil to
+// remove it. Every field it sets must lie under a path of the
 // handler's [opbus.On].Writes, so that the write does not run the handler
 // again; one that does not is an error naming it. The write never lands
 // on an object that took the name since (it carries the resource version
@@ -236,16 +252,24 @@ func (c *Client) Apply(ctx context.Context, obj any) (*unstructured.Unstructured
 // the adapter's conditions. As with Apply, nothing is sent when the same
 // status was applied last and the informer cache holds it.
 func (c *Client) ApplyStatus(ctx context.Context, status map[string]any) error {
-	if c.err != nil {
-		return c.err
+	if err := cmp.Or(c.gone, c.err); err != nil {
+		return err
 	}
-	st, err := toValue(status)
+	raw, err := toJSONValue(status)
 	if err != nil {
 		return fmt.Errorf("k8s: ApplyStatus for handler %q on %v: %w", c.ev.Handler, c.ev.Key, err)
 	}
-	if err := c.coveredByWrites(st); err != nil {
-		return err
+	if m, ok := raw.(map[string]any); !ok && raw != nil {
+		return fmt.Errorf("k8s: ApplyStatus for handler %q on %v: the status is %T: expected a JSON object", c.ev.Handler, c.ev.Key, status)
+	} else if len(m) > 0 {
+		if err := c.coveredByWrites(raw); err != nil {
+			return err
+		}
 	}
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	st := dropNulls(clone(raw))
 	owner := &unstructured.Unstructured{Object: c.ev.New}
 	body := map[string]any{
 		"apiVersion": owner.GetAPIVersion(), "kind": owner.GetKind(),
@@ -260,7 +284,20 @@ func (c *Client) ApplyStatus(ctx context.Context, status map[string]any) error {
 		return fmt.Errorf("k8s: ApplyStatus for handler %q on %v: %w", c.ev.Handler, c.ev.Key, err)
 	}
 	self := appliedKey{manager: c.manager, gvr: c.r.gvr, namespace: owner.GetNamespace(), name: owner.GetName(), status: true}
+	holds := c.r.mode == StatusConditions && c.r.hasStatus && !c.r.readOnly
 	if _, ok := c.s.unchanged(self, string(data), body); ok {
+		if holds {
+			c.s.sink.unhold(c.ev.Key, c.manager)
+		}
+		return nil
+	}
+	if holds {
+		// Held for the write of the pass, with its conditions (heldstatus.go).
+		if cur, ok := c.r.cached(c.ev.Key); !ok || cur.GetUID() != owner.GetUID() {
+			return fmt.Errorf("k8s: ApplyStatus for handler %q on %v: the object of uid %s is gone: %w", c.ev.Handler, c.ev.Key, owner.GetUID(), ErrGone)
+		}
+		stm, _ := st.(map[string]any)
+		c.s.sink.hold(c.ev.Key, &heldStatus{handler: c.ev.Handler, self: self, uid: string(owner.GetUID()), status: stm, data: string(data)})
 		return nil
 	}
 	if c.r.hasStatus {
@@ -269,9 +306,15 @@ func (c *Client) ApplyStatus(ctx context.Context, status map[string]any) error {
 		// No status subresource: an apply of the main resource would
 		// create the object were it gone; a merge patch never does, and
 		// its metadata.uid is a precondition there.
+		// Fields this handler set last and leaves out now go, as under
+		// server-side apply: they are nulls in the patch.
+		merge := withGivenUp(raw, c.s.lastMerged(self))
 		var patch []byte
-		if patch, err = json.Marshal(map[string]any{"metadata": map[string]any{"uid": string(owner.GetUID())}, "status": st}); err == nil {
+		if patch, err = json.Marshal(map[string]any{"metadata": map[string]any{"uid": string(owner.GetUID())}, "status": merge}); err == nil {
 			_, err = c.r.api(owner.GetNamespace()).Patch(ctx, owner.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: c.manager})
+		}
+		if err == nil {
+			c.s.mergedNow(self, st)
 		}
 	}
 	c.s.sent(self, string(data), err)
@@ -381,6 +424,59 @@ func toObject(obj any) (map[string]any, error) {
 		delete(m, "status")
 	}
 	return m, nil
+}
+
+// toJSONValue returns v marshalled and decoded as JSON, whole numbers as
+// int64, nulls kept.
+func toJSONValue(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := utiljson.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// clone returns a deep copy of a JSON-like value.
+func clone(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = clone(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = clone(e)
+		}
+		return l
+	}
+	return v
+}
+
+// withGivenUp returns now with a null for each member of last's maps that
+// now lacks, at any depth: a merge patch that removes them.
+func withGivenUp(now, last any) any {
+	n, ok1 := now.(map[string]any)
+	l, ok2 := last.(map[string]any)
+	if !ok1 || !ok2 {
+		return now
+	}
+	out := make(map[string]any, len(n)+len(l))
+	for k, v := range n {
+		out[k] = withGivenUp(v, l[k])
+	}
+	for k := range l {
+		if _, ok := n[k]; !ok {
+			out[k] = nil
+		}
+	}
+	return out
 }
 
 // toValue returns v marshalled and decoded as JSON, whole numbers as
@@ -573,4 +669,23 @@ type applies struct {
 	last map[appliedObject]map[appliedBy][32]byte // the SHA-256 of the data last applied, by where and who; pruned when the object goes
 	bus  *opbus.Bus
 	subs map[string]opbus.Subscription // the bus's handlers by ID
+
+	merged map[appliedKey]any // the status each handler last set by a merge patch (no status subresource)
+}
+
+// lastMerged returns the status k's manager last set with a merge patch.
+func (s *Source) lastMerged(k appliedKey) any {
+	s.applied.mu.Lock()
+	defer s.applied.mu.Unlock()
+	return s.applied.merged[k]
+}
+
+// mergedNow notes the status k's manager has set with a merge patch.
+func (s *Source) mergedNow(k appliedKey, st any) {
+	s.applied.mu.Lock()
+	defer s.applied.mu.Unlock()
+	if s.applied.merged == nil {
+		s.applied.merged = map[appliedKey]any{}
+	}
+	s.applied.merged[k] = st
 }

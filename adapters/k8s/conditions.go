@@ -32,24 +32,14 @@ func statusReason(s opbus.Status) string {
 	return reason(s.Level)
 }
 
-// conditionStatus is True for active, Unknown for unknown and False for
-// every level that needs attention.
-func conditionStatus(l opbus.Level) metav1.ConditionStatus {
-	switch l {
-	case opbus.LevelActive:
-		return metav1.ConditionTrue
-	case opbus.LevelUnknown:
-		return metav1.ConditionUnknown
-	}
-	return metav1.ConditionFalse
-}
-
-func condition(typ string, s opbus.Status, gen int64) metav1.Condition {
+// condition returns the condition of type typ for the status s, of
+// normal or abnormal polarity (see conditionStatus).
+func condition(typ string, s opbus.Status, gen int64, abnormal bool) metav1.Condition {
 	msg := s.Message
 	msg = truncate(msg, maxMessage)
 	return metav1.Condition{
 		Type:               typ,
-		Status:             conditionStatus(s.Level),
+		Status:             conditionStatus(s.Level, abnormal),
 		Reason:             statusReason(s),
 		Message:            msg,
 		ObservedGeneration: gen,
@@ -57,17 +47,31 @@ func condition(typ string, s opbus.Status, gen int64) metav1.Condition {
 }
 
 // wantConditions returns the conditions for an overall status and its
-// slots: the summary Ready first, then one per slot in slot-name order.
+// slots: the summary Ready first (unless there is none), then one per
+// slot in slot-name order, then an Unknown one (reason
+// [ReasonReconciling]) for each of deciders that has no slot: the
+// handlers that run on the object, for the first conditions, written when
+// it is claimed, before any has run. A pass's conditions have no
+// deciders: a handler that ran and returned no status has no condition.
 // Slots whose condition type is not in ours are left out: their writes
 // would not be ignored by the bus.
-func wantConditions(overall opbus.Status, slots opbus.Slots, gen int64, n *names, ours map[string]bool) []metav1.Condition {
-	out := []metav1.Condition{condition(n.ready, overall, gen)}
+func wantConditions(overall opbus.Status, slots opbus.Slots, gen int64, n *names, ours map[string]bool, deciders []string) []metav1.Condition {
+	var out []metav1.Condition
+	if n.ready != "" {
+		out = append(out, condition(n.ready, overall, gen, false))
+	}
 	for _, id := range slots.Names() {
 		t := n.condition(id)
 		if !ours[t] {
 			continue
 		}
-		out = append(out, condition(t, slots[id], gen))
+		out = append(out, condition(t, slots[id], gen, n.abnormal[id]))
+	}
+	for _, id := range deciders {
+		if _, ok := slots[id]; ok || !ours[n.condition(id)] {
+			continue
+		}
+		out = append(out, condition(n.condition(id), opbus.Status{Reason: ReasonReconciling, Message: "the handler " + id + " has not run yet"}, gen, n.abnormal[id]))
 	}
 	return out
 }

@@ -9,7 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 
 	"github.com/opbus/opbus"
 )
@@ -151,19 +153,19 @@ func TestMergeConditions(t *testing.T) {
 	foreign := map[string]any{"type": "Progressing", "status": "True", "lastProbeTime": nil, "extra": "kept"}
 
 	existing := append(toList(t,
-		at(condition("Ready", opbus.Blocked("size 5"), 1)),
-		at(condition("Size", opbus.Blocked("size 5"), 1)),
+		at(condition("Ready", opbus.Blocked("size 5"), 1, false)),
+		at(condition("Size", opbus.Blocked("size 5"), 1, false)),
 	), foreign)
-	existing = append(existing, toList(t, at(condition("Phase", opbus.Waiting("no phase"), 1)))...)
+	existing = append(existing, toList(t, at(condition("Phase", opbus.Waiting("no phase"), 1, false)))...)
 
 	t.Run("unchanged", func(t *testing.T) {
-		want := wantConditions(opbus.Blocked("size 5"), opbus.Slots{"size": opbus.Blocked("size 5"), "phase": opbus.Waiting("no phase")}, 1, namesFor(""), ours)
+		want := wantConditions(opbus.Blocked("size 5"), opbus.Slots{"size": opbus.Blocked("size 5"), "phase": opbus.Waiting("no phase")}, 1, namesFor(""), ours, nil)
 		if _, changed := mergeConditions(existing, want, ours); changed {
 			t.Error("changed = true for the same conditions: the status would be patched for nothing")
 		}
 	})
 	t.Run("message only", func(t *testing.T) {
-		want := wantConditions(opbus.Blocked("size 6"), opbus.Slots{"size": opbus.Blocked("size 6"), "phase": opbus.Waiting("no phase")}, 2, namesFor(""), ours)
+		want := wantConditions(opbus.Blocked("size 6"), opbus.Slots{"size": opbus.Blocked("size 6"), "phase": opbus.Waiting("no phase")}, 2, namesFor(""), ours, nil)
 		out, changed := mergeConditions(existing, want, ours)
 		if !changed {
 			t.Fatal("changed = false")
@@ -174,7 +176,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("status change, slot gone", func(t *testing.T) {
-		want := wantConditions(opbus.Active("ok"), opbus.Slots{"size": opbus.Active("ok")}, 2, namesFor(""), ours)
+		want := wantConditions(opbus.Active("ok"), opbus.Slots{"size": opbus.Active("ok")}, 2, namesFor(""), ours, nil)
 		out, changed := mergeConditions(existing, want, ours)
 		if !changed {
 			t.Fatal("changed = false")
@@ -197,7 +199,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("first", func(t *testing.T) {
-		want := wantConditions(opbus.Status{}, nil, 3, namesFor(""), ours)
+		want := wantConditions(opbus.Status{}, nil, 3, namesFor(""), ours, nil)
 		out, changed := mergeConditions(nil, want, ours)
 		got := fromList(t, out)
 		if !changed || len(got) != 1 || got["Ready"].Status != metav1.ConditionUnknown || got["Ready"].Reason != "Unknown" {
@@ -205,7 +207,7 @@ func TestMergeConditions(t *testing.T) {
 		}
 	})
 	t.Run("undeclared slot", func(t *testing.T) {
-		want := wantConditions(opbus.Active(""), opbus.Slots{"collector": opbus.Active("")}, 1, namesFor(""), ours)
+		want := wantConditions(opbus.Active(""), opbus.Slots{"collector": opbus.Active("")}, 1, namesFor(""), ours, nil)
 		if len(want) != 1 {
 			t.Errorf("a condition for a slot the bus does not ignore: %v", want)
 		}
@@ -250,5 +252,46 @@ func TestGoneConditions(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestConditionStatusPolarity: a normal-true condition is True when
+// active and False when the slot needs attention; an abnormal-true one the
+// other way round; both are Unknown while undecided or in progress.
+func TestConditionStatusPolarity(t *testing.T) {
+	for l, want := range map[opbus.Level][2]metav1.ConditionStatus{
+		opbus.LevelUnknown:     {metav1.ConditionUnknown, metav1.ConditionUnknown},
+		opbus.LevelMaintenance: {metav1.ConditionUnknown, metav1.ConditionUnknown},
+		opbus.LevelActive:      {metav1.ConditionTrue, metav1.ConditionFalse},
+		opbus.LevelWaiting:     {metav1.ConditionFalse, metav1.ConditionTrue},
+		opbus.LevelBlocked:     {metav1.ConditionFalse, metav1.ConditionTrue},
+		opbus.LevelError:       {metav1.ConditionFalse, metav1.ConditionTrue},
+	} {
+		if got := [2]metav1.ConditionStatus{conditionStatus(l, false), conditionStatus(l, true)}; got != want {
+			t.Errorf("%v: normal, abnormal = %v, want %v", l, got, want)
+		}
+	}
+}
+
+// TestConditionsOptionsRefused: a condition type that is not a qualified
+// name, two slots of one type, and a summary both named and dropped are
+// refused by New, naming them.
+func TestConditionsOptionsRefused(t *testing.T) {
+	base := Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Resources: []Resource{{GVR: schema.GroupVersionResource{Version: "v1", Resource: "pods"}}}}
+	for _, c := range []struct {
+		conds     map[string]Condition
+		summary   string
+		noSummary bool
+		want      string
+	}{
+		{map[string]Condition{"a": {Type: "not a type!"}}, "", false, `Options.Conditions["a"].Type "not a type!" is not a condition type`},
+		{map[string]Condition{"a": {Type: "Available"}, "b": {Type: "Available"}}, "", false, `slots "a" and "b" both have condition type Available`},
+		{nil, "ready", true, "NoSummaryCondition is set and SummaryCondition names"},
+	} {
+		o := base
+		o.Conditions, o.SummaryCondition, o.NoSummaryCondition = c.conds, c.summary, c.noSummary
+		if _, err := New(&o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New with %+v: %v, want an error containing %q", c.conds, err, c.want)
+		}
 	}
 }

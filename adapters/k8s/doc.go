@@ -102,14 +102,46 @@
 // the fields it applies: one it stops applying is removed, and another
 // handler's fields stay. Two handlers applying one field with different
 // values take it from each other at each apply (Force): if they also read
-// the child, each runs the other again, without end. [Client.ApplyStatus] applies fields of the
-// object's own status (through the status subresource where there is one)
-// under the same field manager: the adapter's conditions, written under
-// the adapter's own, stay as they are. Every status field a handler writes
+// the child, each runs the other again, without end. A typed object may
+// leave its TypeMeta empty: its apiVersion and kind come from
+// [Options].Scheme (ctrlmgr passes the manager's), client-go's scheme of
+// Kubernetes' own types, or the watched resource whose kind is the Go
+// type's name.
+//
+// [Client.ApplyStatus] applies fields of the object's own status (through
+// the status subresource where there is one) under the same field
+// manager. As with server-side apply, what it is given is the whole of
+// what the handler wants: a field it set before and leaves out, or sets
+// to nil, is given up (removed unless another manager set it too), and an
+// empty status gives up all of them. Every status field a handler writes
 // must be under its [opbus.On].Writes: those paths are left out of its own
 // digests and Changes, so its writes never run it again, while any other
 // handler subscribed to them runs as for any change — and so does the
-// writer when another writer changes a field it reads.
+// writer when another writer changes a field it reads. On a kind with
+// conditions ([StatusConditions]) the fields are held until the handler's
+// pass writes, and go in one write with the conditions that say what the
+// handler made of them: a client that sees status.readyReplicas sees the
+// Available condition of the same pass, at the same resource version.
+// That write applies the conditions too, under the handler's field
+// manager; the record annotation, metadata that the status subresource
+// does not take, stays a write of its own. A pass that writes no status
+// (its statuses did not change) writes the held fields alone, with its
+// record, or within 100 ms of the handler's return when it writes
+// nothing else. ApplyStatus then returns before the write: an error of
+// the write fails the pass's status write, which the bus retries with its
+// backoff (and reports as StatusRefused when refused for good).
+//
+// [Client.Get] and [Client.List] read objects of any watched kind from the
+// informer cache, without a request: the children the handler applied
+// (List with Controlled: true lists those the event's object controls),
+// related objects, and others (watch a kind no handler runs on as a
+// read-only [Resource]). A kind is named as in keys ("Job.batch") or by
+// its kind alone where one watched resource has it ("Job").
+// [Client.Delete] deletes the event's object or any other, by default only
+// the object of the uid it carries (so a child created again under its
+// name since it was read is left alone), with resource version
+// preconditions and a propagation policy (Foreground, Background, Orphan)
+// in [DeleteOptions]; deleting what is already gone is no error.
 //
 // Neither sends a request when the same handler applied the same object
 // last, in this process, and the informer cache still holds every field of
@@ -119,14 +151,15 @@
 // write carries the resource version of a state of the event's uid, so it
 // never lands on an object that took the name since (an API server takes
 // a metadata.uid on the status subresource as no precondition); its error
-// then wraps [ErrGone]. A delete handler gets a Client whose methods
-// return an error: the owner references let garbage collection remove the
-// children.
+// then wraps [ErrGone]. A delete handler gets a Client whose Apply and
+// ApplyStatus return an error (the owner references let garbage
+// collection remove the children); it may Get, List and Delete.
 //
 // Permissions: list, watch, create and patch on the children's resources
 // (server-side apply is a patch, and one that creates needs create too;
-// watching them lets the cache skip repeats), and patch on <resource>/status, or on the resource itself for
-// one without a status subresource.
+// watching them lets the cache skip repeats), delete on those it deletes,
+// and patch on <resource>/status, or on the resource itself for one
+// without a status subresource.
 //
 // # Checked at startup
 //
@@ -143,7 +176,13 @@
 //     for custom resources alike): a misspelt field (spec.verison: "did
 //     you mean spec.version?"), a [field=value] match on a field the list's
 //     elements lack, a key on a list or anything below a string or a
-//     number.
+//     number;
+//   - a related path, related.<Kind>.<name>.<field>, whose kind no watched
+//     resource has as spelt in keys (related.Job where the Source watches
+//     Job.batch: "did you mean related["Job.batch"]…?"), whose kind's
+//     objects relate to nothing (neither Owned nor Referenced, and no
+//     Related function given to [Source.BusOptions]), or whose field the
+//     related kind's schema does not allow.
 //
 // The check follows the schema's references and its allOf, oneOf and
 // anyOf, and accepts any key of a map (metadata.labels, additionalProperties),
@@ -202,15 +241,22 @@
 // with a status subresource ([StatusConditions], the default there), the
 // adapter writes standard metav1.Conditions in status.conditions: one per
 // slot, of type [ConditionType](slot) — the slot's id in CamelCase, so that
-// "crash-watch" writes "CrashWatch" — with status True when the slot is
-// active and False otherwise, reason the slot's own ([opbus.Status].Reason,
+// "crash-watch" writes "CrashWatch" — or of the type the author chose in
+// [Options].Conditions ("Available"), with status True when the slot is
+// active, Unknown while it is unknown or in progress (maintenance) and
+// False when it is waiting, blocked or failed — the other way round for an
+// abnormal-true type ([Condition].AbnormalTrue: Degraded=True while the
+// handler fails) —, reason the slot's own ([opbus.Status].Reason,
 // set with [opbus.Status.WithReason]) or else the level in CamelCase
 // ("Blocked"), and the slot's message; and a summary of type
 // [ConditionReady], True when the overall level is active, with reason the
 // overall reason (that of the first slot deciding the level that has one)
-// or the overall level, and message the overall message. Two slots whose
-// ids give one type, or a slot named "ready", make [Source.Run] fail with
-// an error naming both. Conditions that an earlier version wrote under the
+// or the overall level, and message the overall message
+// ([Options].NoSummaryCondition leaves it out). Until the handlers' first
+// pass on an object writes, the condition of each handler that runs on it
+// is Unknown with reason [ReasonReconciling] (written when the object is
+// claimed). Two slots of one type, or a slot named "ready", make
+// [Source.Run] fail with an error naming both. Conditions that an earlier version wrote under the
 // former spelling of a slot's type (the id itself, "crash-watch", with a
 // level's word as reason) are removed at the object's next status write. Every condition carries the
 // metadata.generation of the state the handlers saw as observedGeneration,
@@ -421,9 +467,24 @@
 //     leases in the Lease's namespace;
 //   - a handler's [Client]: create and patch on the children's resources
 //     (a server-side apply that creates an object needs create too; list
-//     and watch where they are watched), and patch on the status
-//     subresource (and get on the resource, read after a conflict);
+//     and watch where they are watched), delete on those it deletes, and
+//     patch on the status subresource (and get on the resource, read after
+//     a conflict); Get and List read the cache: list and watch;
+//   - Events, in every mode but for read-only resources: create and patch
+//     on events (core group) in the objects' namespaces, for the Events of
+//     handler failures (HandlerFailed), of refused writes (RecordRefused,
+//     StatusRefused) and of status changes; patch counts a repeated Event;
 //   - a read-only resource: list and watch, nothing more.
+//
+// As kubebuilder markers, for a Widget operator with conditions, a
+// finalizer, owned Deployments it applies and deletes, and leader
+// election (controller-gen writes the Role from them):
+//
+//	// +kubebuilder:rbac:groups=example.com,resources=widgets,verbs=get;list;watch;patch
+//	// +kubebuilder:rbac:groups=example.com,resources=widgets/status,verbs=get;patch
+//	// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+//	// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+//	// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 //
 // examples/podwatch ships an rbac.yaml with exactly what it needs for
 // Pods, and examples/webapp one for a custom resource with children;

@@ -100,7 +100,7 @@ type refusalKey struct {
 // server's refusal of the object as it would be (invalid, denied by an
 // admission policy or webhook, forbidden, too large).
 func refusedForGood(err error) bool {
-	return errors.Is(err, ErrTooLarge) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) ||
+	return errors.Is(err, ErrTooLarge) || errors.Is(err, ErrConditionsPruned) || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) ||
 		apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsBadRequest(err)
 }
 

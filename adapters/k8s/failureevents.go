@@ -53,9 +53,11 @@ func (f *failureEvents) Coalesced(opbus.Key) {}
 // Retrying implements [opbus.Observer]; it does nothing.
 func (f *failureEvents) Retrying(opbus.Key, time.Duration) {}
 
-// Handled implements [opbus.Observer]: a failure is queued for its Event.
+// Handled implements [opbus.Observer]: the status fields the handler
+// holds may go (heldstatus.go), and a failure is queued for its Event.
 // A run cancelled by the bus's shutdown is not a failure of the handler.
 func (f *failureEvents) Handled(key opbus.Key, handler string, _ int, _ time.Duration, err error) {
+	f.s.sink.handled(key, handler)
 	if err == nil || errors.Is(err, context.Canceled) {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/opbus/opbus"
 )
@@ -59,14 +60,25 @@ func (sk *sink) forgetPass(key opbus.Key) {
 // with the generation of the pass's state when the object's conditions
 // show an older one. When the slots changed too, the sink's own write
 // that follows finds nothing left to change.
+//
+// A write that fails (conflicts past client-go's retries, under heavy
+// writes of others) is tried again with backoff, from 100 ms doubling to
+// 10 s, until it goes through, a newer pass's state takes its place, the
+// object goes or the lead ends: observedGeneration is never left behind
+// for good.
 func (sk *sink) observed(ctx context.Context, r *resource, key opbus.Key, inc string, data []byte) {
+	sk.observe(ctx, r, key, inc, data, 0)
+}
+
+// observe is observed's attempt n (0 for the first).
+func (sk *sink) observe(ctx context.Context, r *resource, key opbus.Key, inc string, data []byte, n int) {
 	sk.passes.mu.Lock()
 	p, ok := sk.passes.m[key]
 	sk.passes.mu.Unlock()
 	if !ok || inc != "" && p.uid != inc {
 		return
 	}
-	if u, ok := r.cached(key); ok && uid(u.Object) == p.uid && readyGeneration(u.Object, sk.s.names.ready) >= p.gen {
+	if u, ok := r.cached(key); ok && uid(u.Object) == p.uid && shownGeneration(u.Object, sk.s.names.ready, sk.s.ours) >= p.gen {
 		return
 	}
 	var rec struct {
@@ -76,21 +88,55 @@ func (sk *sink) observed(ctx context.Context, r *resource, key opbus.Key, inc st
 		return
 	}
 	obj := map[string]any{"metadata": map[string]any{"uid": p.uid, "generation": p.gen}}
-	if err := sk.putConditions(ctx, r, key, obj, rec.Slots.Summary(), rec.Slots); err != nil {
-		sk.s.log.Warn("k8s: writing the observed generation", "key", key.String(), "generation", p.gen, "err", err)
+	err := sk.putConditions(ctx, r, key, obj, rec.Slots.Summary(), rec.Slots)
+	if err == nil {
+		return
 	}
+	sk.s.mu.Lock()
+	w := sk.s.watch
+	sk.s.mu.Unlock()
+	if w == nil || w.ctx.Err() != nil {
+		return
+	}
+	delay := min(observedRetry<<min(n, 10), maxObservedRetry)
+	sk.s.log.Warn("k8s: writing the observed generation; retried with backoff", "key", key.String(), "generation", p.gen, "retry_in", delay, "err", err)
+	time.AfterFunc(delay, func() {
+		sk.passes.mu.Lock()
+		now, ok := sk.passes.m[key]
+		sk.passes.mu.Unlock()
+		if !ok || now != p || w.ctx.Err() != nil {
+			return // a newer pass writes its own, or the object or the lead is gone
+		}
+		sk.observe(w.ctx, r, key, inc, data, n+1)
+	})
 }
 
-// readyGeneration returns the observedGeneration of the object's Ready
-// condition; -1 without one.
-func readyGeneration(obj map[string]any, ready string) int64 {
+// observedRetry and maxObservedRetry bound the backoff of a failed write
+// of observedGeneration.
+const (
+	observedRetry    = 100 * time.Millisecond
+	maxObservedRetry = 10 * time.Second
+)
+
+// shownGeneration returns the observedGeneration of the object's summary
+// condition ready, or, without a summary (ready ""), the oldest of those
+// of its conditions in ours; -1 without one.
+func shownGeneration(obj map[string]any, ready string, ours map[string]bool) int64 {
 	l, _ := conditions(obj)
+	out := int64(-1)
 	for _, e := range l {
 		m, _ := e.(map[string]any)
-		if m["type"] != ready {
+		t, _ := m["type"].(string)
+		if ready != "" && t != ready || ready == "" && !ours[t] {
 			continue
 		}
-		return generation(map[string]any{"metadata": map[string]any{"generation": m["observedGeneration"]}})
+		g := generation(map[string]any{"metadata": map[string]any{"generation": m["observedGeneration"]}})
+		if ready != "" {
+			return g
+		}
+		if out < 0 || g < out {
+			out = g
+		}
 	}
-	return -1
+	return out
 }

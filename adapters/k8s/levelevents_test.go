@@ -45,10 +45,10 @@ func TestLevelsChanged(t *testing.T) {
 // TestConditionReason: a slot's reason is its condition's; without one,
 // the level's word.
 func TestConditionReason(t *testing.T) {
-	if got := condition("Size", opbus.Blocked("x").WithReason("TooBig"), 1).Reason; got != "TooBig" {
+	if got := condition("Size", opbus.Blocked("x").WithReason("TooBig"), 1, false).Reason; got != "TooBig" {
 		t.Errorf("reason %q, want TooBig", got)
 	}
-	if got := condition("Size", opbus.Blocked("x"), 1).Reason; got != "Blocked" {
+	if got := condition("Size", opbus.Blocked("x"), 1, false).Reason; got != "Blocked" {
 		t.Errorf("reason %q, want Blocked", got)
 	}
 }

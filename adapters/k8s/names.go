@@ -24,7 +24,10 @@ type names struct {
 	record    string
 	status    string
 	finalizer string
-	ready     string
+	ready     string // "" when there is no summary condition
+
+	types    map[string]string // condition types the author chose, by slot ([Options].Conditions)
+	abnormal map[string]bool   // abnormal-true slots
 }
 
 // namesFor returns the names of an operator called name.
@@ -67,6 +70,15 @@ func label(name string) string {
 // condition returns the condition type of the slot id: [ConditionType](id),
 // under the domain for a named operator.
 func (n *names) condition(id string) string {
+	if t, ok := n.types[id]; ok {
+		return t
+	}
+	return n.defaultCondition(id)
+}
+
+// defaultCondition is condition for a slot whose type the author did not
+// choose.
+func (n *names) defaultCondition(id string) string {
 	if n.domain == "" {
 		return ConditionType(id)
 	}

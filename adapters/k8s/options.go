@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
@@ -55,6 +56,16 @@ type Options struct {
 	// handler's own slot is to be the Ready condition, such as one named
 	// "ready" that is active exactly when the object's replicas are.
 	SummaryCondition string
+	// Conditions sets, by slot id (a handler's ID, or one of Slots), the
+	// type and polarity of the slot's condition ([Condition]): condition
+	// types chosen by the author, and abnormal-true ones such as
+	// Degraded. A slot not listed gets [ConditionType](id), True when
+	// active. [Source.Run] refuses an id that names no slot, and two slots
+	// of one type.
+	Conditions map[string]Condition
+	// NoSummaryCondition leaves the summary condition out: only the
+	// slots' conditions are written. SummaryCondition must then be "".
+	NoSummaryCondition bool
 	// Metrics, if set, receives the bus's measurements (see
 	// [Source.BusOptions]) and the latency of the adapter's record and
 	// status writes; nil means none. See [NewMetrics].
@@ -77,6 +88,12 @@ type Options struct {
 	// write and returns an error matching [ErrLeadershipLost]. Nil means
 	// no such check; [Options].LeaderElection has its own.
 	Fence func() time.Time
+	// Scheme, if set, gives [Client.Apply] and [Client.Delete] the
+	// apiVersion and kind of typed objects that leave their TypeMeta
+	// empty, before client-go's scheme of Kubernetes' own types and the
+	// watched resources' kinds (see [Client.Apply]); ctrlmgr sets the
+	// manager's. Nil means those two alone.
+	Scheme *runtime.Scheme
 }
 
 // Resource is one kind of object to watch, by group, version and resource
@@ -230,6 +247,9 @@ func (o *Options) validate() error {
 			}
 			nss[ns] = true
 		}
+	}
+	if err := o.validateConditions(); err != nil {
+		return err
 	}
 	if err := o.validateInformers(); err != nil {
 		return err

@@ -196,7 +196,7 @@ func (sk *sink) conditionsLost(key opbus.Key, obj map[string]any) ([]any, bool) 
 	if !ok {
 		return nil, false
 	}
-	want := wantConditions(k.slots.Summary(), k.slots, k.gen, sk.s.names, sk.s.ours)
+	want := wantConditions(k.slots.Summary(), k.slots, k.gen, sk.s.names, sk.s.ours, nil)
 	existing, ok := conditions(obj)
 	if ok && shows(existing, want, sk.s.ours) {
 		return nil, false // the common case, checked on every state: no conversion

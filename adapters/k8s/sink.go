@@ -24,6 +24,8 @@ import (
 type sink struct {
 	s *Source
 
+	held heldStatuses // handlers' status fields waiting for their pass's write (heldstatus.go)
+
 	mu     sync.Mutex
 	kept   map[opbus.Key]kept // statuses last asked for and shown (see restore.go)
 	passes passes
@@ -86,8 +88,8 @@ func (sk *sink) putStatus(ctx context.Context, key opbus.Key, obj map[string]any
 // It writes nothing when the conditions are already as wanted.
 func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots) error {
 	if r.pruned.Load() {
-		return fmt.Errorf("k8s: %v: the API server drops status.conditions of %s: give the CRD's status schema a conditions list (or x-kubernetes-preserve-unknown-fields), or set Status: StatusAnnotation",
-			key, r.gvr.GroupResource())
+		return fmt.Errorf("k8s: %v: %w: the API server drops status.conditions of %s: give the CRD's status schema a conditions list (or x-kubernetes-preserve-unknown-fields), or set Status: StatusAnnotation",
+			key, ErrConditionsPruned, r.gvr.GroupResource())
 	}
 	sk.keep(key, uid(obj), generation(obj), slots)
 	rv := ""
@@ -103,11 +105,32 @@ func (sk *sink) putConditions(ctx context.Context, r *resource, key opbus.Key, o
 // writeConditions is putConditions' write; it sets *rv to the resource
 // version its write left the object at, if it wrote.
 func (sk *sink) writeConditions(ctx context.Context, r *resource, key opbus.Key, obj map[string]any, overall opbus.Status, slots opbus.Slots, rv *string) error {
-	want := wantConditions(overall, slots, generation(obj), sk.s.names, sk.s.ours)
+	want := wantConditions(overall, slots, generation(obj), sk.s.names, sk.s.ours, nil)
 	owned := sk.s.ours
 	if gone := goneConditions(obj, slots, sk.s.names, sk.s.ours); len(gone) > 0 {
 		owned = maps.Clone(owned)
 		maps.Copy(owned, gone)
+	}
+	if hs := sk.take(key); len(hs) > 0 {
+		// The handlers' held status fields go in the same write (heldstatus.go).
+		var start *unstructured.Unstructured
+		if u, ok := r.cached(key); ok && !sk.s.store.ahead(key, u.GetResourceVersion()) {
+			start = u
+		}
+		got, err := sk.applyHeld(ctx, r, key, start, hs, func(cur map[string]any) []any {
+			existing, _ := conditions(cur)
+			merged, _ := mergeConditions(existing, want, ownConditions(owned, legacyFound(cur, sk.s.legacy)))
+			return merged
+		})
+		switch {
+		case err == nil:
+			*rv = got.GetResourceVersion()
+			return nil
+		case apierrors.IsNotFound(err) || errors.Is(err, errGone):
+			return nil
+		}
+		sk.giveBack(key, hs)
+		return fmt.Errorf("k8s: writing the conditions of %v with the status fields of its handlers: %w", key, err)
 	}
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
@@ -259,6 +282,7 @@ func (sk *sink) Deleted(ctx context.Context, key opbus.Key, last map[string]any)
 	sk.mu.Lock()
 	delete(sk.kept, key)
 	sk.mu.Unlock()
+	sk.take(key)
 	sk.forgetPass(key)
 	sk.levels.forget(key)
 	r, err := sk.s.resourceFor(key)

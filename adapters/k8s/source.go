@@ -53,7 +53,8 @@ type Source struct {
 	kinds map[string]*resource // by key kind; set once by Run
 	watch *watch               // the watch of the running lead, nil outside one
 
-	ignored []string // the bus's Ignore, as BusOptions saw it
+	ignored     []string // the bus's Ignore, as BusOptions saw it
+	userRelated bool     // the bus has a Related function of the user's, as BusOptions saw it
 
 	probe probeState            // what /readyz reports (probes.go)
 	fence atomic.Pointer[fence] // the lead's check of its Lease (fence.go); nil without election
@@ -63,6 +64,10 @@ type Source struct {
 
 	mapper  *restmapper.DeferredDiscoveryRESTMapper // kinds to resources, for Clients (client.go)
 	applied applies                                 // what Clients applied (client.go)
+	// deciders lists, by key kind, the handlers that run on its objects'
+	// creates and updates: their conditions are Unknown until they run.
+	// Set by Run with ours.
+	deciders map[string][]string
 	// legacy holds the former spellings of the types in ours, which the
 	// sink removes; set by Run with ours.
 	legacy map[string]bool
@@ -99,6 +104,23 @@ func New(opts *Options) (*Source, error) {
 	s.names = namesFor(s.name)
 	if opts.SummaryCondition != "" {
 		s.names.ready = s.names.condition(opts.SummaryCondition)
+	}
+	if opts.NoSummaryCondition {
+		s.names.ready = ""
+	}
+	for id, c := range opts.Conditions {
+		if c.Type != "" {
+			if s.names.types == nil {
+				s.names.types = map[string]string{}
+			}
+			s.names.types[id] = c.Type
+		}
+		if c.AbnormalTrue {
+			if s.names.abnormal == nil {
+				s.names.abnormal = map[string]bool{}
+			}
+			s.names.abnormal[id] = true
+		}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -194,6 +216,7 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	if out.Logger == nil {
 		out.Logger = s.opts.Logger
 	}
+	out.Logger = aggregate(out.Logger) // one line for a burst of coalesced backlogs
 	var metrics opbus.Observer
 	if s.opts.Metrics != nil && out.Observer != opbus.Observer(s.opts.Metrics) {
 		metrics = s.opts.Metrics
@@ -216,6 +239,7 @@ func (s *Source) BusOptions(o *opbus.Options) *opbus.Options {
 	}
 	s.mu.Lock()
 	s.ignored = user
+	s.userRelated = o != nil && o.Related != nil
 	s.mu.Unlock()
 	return out
 }
@@ -369,12 +393,17 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 			slots = append(slots, sub.ID)
 		}
 		slots = append(slots, s.opts.Slots...)
+		if err := s.checkConditionSlots(slots); err != nil {
+			return err
+		}
 		types, err := conditionTypes(s.names, slots)
 		if err != nil {
 			return err
 		}
-		s.ours[s.names.ready] = true
-		condIgnore = append(condIgnore, conditionPath(s.names.ready))
+		if s.names.ready != "" {
+			s.ours[s.names.ready] = true
+			condIgnore = append(condIgnore, conditionPath(s.names.ready))
+		}
 		for _, id := range slots {
 			if t := types[id]; !s.ours[t] {
 				s.ours[t] = true
@@ -382,6 +411,15 @@ func (s *Source) declare(bus *opbus.Bus, rs []*resource) error {
 			}
 		}
 		s.legacy = legacyConditionTypes(s.names, slots, s.ours)
+		s.deciders = map[string][]string{}
+		for _, r := range conds {
+			for _, sub := range subs {
+				runs := len(sub.Kinds) == 0 || slices.Contains(sub.Kinds, r.keyKind)
+				if runs && (len(sub.Types) == 0 || slices.Contains(sub.Types, opbus.Create) || slices.Contains(sub.Types, opbus.Update)) {
+					s.deciders[r.keyKind] = append(s.deciders[r.keyKind], sub.ID)
+				}
+			}
+		}
 	}
 	if err := checkSubscriptions(subs, ignore); err != nil {
 		return err

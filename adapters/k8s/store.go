@@ -26,6 +26,13 @@ const MaxAnnotationBytes = 256 << 10
 // annotations would exceed [MaxAnnotationBytes].
 var ErrTooLarge = errors.New("annotations too large")
 
+// ErrConditionsPruned is wrapped by the error of a status write to a kind
+// whose CRD schema drops status.conditions, which the adapter finds when
+// it writes the first conditions: such a write cannot work. Like a write
+// the API server refuses, it is reported once by a Warning Event
+// StatusRefused on the object, and retried with backoff.
+var ErrConditionsPruned = errors.New("status.conditions pruned by the CRD's schema")
+
 // store is the [opbus.Store] of a [Source]: each record lives in
 // [AnnotationRecord] on its object.
 //
@@ -114,6 +121,9 @@ func (st *store) Save(ctx context.Context, key opbus.Key, data []byte) error {
 	begin := time.Now()
 	err := st.save(ctx, key, data)
 	st.s.opts.Metrics.wrote("store", key, begin, err)
+	if st.s.sink != nil {
+		st.s.sink.recordWritten(ctx, key)
+	}
 	return err
 }
 

@@ -154,6 +154,10 @@ func (s *Source) checkFields(ctx context.Context, subs []opbus.Subscription, rs 
 		return nil // nothing to check (no need to read the schemas), or no client to read them with
 	}
 	schemas := s.readSchemas(ctx, rs)
+	kinds := map[string]*resource{}
+	for _, r := range rs {
+		kinds[r.keyKind] = r
+	}
 	for _, sub := range subs {
 		var scope []*resource
 		for _, r := range rs {
@@ -163,9 +167,11 @@ func (s *Source) checkFields(ctx context.Context, subs []opbus.Subscription, rs 
 		}
 		for _, f := range sub.Fields {
 			if len(f) > 0 && f[0] == opbus.MapKey(opbus.RelatedField) {
-				// Related objects (Resource.Owned): the bus checked the
-				// path's form, and the related object's kind is not the
-				// handler's; its fields are not checked against a schema.
+				// Related objects: the related kind's, checked by its
+				// schema (the bus checked the path's form).
+				if why := s.checkRelated(f, kinds, schemas); why != "" {
+					return fmt.Errorf("k8s: handler %q subscribes to %s, which %s", sub.ID, f, why)
+				}
 				continue
 			}
 			if why := impossible(schemas, scope, f); why != "" {

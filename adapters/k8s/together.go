@@ -33,6 +33,9 @@ func (st *store) SaveStatus(ctx context.Context, to opbus.StatusSink, key opbus.
 		return false, nil
 	}
 	r, err := st.s.resourceFor(key)
+	if err == nil && r.mode == StatusConditions && !r.readOnly {
+		sk.statusFollows(key) // the record's write leaves held status fields to it
+	}
 	if err != nil || r.readOnly || r.mode != StatusAnnotation {
 		return false, nil
 	}

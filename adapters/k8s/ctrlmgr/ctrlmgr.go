@@ -30,7 +30,10 @@ const CheckName = "opbus"
 // of the manager's cache (which the manager starts, and which
 // controllers of the same manager share), its requests go through the
 // manager's configuration and HTTP client, it logs through the manager's
-// logger unless opts.Logger is set, and unless opts.Metrics is set its
+// logger unless opts.Logger is set, its Clients find the kinds of typed
+// objects in the manager's scheme unless opts.Scheme is set (so a
+// kubebuilder project's *CronJob is applied without its TypeMeta), and
+// unless opts.Metrics is set its
 // metrics are registered on controller-runtime's metrics.Registry, which
 // the manager serves on its /metrics (one Metrics for every Source of the
 // process). Build the bus with
@@ -83,6 +86,9 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 		o.HTTPClient = nil
 	}
 	o.Informers = cacheInformers{mgr.GetCache()}
+	if o.Scheme == nil {
+		o.Scheme = mgr.GetScheme() // the kinds of typed objects a Client applies or deletes
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(logr.ToSlogHandler(mgr.GetLogger().WithName("opbus")))
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/openapi"
 )
 
 const (
@@ -29,15 +31,19 @@ const (
 	crdKind       = "CustomResourceDefinition"
 	// fieldManager owns the fields of the CRDs that kubetest applies.
 	fieldManager = "opbus-kubetest"
-	// crdTimeout caps the wait for CRDs to be established and served.
+	// crdTimeout caps the wait for CRDs to be established, served and
+	// published.
 	crdTimeout = 60 * time.Second
 )
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // InstallCRDs applies the given CustomResourceDefinitions and waits until
-// the server has established them and serves every served version of their
-// resources, so that the test can create objects of them at once. Each
+// the server has established them, serves every served version of their
+// resources and publishes their schemas (/openapi/v3), so that the test can
+// create objects of them at once and a Source started next checks its
+// handlers' fields against them (without the wait, a few seconds after a
+// CRD is served, a Source would skip the check). Each
 // object is an [*unstructured.Unstructured] or a typed
 // apiextensions.k8s.io/v1 CustomResourceDefinition; a typed one without
 // apiVersion and kind is taken as one. Anything else fails the test.
@@ -225,8 +231,74 @@ func (e *Env) installCRDs(ctx context.Context, objs []*unstructured.Unstructured
 		if err := waitServed(ctx, disco, u); err != nil {
 			return err
 		}
+		if err := waitPublished(ctx, disco, u); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// waitPublished polls the API server's OpenAPI v3 documents until that of
+// every served version of the CRD's group holds the schema of its kind:
+// the schema a Source checks its handlers' fields against, which the
+// server publishes a few seconds after the resource is served.
+func waitPublished(ctx context.Context, disco *discovery.DiscoveryClient, crd *unstructured.Unstructured) error {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	client := openapi.NewClient(disco.RESTClient())
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		name, _ := version["name"].(string)
+		if served, _ := version["served"].(bool); !served {
+			continue
+		}
+		key := "apis/" + group + "/" + name
+		for {
+			if published(client, key, group, name, kind) {
+				break
+			}
+			if err := pause(ctx); err != nil {
+				return fmt.Errorf("kubetest: CustomResourceDefinition %s: the schema of %s in %s/%s is not published at /openapi/v3/%s: %w", crd.GetName(), kind, group, name, key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// published reports whether the OpenAPI v3 document at key holds a schema
+// of the kind of group and version.
+func published(client openapi.Client, key, group, version, kind string) bool {
+	paths, err := client.Paths()
+	if err != nil {
+		return false
+	}
+	gv, ok := paths[key]
+	if !ok {
+		return false
+	}
+	data, err := gv.Schema("application/json")
+	if err != nil {
+		return false
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				GVK []struct{ Group, Version, Kind string } `json:"x-kubernetes-group-version-kind"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return false
+	}
+	for _, s := range doc.Components.Schemas {
+		for _, k := range s.GVK {
+			if k.Group == group && k.Version == version && k.Kind == kind {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // waitEstablished polls the CRD called name until its Established and

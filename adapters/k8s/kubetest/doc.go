@@ -23,6 +23,16 @@
 //		// ... run the operator with cfg, create objects in ns, poll for the result
 //	}
 //
+// A Ginkgo suite, as kubebuilder scaffolds one, has no TestMain: it
+// starts its own server in BeforeSuite with [Start], passing GinkgoT()
+// (every function here takes a [TB], which GinkgoT() satisfies); the
+// server stops after the suite, and with no server the suite is skipped:
+//
+//	var _ = BeforeSuite(func() {
+//		env = kubetest.Start(GinkgoT())
+//		env.InstallCRDFiles(GinkgoT(), filepath.Join("..", "config", "crd", "bases"))
+//	})
+//
 // Then run the tests with a server available, as described next:
 //
 //	OPBUS_KUBE_BIN=/path/to/bin go test ./...
