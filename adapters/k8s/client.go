@@ -297,7 +297,8 @@ func (c *Client) ApplyStatus(ctx context.Context, status map[string]any) error {
 			return fmt.Errorf("k8s: ApplyStatus for handler %q on %v: the object of uid %s is gone: %w", c.ev.Handler, c.ev.Key, owner.GetUID(), ErrGone)
 		}
 		stm, _ := st.(map[string]any)
-		c.s.sink.hold(c.ev.Key, &heldStatus{handler: c.ev.Handler, self: self, uid: string(owner.GetUID()), status: stm, data: string(data)})
+		c.s.sink.hold(c.ev.Key, &heldStatus{handler: c.ev.Handler, self: self, uid: string(owner.GetUID()), status: stm, data: string(data),
+			gen: owner.GetGeneration(), rv: owner.GetResourceVersion()})
 		return nil
 	}
 	if c.r.hasStatus {

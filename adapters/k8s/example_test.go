@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -170,5 +173,47 @@ func ExampleSource_Client() {
 		Fields: []string{"spec.image", "spec.replicas", `related["Deployment.apps"][*].status.readyReplicas`},
 		Writes: []string{"status.readyReplicas"},
 	})
+	_ = src.Run(context.Background(), bus)
+}
+
+// A handler that prunes: it lists the Jobs its CronJob controls from the
+// informer cache (no request), keeps the newest three and deletes the
+// others, each under the uid it listed, with their Pods in the
+// background. Its condition is Degraded, an abnormal-true type: True
+// while the pruner fails; there is no summary condition.
+func ExampleClient_Delete() {
+	var cfg *rest.Config // a cluster's configuration
+	src, err := k8s.New(&k8s.Options{Config: cfg, Resources: []k8s.Resource{
+		{GVR: schema.GroupVersionResource{Group: "batch.example.com", Version: "v1", Resource: "cronjobs"}},
+		{GVR: schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, Owned: true},
+	},
+		Conditions: map[string]k8s.Condition{
+			"prune": {Type: "Degraded", AbnormalTrue: true},
+		},
+		NoSummaryCondition: true,
+	})
+	if err != nil {
+		return
+	}
+	bus, err := opbus.New(src.BusOptions(nil))
+	if err != nil {
+		return
+	}
+	_ = bus.Handle("prune", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
+		c := src.Client(ev)
+		jobs, err := c.List(ctx, "Job", &k8s.ListOptions{Controlled: true}) // "Job" is Job.batch, the one watched
+		if err != nil {
+			return opbus.Status{}, err
+		}
+		slices.SortFunc(jobs, func(a, b *unstructured.Unstructured) int {
+			return b.GetCreationTimestamp().Compare(a.GetCreationTimestamp().Time)
+		})
+		for _, j := range jobs[min(3, len(jobs)):] {
+			if err := c.Delete(ctx, j, &k8s.DeleteOptions{Propagation: metav1.DeletePropagationBackground}); err != nil {
+				return opbus.Status{}, err
+			}
+		}
+		return opbus.Active(fmt.Sprintf("%d jobs kept", min(3, len(jobs)))), nil
+	}, opbus.On{Kinds: []string{"CronJob.batch.example.com"}, Fields: []string{`related["Job.batch"][*].metadata.name`}})
 	_ = src.Run(context.Background(), bus)
 }

@@ -35,6 +35,8 @@ type heldStatus struct {
 	uid     string
 	status  map[string]any // without nulls
 	data    string         // what unchanged and sent compare
+	gen     int64          // the generation and resource version of the
+	rv      string         // state the handler ran on
 	done    bool           // the handler has returned
 }
 
@@ -109,6 +111,35 @@ func (sk *sink) take(key opbus.Key) []*heldStatus {
 	return out
 }
 
+// takeFor returns and forgets what key holds for a write of the
+// conditions of the state obj: the statuses of handlers that ran on that
+// state or an earlier one. A later pass's handler may run while an
+// earlier pass still writes (core rule 22c); its fields wait for its own
+// pass's conditions.
+func (sk *sink) takeFor(key opbus.Key, obj map[string]any) []*heldStatus {
+	gen, rv := generation(obj), resourceVersion(obj)
+	sk.held.mu.Lock()
+	defer sk.held.mu.Unlock()
+	m := sk.held.by[key]
+	var out []*heldStatus
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		h := m[k]
+		if h.gen > gen || rv != "" && h.rv != "" && olderThan(rv, h.rv) {
+			continue
+		}
+		out = append(out, h)
+		delete(m, k)
+	}
+	if len(m) == 0 {
+		delete(sk.held.by, key)
+		if t := sk.held.timers[key]; t != nil {
+			t.Stop()
+			delete(sk.held.timers, key)
+		}
+	}
+	return out
+}
+
 // giveBack holds hs again after a write of them failed, unless a newer
 // status of the same manager is held; a later write of key takes them.
 func (sk *sink) giveBack(key opbus.Key, hs []*heldStatus) {
@@ -152,12 +183,20 @@ func (sk *sink) recordWritten(ctx context.Context, key opbus.Key) {
 }
 
 // flushAlone writes what key holds whose handler returned, when its pass
-// wrote nothing; it runs on a timer.
+// wrote nothing; it runs on a timer, and writes nothing once the lead
+// has ended (its context is the lead's).
 func (sk *sink) flushAlone(key opbus.Key) {
 	sk.held.mu.Lock()
 	delete(sk.held.timers, key)
 	sk.held.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sk.s.mu.Lock()
+	w := sk.s.watch
+	sk.s.mu.Unlock()
+	if w == nil || w.ctx.Err() != nil {
+		sk.take(key) // the lead has ended: nothing more is written
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 	defer cancel()
 	sk.flush(ctx, key)
 }

@@ -111,7 +111,7 @@ func (sk *sink) writeConditions(ctx context.Context, r *resource, key opbus.Key,
 		owned = maps.Clone(owned)
 		maps.Copy(owned, gone)
 	}
-	if hs := sk.take(key); len(hs) > 0 {
+	if hs := sk.takeFor(key, obj); len(hs) > 0 {
 		// The handlers' held status fields go in the same write (heldstatus.go).
 		var start *unstructured.Unstructured
 		if u, ok := r.cached(key); ok && !sk.s.store.ahead(key, u.GetResourceVersion()) {
