@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/opbus/opbus/adapters/juju/internal/yamlblock"
+	"github.com/opbus/opbus/adapters/juju/internal/charmyaml"
 )
 
 // Layer is a Pebble layer: services, checks and log targets to add to the
@@ -133,7 +133,7 @@ func (c *Container) Plan(ctx context.Context) (*Layer, error) {
 
 // parsePlan reads the YAML of a plan.
 func parsePlan(text string) (*Layer, error) {
-	v, err := yamlblock.Parse(text)
+	v, err := charmyaml.Parse([]byte(text))
 	if err == nil {
 		var data []byte
 		if data, err = json.Marshal(v); err == nil {

@@ -24,7 +24,7 @@ import (
 	"testing"
 
 	"github.com/opbus/opbus/adapters/juju"
-	"github.com/opbus/opbus/adapters/juju/internal/yamlblock"
+	"github.com/opbus/opbus/adapters/juju/internal/charmyaml"
 )
 
 // Pebble is a fake of Pebble's REST API for one workload container,
@@ -212,7 +212,7 @@ func (p *Pebble) routes() http.Handler {
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		sync200(w, yamlblock.Marshal(p.plan()))
+		sync200(w, charmyaml.Marshal(p.plan()))
 	})
 	mux.HandleFunc("GET /v1/services", p.getServices)
 	mux.HandleFunc("POST /v1/services", p.postServices)

@@ -1,7 +1,8 @@
 // Package charmyaml reads the YAML of a charm's metadata files
-// (config.yaml, actions.yaml, charmcraft.yaml) into the values
-// encoding/json would give for the same document: map[string]any, []any,
-// string, bool, nil, and int64 or float64 for numbers.
+// (config.yaml, actions.yaml, charmcraft.yaml) and of the plans Pebble
+// returns into the values encoding/json would give for the same document:
+// map[string]any, []any, string, bool, nil, and int64 or float64 for
+// numbers; and writes the block YAML of Pebble's layers ([Marshal]).
 //
 // It reads the part of YAML those files use: block mappings and
 // sequences, plain, single- and double-quoted scalars (a plain one may

@@ -1,4 +1,4 @@
-package yamlblock
+package charmyaml
 
 import (
 	"encoding/json"
