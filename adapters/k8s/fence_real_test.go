@@ -36,10 +36,13 @@ func TestFenceTwoReplicas(t *testing.T) { testFence(t, 2) }
 
 func TestFenceThreeReplicas(t *testing.T) { testFence(t, 3) }
 
-// The Lease of the fencing tests.
+// The Lease of the fencing tests. A 2 s renew deadline made a leader on a
+// loaded 2-core machine (the API server, several replicas and other test
+// packages at once) miss its own renewals and fence itself, failing the
+// hand-over it was to make; 4 s leaves room for such stalls.
 const (
-	fenceLease = 3 * time.Second
-	fenceRenew = 2 * time.Second
+	fenceLease = 5 * time.Second
+	fenceRenew = 4 * time.Second
 	fenceRetry = 500 * time.Millisecond
 	fenceKids  = 4
 )
