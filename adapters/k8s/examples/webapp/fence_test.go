@@ -40,7 +40,7 @@ func testFenceManager(t *testing.T, n int) {
 	env, c := newCluster(t)
 	kubeconfig := env.WriteKubeconfig(t, nil)
 	args := []string{"--leader-elect", "--leader-election-namespace=" + c.ns, "--probe-interval=1h",
-		"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms"}
+		"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=500ms"}
 	writes := c.watchWrites(t)
 	mon := &monitor{done: make(chan struct{}), stopped: make(chan struct{})}
 
