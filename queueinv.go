@@ -13,7 +13,9 @@ package opbus
 //     takes it from the list then checks (workOne).
 //  3. Pending counts: queues.pending is the number of keys listed or held,
 //     plus one while the store's pending states are being looked for
-//     (resumeListing). Wait returns when it is zero.
+//     (resumeListing) and the bus is not stopping (a listing cut short by
+//     the stop leaves the states in the store). Wait returns when it is
+//     zero.
 //  4. Queued counts: queues.queued is the number of states in the queues of
 //     the keys the bus knows; a key is forgotten only with an empty queue.
 //  5. In flight means held: a key whose state is kept in lanes.flying for

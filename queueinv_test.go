@@ -45,11 +45,11 @@ func (b *Bus) queueViolations() []string {
 		}
 	}
 	pending := len(b.q.ready) + len(b.q.busy)
-	if b.resumed == resumeListing {
+	if b.resumed == resumeListing && !b.stopping {
 		pending++
 	}
 	if b.q.pending != pending {
-		bad("3: queues.pending is %d, want %d (%d listed, %d held, listing %v)", b.q.pending, pending, len(b.q.ready), len(b.q.busy), b.resumed == resumeListing)
+		bad("3: queues.pending is %d, want %d (%d listed, %d held, listing %v, stopping %v)", b.q.pending, pending, len(b.q.ready), len(b.q.busy), b.resumed == resumeListing, b.stopping)
 	}
 	if b.q.queued != queued {
 		bad("4: queues.queued is %d, want %d", b.q.queued, queued)
