@@ -514,7 +514,7 @@ func (b *Bus) Status(ctx context.Context, key Key) (Status, Slots, error) {
 	case rec == nil:
 		return Status{}, Slots{}, nil
 	}
-	return rec.slots.Summary(), rec.slots.clone(), nil
+	return rec.Slots.Summary(), rec.Slots.clone(), nil
 }
 
 // Value returns a named value persisted with key's record (see
@@ -534,7 +534,7 @@ func (b *Bus) Value(ctx context.Context, key Key, name string) (string, bool, er
 	if err != nil || rec == nil {
 		return "", false, err
 	}
-	v, set := rec.values[name]
+	v, set := rec.Values[name]
 	return v, set, nil
 }
 

@@ -150,17 +150,17 @@ func (b *Bus) saveStatus(ctx context.Context, w *writeJob) (bool, error) {
 // hands them to the sink if they changed (or an earlier call failed).
 func (b *Bus) publish(ctx context.Context, d *pass, write bool) {
 	ks := d.ks
-	summary := d.rec.slots.Summary()
+	summary := d.rec.Slots.Summary()
 	b.mu.Lock()
 	before := ks.published.Summary()
-	changed := !ks.shown || !ks.published.equal(d.rec.slots)
-	if !maps.Equal(ks.values, d.rec.values) {
-		ks.values = maps.Clone(d.rec.values)
+	changed := !ks.shown || !ks.published.equal(d.rec.Slots)
+	if !maps.Equal(ks.values, d.rec.Values) {
+		ks.values = maps.Clone(d.rec.Values)
 	}
 	if changed {
 		ks.published = nil
-		if len(d.rec.slots) > 0 {
-			ks.published = d.rec.slots.clone()
+		if len(d.rec.Slots) > 0 {
+			ks.published = d.rec.Slots.clone()
 		}
 		ks.shown = true
 	}
@@ -178,7 +178,7 @@ func (b *Bus) publish(ctx context.Context, d *pass, write bool) {
 		if b.dropped(ks) {
 			return // shutdown or a halt took the key from this pass
 		}
-		if err := b.cfg.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.slots.clone()); err != nil {
+		if err := b.cfg.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.Slots.clone()); err != nil {
 			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
 			b.cfg.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
 			d.errs = append(d.errs, err)
@@ -214,28 +214,28 @@ func (d *pass) storeFailed() {
 func (b *Bus) dropOrphans(d *pass) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for id := range d.rec.slots {
+	for id := range d.rec.Slots {
 		if _, ok := b.reg.owners[id]; !ok && id != busSlot {
-			delete(d.rec.slots, id)
+			delete(d.rec.Slots, id)
 			d.dirty = true
 			b.cfg.log.Info("opbus: dropping the slot of an unregistered handler", "key", d.ks.key.String(), "slot", id)
 		}
 	}
-	for id := range d.rec.fails {
+	for id := range d.rec.Fails {
 		if _, ok := b.reg.index[id]; !ok {
-			delete(d.rec.fails, id)
+			delete(d.rec.Fails, id)
 			d.dirty = true
 		}
 	}
-	for id := range d.rec.olds {
+	for id := range d.rec.Olds {
 		if h, ok := b.reg.index[id]; !ok || !b.reg.handlers[h].keepOld {
-			delete(d.rec.olds, id)
+			delete(d.rec.Olds, id)
 			d.dirty = true
 		}
 	}
-	for id := range d.rec.good {
+	for id := range d.rec.Good {
 		if _, ok := b.reg.index[id]; !ok {
-			delete(d.rec.good, id)
+			delete(d.rec.Good, id)
 			d.dirty = true
 		}
 	}
@@ -268,7 +268,7 @@ func (b *Bus) finishDelete(ctx context.Context, d *pass) {
 		}
 	}
 	b.cfg.log.Debug("opbus: object deleted", slog.String("key", ks.key.String()))
-	inc := d.rec.inc
+	inc := d.rec.Inc
 	ks.rec, ks.cur, ks.live, ks.deleting = nil, nil, false, false
 	ks.clean, ks.ended, ks.sunk, ks.saved = 0, true, true, true
 	b.mu.Lock()

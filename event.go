@@ -50,7 +50,7 @@ func (ev *Event) Value(name string) (string, bool) {
 	if ev.d == nil {
 		return "", false
 	}
-	v, ok := ev.d.rec.values[name]
+	v, ok := ev.d.rec.Values[name]
 	return v, ok
 }
 

@@ -19,25 +19,25 @@ func (b *Bus) keepOld(d *pass, h *handler) {
 		snap = nil
 	}
 	if snap == nil {
-		if _, ok := d.rec.olds[h.id]; ok {
-			delete(d.rec.olds, h.id)
+		if _, ok := d.rec.Olds[h.id]; ok {
+			delete(d.rec.Olds, h.id)
 			d.dirty = true
 		}
 		return
 	}
-	if old, ok := d.rec.olds[h.id]; ok && bytes.Equal(old, snap) {
+	if old, ok := d.rec.Olds[h.id]; ok && bytes.Equal(old, snap) {
 		return
 	}
-	if d.rec.olds == nil {
-		d.rec.olds = map[string][]byte{}
+	if d.rec.Olds == nil {
+		d.rec.Olds = map[string][]byte{}
 	}
-	d.rec.olds[h.id] = snap
+	d.rec.Olds[h.id] = snap
 	d.dirty = true
 }
 
 // keptOld returns the value h last handled as the record keeps it, or nil.
 func (d *pass) keptOld(h *handler) map[string]any {
-	snap, ok := d.rec.olds[h.id]
+	snap, ok := d.rec.Olds[h.id]
 	if !ok {
 		return nil
 	}

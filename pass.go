@@ -38,16 +38,16 @@ type pass struct {
 }
 
 func (d *pass) setValue(name, value string) {
-	if d.rec.values[name] == value {
+	if d.rec.Values[name] == value {
 		return
 	}
 	if value == "" {
-		delete(d.rec.values, name)
+		delete(d.rec.Values, name)
 	} else {
-		if d.rec.values == nil {
-			d.rec.values = map[string]string{}
+		if d.rec.Values == nil {
+			d.rec.Values = map[string]string{}
 		}
-		d.rec.values[name] = value
+		d.rec.Values[name] = value
 	}
 	d.dirty = true
 }
@@ -71,13 +71,13 @@ func (d *pass) setSlot(id string, s Status) error {
 }
 
 func (d *pass) putSlot(id string, s Status) {
-	if cur, ok := d.rec.slots.get(id); ok == !s.IsZero() && cur == s {
+	if cur, ok := d.rec.Slots.get(id); ok == !s.IsZero() && cur == s {
 		return
 	}
-	if d.rec.slots == nil {
-		d.rec.slots = Slots{}
+	if d.rec.Slots == nil {
+		d.rec.Slots = Slots{}
 	}
-	d.rec.slots.Set(id, s)
+	d.rec.Slots.Set(id, s)
 	d.dirty = true
 }
 
@@ -169,10 +169,10 @@ func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation,
 		if ks.x != nil {
 			ks.x.loadFails = 0
 		}
-		if p := ks.rec.states(); len(p) > 0 {
+		if p := ks.rec.States(); len(p) > 0 {
 			// States an earlier run left pending are older than any
 			// observed since: they go first.
-			ks.rec.pending = nil
+			ks.rec.ClearPending()
 			ks.saved = false
 			os := make([]observation, 0, len(p)+1)
 			for _, s := range p {
@@ -246,7 +246,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		}
 	}
 	b.commit(ctx, d, finished)
-	if b.reg.periodic || ks.rec == nil || ks.rec.sched != nil || ks.x != nil {
+	if b.reg.periodic || ks.rec == nil || ks.rec.Timers() != nil || ks.x != nil {
 		b.armTick(ks, d.now) // schedules (timer.go)
 	}
 
@@ -270,33 +270,33 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 			b.cfg.log.Debug("opbus: deletion of an incarnation already deleted", "key", ks.key.String())
 			return false
 		}
-		if !ks.live && ks.rec.inc != "" && o.inc != "" && ks.rec.inc != o.inc {
+		if !ks.live && ks.rec.Inc != "" && o.inc != "" && ks.rec.Inc != o.inc {
 			// The record is of another incarnation: this one was never
 			// handled here, or its deletion is finished (a stale repeat).
-			b.cfg.log.Debug("opbus: deletion of an incarnation this record is not of", "key", ks.key.String(), "stored", ks.rec.inc, "deleted", o.inc)
+			b.cfg.log.Debug("opbus: deletion of an incarnation this record is not of", "key", ks.key.String(), "stored", ks.rec.Inc, "deleted", o.inc)
 			return false
 		}
-		if ks.rec.inc == "" && o.inc != "" {
-			ks.rec.inc = o.inc // so that a repeat of this deletion is known
+		if ks.rec.Inc == "" && o.inc != "" {
+			ks.rec.Inc = o.inc // so that a repeat of this deletion is known
 		}
 		return true
 	}
-	if ks.live && ks.rec.inc != "" && o.inc != "" && o.inc != ks.rec.inc {
+	if ks.live && ks.rec.Inc != "" && o.inc != "" && o.inc != ks.rec.Inc {
 		// A new incarnation without an observed deletion (a watch that
 		// missed it): delete the live one first, with its last state.
 		b.mu.Lock()
 		b.unshift(ks, *o)
-		*o = observation{deleted: true, inc: ks.rec.inc, new: ks.cur}
+		*o = observation{deleted: true, inc: ks.rec.Inc, new: ks.cur}
 		b.lanes.flying[ks] = *o // what shutdown must keep if this pass is abandoned
 		b.mu.Unlock()
 		return true
 	}
 	if !ks.live {
-		if ks.rec.inc != "" && o.inc != "" && ks.rec.inc != o.inc {
+		if ks.rec.Inc != "" && o.inc != "" && ks.rec.Inc != o.inc {
 			b.restart(ks, o.inc)
 		}
-		if ks.rec.inc == "" && o.inc != "" {
-			ks.rec.inc = o.inc
+		if ks.rec.Inc == "" && o.inc != "" {
+			ks.rec.Inc = o.inc
 			ks.saved = false
 		}
 		ks.live, ks.ended = true, false
@@ -306,9 +306,9 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 
 // restart sets aside a stored record of another incarnation than inc.
 func (b *Bus) restart(ks *keyState, inc string) {
-	b.cfg.log.Warn("opbus: stored record is of another incarnation; starting afresh", "key", ks.key.String(), "stored", ks.rec.inc, "observed", inc)
+	b.cfg.log.Warn("opbus: stored record is of another incarnation; starting afresh", "key", ks.key.String(), "stored", ks.rec.Inc, "observed", inc)
 	ks.rec = newRecord(len(b.reg.handlers))
-	ks.rec.inc = inc
+	ks.rec.Inc = inc
 	ks.saved = false
 	ks.clean = 0
 	if ks.x != nil {
@@ -345,7 +345,7 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 		// What the last run published: the baseline for "status changed".
 		// shown stays false so that this run still hands its first commit
 		// to the sink.
-		ks.published = rec.slots.clone()
+		ks.published = rec.Slots.clone()
 	}
 	b.mu.Unlock()
 	return nil
@@ -389,15 +389,15 @@ func (ks *keyState) forgetBehind(i int) {
 // waiting reports whether h is failing on the value cur and must not run
 // now: it failed for good, or its retry is not due yet.
 func (d *pass) waiting(h *handler, cur digest) bool {
-	f := d.rec.fails[h.id]
-	if f == nil || f.on != cur {
+	f := d.rec.Fails[h.id]
+	if f == nil || f.On != cur {
 		return false
 	}
-	if f.permanent {
+	if f.Permanent {
 		return true
 	}
-	if !d.force && d.b.now().Before(f.at) {
-		d.retryAt(f.at)
+	if !d.force && d.b.now().Before(f.At) {
+		d.retryAt(f.At)
 		return true
 	}
 	return false
@@ -423,10 +423,10 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 		if !h.wants(Create) && !h.wants(Update) {
 			continue
 		}
-		if d.rec.sched != nil && b.runDue(ctx, d, h, coalesced) {
+		if d.rec.Timers() != nil && b.runDue(ctx, d, h, coalesced) {
 			continue // a run due to its schedule (timer.go)
 		}
-		if !h.wants(Update) && !d.rec.digests[h.idx].isZero() {
+		if !h.wants(Update) && !d.rec.Digests[h.idx].isZero() {
 			continue // created already; its value is no concern of a create-only handler
 		}
 		// A clean handler's value cannot have changed unless the diff
@@ -439,7 +439,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 			d.unusable(h, err)
 			continue
 		}
-		stored := d.rec.digests[h.idx]
+		stored := d.rec.Digests[h.idx]
 		if stored == cur {
 			ks.setClean(h.idx, true)
 			d.recovered(h)
@@ -456,7 +456,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 		if !h.wants(typ) {
 			// Not this handler's event: take the value as the baseline
 			// its next change is measured against.
-			d.rec.digests[h.idx] = cur
+			d.rec.Digests[h.idx] = cur
 			d.dirty = true
 			ks.setClean(h.idx, true)
 			continue
@@ -469,14 +469,14 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 // last handled successfully: nothing is left to do, so its slot shows
 // again what that success returned, and no retry is due.
 func (d *pass) recovered(h *handler) {
-	_, failing := d.rec.fails[h.id]
-	_, saved := d.rec.good[h.id]
+	_, failing := d.rec.Fails[h.id]
+	_, saved := d.rec.Good[h.id]
 	if !failing && !saved {
 		return
 	}
-	d.putSlot(h.id, d.rec.good[h.id])
-	delete(d.rec.good, h.id)
-	delete(d.rec.fails, h.id)
+	d.putSlot(h.id, d.rec.Good[h.id])
+	delete(d.rec.Good, h.id)
+	delete(d.rec.Fails, h.id)
 	d.ks.forgetBehind(h.idx)
 	d.dirty = true
 }
@@ -529,8 +529,8 @@ func (d *pass) event(h *handler, typ EventType, cur digest, coalesced bool) *Eve
 		}
 	}
 	attempt := 1
-	if f := d.rec.fails[h.id]; f != nil && f.on == cur {
-		attempt = f.n + 1
+	if f := d.rec.Fails[h.id]; f != nil && f.On == cur {
+		attempt = f.N + 1
 	}
 	ev := &Event{
 		Type: typ, Key: d.ks.key, Old: old, New: d.new,
@@ -598,22 +598,22 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 	if b.cfg.log.Enabled(ctx, slog.LevelDebug) {
 		b.cfg.log.Debug("opbus: handler succeeded", "key", d.ks.key.String(), "handler", h.id, "event", typ.String(), "attempt", ev.Attempt, "id", ev.ID, "took", took, "status", st.String())
 	}
-	_, failing := d.rec.fails[h.id]
-	_, saved := d.rec.good[h.id]
-	if d.rec.digests[h.idx] != cur || failing || saved {
+	_, failing := d.rec.Fails[h.id]
+	_, saved := d.rec.Good[h.id]
+	if d.rec.Digests[h.idx] != cur || failing || saved {
 		d.dirty = true // a run that changes nothing writes nothing (a due run)
 	}
-	d.rec.digests[h.idx] = cur
+	d.rec.Digests[h.idx] = cur
 	if h.keepOld && typ != Delete {
 		b.keepOld(d, h)
 	}
-	delete(d.rec.fails, h.id)
-	delete(d.rec.good, h.id)
+	delete(d.rec.Fails, h.id)
+	delete(d.rec.Good, h.id)
 	d.ks.forgetBehind(h.idx)
 	d.ks.paid(h.idx)
 	d.ks.setClean(h.idx, typ != Delete)
 	d.putSlot(h.id, st)
-	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.sched != nil) {
+	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.Timers() != nil) {
 		d.scheduled(h, ev.again, began) // timer.go
 	}
 }
@@ -633,11 +633,11 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 		st = ErrorStatus(err.Error())
 	}
 	d.errs = append(d.errs, within(err, "opbus: handler %q on %v", h.id, d.ks.key))
-	if _, saved := d.rec.good[h.id]; !saved && !d.rec.digests[h.idx].isZero() {
-		if d.rec.good == nil {
-			d.rec.good = Slots{}
+	if _, saved := d.rec.Good[h.id]; !saved && !d.rec.Digests[h.idx].isZero() {
+		if d.rec.Good == nil {
+			d.rec.Good = Slots{}
 		}
-		d.rec.good[h.id], _ = d.rec.slots.get(h.id) // zero if it had none
+		d.rec.Good[h.id], _ = d.rec.Slots.get(h.id) // zero if it had none
 	}
 	d.putSlot(h.id, st)
 	if x := b.extra(d.ks); ev.Type != Delete {
@@ -649,28 +649,28 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 		}
 	}
 	d.ks.setClean(h.idx, false)
-	f := d.rec.fails[h.id]
-	if f == nil || f.on != cur {
-		f = &failure{on: cur}
-		if d.rec.fails == nil {
-			d.rec.fails = map[string]*failure{}
+	f := d.rec.Fails[h.id]
+	if f == nil || f.On != cur {
+		f = &failure{On: cur}
+		if d.rec.Fails == nil {
+			d.rec.Fails = map[string]*failure{}
 		}
-		d.rec.fails[h.id] = f
+		d.rec.Fails[h.id] = f
 	}
-	f.n++
+	f.N++
 	d.dirty = true
 	if errors.Is(err, ErrPermanent) {
 		b.cfg.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)
-		f.permanent, f.at = true, time.Time{}
+		f.Permanent, f.At = true, time.Time{}
 		d.ks.paid(h.idx)
 		return
 	}
 	delay, asked := retryDelay(err)
 	if !asked {
-		delay = b.cfg.backoff.delay(f.n)
+		delay = b.cfg.backoff.delay(f.N)
 	}
-	f.at = b.now().Add(max(delay, time.Nanosecond))
-	d.retryAt(f.at)
+	f.At = b.now().Add(max(delay, time.Nanosecond))
+	d.retryAt(f.At)
 	b.cfg.log.Error("opbus: handler failed", append(attrs(), "err", err, "retry_in", delay)...)
 }
 
@@ -710,16 +710,16 @@ func (b *Bus) call(ctx context.Context, h *handler, ev *Event) (st Status, err e
 func (b *Bus) runDelete(ctx context.Context, d *pass) bool {
 	finished := true
 	for _, h := range b.reg.handlers {
-		if !h.forKind(d.ks.key.Kind) || !h.wants(Delete) || d.rec.digests[h.idx] == deletedDigest {
+		if !h.forKind(d.ks.key.Kind) || !h.wants(Delete) || d.rec.Digests[h.idx] == deletedDigest {
 			continue
 		}
 		if !d.waiting(h, deletedDigest) {
 			b.run(ctx, d, h, Delete, deletedDigest, false)
 		}
-		if d.rec.digests[h.idx] == deletedDigest {
+		if d.rec.Digests[h.idx] == deletedDigest {
 			continue
 		}
-		if f := d.rec.fails[h.id]; f == nil || !f.permanent {
+		if f := d.rec.Fails[h.id]; f == nil || !f.Permanent {
 			finished = false
 		}
 	}

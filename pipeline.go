@@ -73,10 +73,10 @@ func (b *Bus) noteQueuedStatus(l *lane, d *pass) {
 	if b.cfg.sink == nil || d.ks.sunk {
 		return
 	}
-	if n := len(l.statuses); n > 0 && l.statuses[n-1].slots.equal(d.rec.slots) {
+	if n := len(l.statuses); n > 0 && l.statuses[n-1].slots.equal(d.rec.Slots) {
 		return
 	}
-	l.statuses = append(l.statuses, statusSnap{d.ks.cur, d.rec.slots.Summary(), d.rec.slots.clone()})
+	l.statuses = append(l.statuses, statusSnap{d.ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()})
 }
 
 // prepareWrite notes the pass's status and returns the write its record
@@ -113,7 +113,7 @@ func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *wr
 		ks.sunk = true
 	case !ks.sunk:
 		w.put = true
-		w.cur, w.summary, w.slots = ks.cur, d.rec.slots.Summary(), d.rec.slots.clone()
+		w.cur, w.summary, w.slots = ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()
 		ks.sunk = true
 		if n := len(before); n > 0 && before[n-1].slots.equal(w.slots) {
 			before = before[:n-1] // this write's own status

@@ -209,7 +209,7 @@ func resume(t *testing.T, mem *MemoryStore, prepare func(b *Bus)) func(name stri
 	for _, k := range keys {
 		rec, err := b.readRecord(ctx, k, b.reg.index)
 		must(t, err)
-		if rec != nil && len(rec.states()) > 0 {
+		if rec != nil && len(rec.States()) > 0 {
 			pending = append(pending, k)
 		}
 	}
@@ -232,7 +232,7 @@ func resume(t *testing.T, mem *MemoryStore, prepare func(b *Bus)) func(name stri
 	for _, k := range keys {
 		rec, err := b.readRecord(ctx, k, b.reg.index)
 		must(t, err)
-		if rec != nil && len(rec.states()) > 0 {
+		if rec != nil && len(rec.States()) > 0 {
 			t.Errorf("%v: states still pending after the restart settled", k)
 		}
 	}

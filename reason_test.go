@@ -59,7 +59,7 @@ func TestStatusReasonKeptAndSummarised(t *testing.T) {
 	if got, want := slots["b-schedule"].String(), "blocked (InvalidSchedule): spec.schedule is not a cron line"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
-	buf, err := appendSlotsJSON(nil, slots)
+	buf, err := appendSlotsJSON(nil, "", slots)
 	must(t, err)
 	var back Slots
 	must(t, json.Unmarshal(buf, &back))

@@ -8,53 +8,55 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	stored "github.com/opbus/opbus/internal/record"
 )
 
-// wireOf builds the wireRecord that encoding/json would be given for r.
-func wireOf(t *testing.T, r *record, ids []string) wireRecord {
+// wireOf builds the stored.Wire[Slots] that encoding/json would be given for r.
+func wireOf(t *testing.T, r *record, ids []string) stored.Wire[Slots] {
 	t.Helper()
-	w := wireRecord{Version: 2, Inc: r.inc}
-	for _, s := range r.schedules() {
+	w := stored.Wire[Slots]{Version: 2, Inc: r.Inc}
+	for _, s := range r.Timers() {
 		if w.Timers == nil {
-			w.Version, w.Timers = 3, map[string]wireTimer{}
+			w.Version, w.Timers = 3, map[string]stored.WireTimer{}
 		}
-		w.Timers[s.id] = wireTimer{At: time.Duration(s.anchor).Milliseconds(), Every: s.every.Milliseconds()}
+		w.Timers[s.id] = stored.WireTimer{At: time.Duration(s.anchor).Milliseconds(), Every: s.every.Milliseconds()}
 	}
-	for i, d := range r.digests {
+	for i, d := range r.Digests {
 		if d.isZero() {
 			continue
 		}
 		if w.Digests == nil {
 			w.Digests = map[string]string{}
 		}
-		w.Digests[ids[i]] = encodeDigest(d)
+		w.Digests[ids[i]] = stored.EncodeDigest(d)
 	}
-	for id, f := range r.fails {
+	for id, f := range r.Fails {
 		if w.Fails == nil {
-			w.Fails = map[string]wireFailure{}
+			w.Fails = map[string]stored.WireFailure{}
 		}
-		wf := wireFailure{On: encodeDigest(f.on), N: f.n, Permanent: f.permanent}
-		if !f.at.IsZero() {
-			wf.At = f.at.UnixMilli()
+		wf := stored.WireFailure{On: stored.EncodeDigest(f.On), N: f.N, Permanent: f.Permanent}
+		if !f.At.IsZero() {
+			wf.At = f.At.UnixMilli()
 		}
 		w.Fails[id] = wf
 	}
-	if len(r.slots) > 0 {
-		w.Slots = r.slots
+	if len(r.Slots) > 0 {
+		w.Slots = r.Slots
 	}
-	if len(r.good) > 0 {
-		w.Good = r.good
+	if len(r.Good) > 0 {
+		w.Good = r.Good
 	}
-	if len(r.values) > 0 {
-		w.Values = r.values
+	if len(r.Values) > 0 {
+		w.Values = r.Values
 	}
-	for _, p := range r.states() {
+	for _, p := range r.States() {
 		snap, err := encodeSnapshot(p.Object)
 		must(t, err)
-		w.Pending = append(w.Pending, wirePending{Deleted: p.Deleted, Snapshot: snap})
+		w.Pending = append(w.Pending, stored.WirePending{Deleted: p.Deleted, Snapshot: snap})
 	}
-	if len(r.olds) > 0 {
-		w.Olds = r.olds
+	if len(r.Olds) > 0 {
+		w.Olds = r.Olds
 	}
 	return w
 }
@@ -76,34 +78,34 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 		ids := []string{str(), str() + "x", str() + "y", str() + "z"}
 		r := newRecord(len(ids))
 		if rng.IntN(2) == 0 {
-			r.inc = str()
+			r.Inc = str()
 		}
-		for j := range r.digests {
+		for j := range r.Digests {
 			if rng.IntN(2) == 0 {
-				r.digests[j] = digest{byte(i), byte(j), 1}
+				r.Digests[j] = digest{byte(i), byte(j), 1}
 			}
 		}
 		if rng.IntN(2) == 0 {
-			r.fails = map[string]*failure{ids[0]: {on: digest{1}, n: rng.IntN(5)}, str(): {on: digest{2}, n: 1, permanent: true, at: time.UnixMilli(rng.Int64N(1 << 40))}}
+			r.Fails = map[string]*failure{ids[0]: {On: digest{1}, N: rng.IntN(5)}, str(): {On: digest{2}, N: 1, Permanent: true, At: time.UnixMilli(rng.Int64N(1 << 40))}}
 		}
 		if rng.IntN(2) == 0 {
-			r.slots = Slots{ids[1]: {Level(rng.IntN(6)), str(), ""}, str() + "s": {LevelBlocked, "", "NeedsHuman"}}
+			r.Slots = Slots{ids[1]: {Level(rng.IntN(6)), str(), ""}, str() + "s": {LevelBlocked, "", "NeedsHuman"}}
 		}
 		if rng.IntN(3) == 0 {
-			r.good = Slots{ids[2]: {LevelActive, str(), ""}}
+			r.Good = Slots{ids[2]: {LevelActive, str(), ""}}
 		}
 		if rng.IntN(2) == 0 {
-			r.values = map[string]string{str(): str(), "k" + str(): str()}
+			r.Values = map[string]string{str(): str(), "k" + str(): str()}
 		}
 		if rng.IntN(3) == 0 {
-			r.addPending(pendingState{Object: map[string]any{"a": str(), "n": int64(rng.IntN(100))}})
-			r.addPending(pendingState{Deleted: true})
-			r.addPending(pendingState{Deleted: true, Object: map[string]any{}})
+			r.AddPending(pendingState{Object: map[string]any{"a": str(), "n": int64(rng.IntN(100))}})
+			r.AddPending(pendingState{Deleted: true})
+			r.AddPending(pendingState{Deleted: true, Object: map[string]any{}})
 		}
 		if rng.IntN(3) == 0 {
 			snap, err := encodeSnapshot(map[string]any{"spec": map[string]any{"v": str()}})
 			must(t, err)
-			r.olds = map[string][]byte{ids[3]: snap, str() + "o": {}}
+			r.Olds = map[string][]byte{ids[3]: snap, str() + "o": {}}
 		}
 		if rng.IntN(3) == 0 {
 			r.setSched(&schedule{id: ids[3], anchor: rng.Int64N(1<<40) * 1e6, every: time.Duration(rng.IntN(1e6)+1) * time.Millisecond})
@@ -126,14 +128,14 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 func TestRecordEncodeOwnsItsBytes(t *testing.T) {
 	ids := []string{"a", "b"}
 	first := newRecord(2)
-	first.digests[0] = digest{1: 7}
+	first.Digests[0] = digest{1: 7}
 	data, err := first.encode(ids)
 	must(t, err)
 	kept := bytes.Clone(data)
 	for i := range 50 {
 		r := newRecord(2)
-		r.digests[1] = digest{2: byte(i)}
-		r.values = map[string]string{"state": string(bytes.Repeat([]byte{'x'}, i*40))}
+		r.Digests[1] = digest{2: byte(i)}
+		r.Values = map[string]string{"state": string(bytes.Repeat([]byte{'x'}, i*40))}
 		if _, err := r.encode(ids); err != nil {
 			t.Fatal(err)
 		}
@@ -159,8 +161,8 @@ func TestRecordEncodeOwnsItsBytes(t *testing.T) {
 	must(t, err)
 	want, err := digestOf(defaultComparer, map[string]any{"spec": map[string]any{"n": int64(2)}}, []Path{{MapKey("spec")}}, "")
 	must(t, err)
-	if rec.digests[0] != want {
-		t.Fatalf("the embedded store holds digest %x, want that of the last state, %x", rec.digests[0], want)
+	if rec.Digests[0] != want {
+		t.Fatalf("the embedded store holds digest %x, want that of the last state, %x", rec.Digests[0], want)
 	}
 }
 
@@ -183,7 +185,7 @@ func TestRecordTimersOutOfRange(t *testing.T) {
 	}
 	ok := []byte(`{"v":3,"timers":{"h":{"at":1700000000000,"every":60000}}}`)
 	r, err := decodeRecord(podKey, ok, index)
-	if err != nil || len(r.schedules()) != 1 || r.schedules()[0].every != time.Minute {
+	if err != nil || len(r.Timers()) != 1 || r.Timers()[0].every != time.Minute {
 		t.Fatalf("a good timer: %v, %+v", err, r)
 	}
 }

@@ -119,9 +119,9 @@ func (ks *keyState) failureDue() time.Time {
 	if ks.rec == nil {
 		return due
 	}
-	for _, f := range ks.rec.fails {
-		if !f.permanent && !f.at.IsZero() && (due.IsZero() || f.at.Before(due)) {
-			due = f.at
+	for _, f := range ks.rec.Fails {
+		if !f.Permanent && !f.At.IsZero() && (due.IsZero() || f.At.Before(due)) {
+			due = f.At
 		}
 	}
 	return due
@@ -299,7 +299,7 @@ func (b *Bus) resumePending(ctx context.Context) error {
 	}
 	for _, key := range keys {
 		rec, err := b.readRecord(ctx, key, b.reg.index)
-		if err == nil && (rec == nil || len(rec.states()) == 0) {
+		if err == nil && (rec == nil || len(rec.States()) == 0) {
 			continue
 		}
 		// Pending states, or a record that cannot be read now: the
@@ -342,7 +342,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 			if ks.cur != nil || ks.deleting {
 				o := observation{new: ks.cur, deleted: ks.deleting}
 				if ks.rec != nil {
-					o.inc = ks.rec.inc
+					o.inc = ks.rec.Inc
 				}
 				l.states = append(l.states, o)
 			}
@@ -352,7 +352,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 			// The queue starts a new incarnation while the live one is
 			// only in memory: keep its deletion, which the next run could
 			// not make without its last state.
-			l.states = append(l.states, observation{deleted: true, new: ks.cur, inc: ks.rec.inc})
+			l.states = append(l.states, observation{deleted: true, new: ks.cur, inc: ks.rec.Inc})
 		}
 		l.states = append(l.states, own...)
 		if !ks.busy {
@@ -414,10 +414,10 @@ func (ks *keyState) dropRepeats(states []observation) []observation {
 // replacedBy reports whether q starts with a state of another incarnation
 // than the live one of ks, which is not busy; b.mu is held.
 func (ks *keyState) replacedBy(b *Bus, q []observation) bool {
-	if b.cfg.incarnation == nil || !ks.live || ks.cur == nil || ks.rec == nil || ks.rec.inc == "" || len(q) == 0 {
+	if b.cfg.incarnation == nil || !ks.live || ks.cur == nil || ks.rec == nil || ks.rec.Inc == "" || len(q) == 0 {
 		return false
 	}
-	return !q[0].deleted && q[0].inc != "" && q[0].inc != ks.rec.inc
+	return !q[0].deleted && q[0].inc != "" && q[0].inc != ks.rec.Inc
 }
 
 // savePending writes states as the pending states of ks's record. taken
@@ -453,11 +453,11 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 			rec = newRecord(len(b.reg.handlers))
 		}
 	}
-	if len(states) == 0 && len(rec.states()) > 0 {
+	if len(states) == 0 && len(rec.States()) > 0 {
 		return nil // the record holds its pending states already
 	}
 	if taken {
-		rec.pending = nil
+		rec.ClearPending()
 	}
 	// The library's own writes (such as a record held in the object) are
 	// left out, so records do not nest.
@@ -469,7 +469,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 		kept = append([]observation{states[0]}, collapse(b, states[1:])...)
 	}
 	for _, o := range kept {
-		rec.addPending(pendingState{Object: b.cmpFor(ks.key.Kind).stripped(o.new), Deleted: o.deleted})
+		rec.AddPending(pendingState{Object: b.cmpFor(ks.key.Kind).stripped(o.new), Deleted: o.deleted})
 	}
 	data, err := rec.encode(b.reg.ids)
 	if err != nil {
@@ -479,7 +479,7 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 		b.cfg.log.Error("opbus: saving pending work", "key", ks.key.String(), "err", err)
 		return err
 	}
-	b.cfg.log.Debug("opbus: saved pending states", slog.String("key", ks.key.String()), slog.Int("states", len(rec.states())))
+	b.cfg.log.Debug("opbus: saved pending states", slog.String("key", ks.key.String()), slog.Int("states", len(rec.States())))
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	stored "github.com/opbus/opbus/internal/record"
 )
 
 // TestSnapshotRoundTrip: every value Validate accepts comes back with the
@@ -88,7 +90,7 @@ func TestSnapshotEncodeErrors(t *testing.T) {
 func TestSnapshotDecodeErrors(t *testing.T) {
 	valid, err := encodeSnapshot(map[string]any{"a": "bc", "n": int64(1 << 40), "l": []any{1.5}})
 	must(t, err)
-	deep := []byte{snapshotVersion, 'm', 1, 1, 'x'}
+	deep := []byte{stored.SnapshotVersion, 'm', 1, 1, 'x'}
 	for range 1001 {
 		deep = append(deep, 'l', 1)
 	}
@@ -100,20 +102,20 @@ func TestSnapshotDecodeErrors(t *testing.T) {
 	}{
 		{"empty", nil, "empty input"},
 		{"version", []byte{2, 'M'}, "version 2: expected 1"},
-		{"root not a map", []byte{snapshotVersion, 'n'}, "expected a map"},
-		{"version only", []byte{snapshotVersion}, "truncated: expected a value"},
+		{"root not a map", []byte{stored.SnapshotVersion, 'n'}, "expected a map"},
+		{"version only", []byte{stored.SnapshotVersion}, "truncated: expected a value"},
 		{"trailing bytes", append(bytes.Clone(valid), 'n'), "1 bytes after the document"},
-		{"unknown tag", []byte{snapshotVersion, 'm', 1, 1, 'a', 'z'}, `unknown tag 'z'`},
-		{"huge list", []byte{snapshotVersion, 'm', 1, 1, 'a', 'l', 0xff, 0xff, 0xff, 0xff, 0x0f}, "more than the 0 bytes left"},
-		{"huge map", []byte{snapshotVersion, 'm', 0xff, 0xff, 0xff, 0xff, 0x0f}, "more than the 0 bytes left"},
-		{"huge string", []byte{snapshotVersion, 'm', 1, 0xff, 0x7f, 'a'}, "more than the 1 bytes left"},
-		{"keys out of order", []byte{snapshotVersion, 'm', 2, 1, 'b', 'n', 1, 'a', 'n'}, `map key "a" after "b"`},
-		{"repeated key", []byte{snapshotVersion, 'm', 2, 1, 'a', 'n', 1, 'a', 'n'}, `map key "a" after "a"`},
-		{"int8 out of range", []byte{snapshotVersion, 'm', 1, 1, 'a', 'b', 0x80, 0x02}, "128 out of range for int8"},
-		{"truncated varint", []byte{snapshotVersion, 'm', 1, 1, 'a', 'q', 0x80}, "truncated or overlong signed varint"},
-		{"truncated float", []byte{snapshotVersion, 'm', 1, 1, 'a', 'd', 0, 0}, "truncated: expected 8 bytes"},
-		{"NaN", []byte{snapshotVersion, 'm', 1, 1, 'a', 'd', 0x7f, 0xf8, 0, 0, 0, 0, 0, 1}, "not finite"},
-		{"bad json.Number", []byte{snapshotVersion, 'm', 1, 1, 'a', 'j', 1, 'x'}, "not a valid JSON number"},
+		{"unknown tag", []byte{stored.SnapshotVersion, 'm', 1, 1, 'a', 'z'}, `unknown tag 'z'`},
+		{"huge list", []byte{stored.SnapshotVersion, 'm', 1, 1, 'a', 'l', 0xff, 0xff, 0xff, 0xff, 0x0f}, "more than the 0 bytes left"},
+		{"huge map", []byte{stored.SnapshotVersion, 'm', 0xff, 0xff, 0xff, 0xff, 0x0f}, "more than the 0 bytes left"},
+		{"huge string", []byte{stored.SnapshotVersion, 'm', 1, 0xff, 0x7f, 'a'}, "more than the 1 bytes left"},
+		{"keys out of order", []byte{stored.SnapshotVersion, 'm', 2, 1, 'b', 'n', 1, 'a', 'n'}, `map key "a" after "b"`},
+		{"repeated key", []byte{stored.SnapshotVersion, 'm', 2, 1, 'a', 'n', 1, 'a', 'n'}, `map key "a" after "a"`},
+		{"int8 out of range", []byte{stored.SnapshotVersion, 'm', 1, 1, 'a', 'b', 0x80, 0x02}, "128 out of range for int8"},
+		{"truncated varint", []byte{stored.SnapshotVersion, 'm', 1, 1, 'a', 'q', 0x80}, "truncated or overlong signed varint"},
+		{"truncated float", []byte{stored.SnapshotVersion, 'm', 1, 1, 'a', 'd', 0, 0}, "truncated: expected 8 bytes"},
+		{"NaN", []byte{stored.SnapshotVersion, 'm', 1, 1, 'a', 'd', 0x7f, 0xf8, 0, 0, 0, 0, 0, 1}, "not finite"},
+		{"bad json.Number", []byte{stored.SnapshotVersion, 'm', 1, 1, 'a', 'j', 1, 'x'}, "not a valid JSON number"},
 		{"too deep", deep, "nested deeper than 1000 levels"},
 	}
 	for i := range len(valid) - 1 {

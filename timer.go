@@ -99,7 +99,7 @@ func (s *schedule) tried(now time.Time) {
 
 // schedOf returns the schedule of handler id, or nil.
 func (r *record) schedOf(id string) *schedule {
-	for _, s := range r.schedules() {
+	for _, s := range r.Timers() {
 		if s.id == id {
 			return s
 		}
@@ -110,18 +110,18 @@ func (r *record) schedOf(id string) *schedule {
 // setSched puts s in place of the schedule of its handler, keeping the
 // list in ID order.
 func (r *record) setSched(s *schedule) {
-	l := r.schedules()
+	l := r.Timers()
 	i, found := slices.BinarySearchFunc(l, s.id, func(x *schedule, id string) int { return strings.Compare(x.id, id) })
 	if found {
 		l[i] = s
 		return
 	}
-	r.setSchedules(slices.Insert(l, i, s))
+	r.SetTimers(slices.Insert(l, i, s))
 }
 
 // dropSched removes the schedule of handler id.
 func (r *record) dropSched(id string) {
-	r.setSchedules(slices.DeleteFunc(r.schedules(), func(s *schedule) bool { return s.id == id }))
+	r.SetTimers(slices.DeleteFunc(r.Timers(), func(s *schedule) bool { return s.id == id }))
 }
 
 // startAt returns the anchor of a schedule started at now: whole
@@ -181,9 +181,9 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 	if s == nil {
 		return false
 	}
-	stored := d.rec.digests[h.idx]
-	f := d.rec.fails[h.id]
-	failingHere := f != nil && f.on == stored // a due run failed, on an unchanged value
+	stored := d.rec.Digests[h.idx]
+	f := d.rec.Fails[h.id]
+	failingHere := f != nil && f.On == stored // a due run failed, on an unchanged value
 	if !failingHere && !d.isDue(h, s) {
 		return false
 	}
@@ -270,7 +270,7 @@ func (b *Bus) startSchedules(d *pass) {
 		if h.every == 0 || !h.forKind(d.ks.key.Kind) || d.scheduleOf(h) != nil {
 			continue
 		}
-		if d.rec.digests[h.idx].isZero() {
+		if d.rec.Digests[h.idx].isZero() {
 			continue // not handled yet: its first success starts it
 		}
 		d.rec.setSched(&schedule{id: h.id, anchor: startAt(b.now()), every: h.every})
@@ -286,7 +286,7 @@ func (b *Bus) startSchedules(d *pass) {
 func (b *Bus) armTick(ks *keyState, checked time.Time) {
 	var at time.Time
 	if ks.rec != nil && ks.live && !ks.deleting && b.cfg.due == nil {
-		for _, s := range ks.rec.schedules() {
+		for _, s := range ks.rec.Timers() {
 			if !checked.IsZero() && !s.next().After(checked) {
 				// Due when the pass looked, but it did not run: its
 				// value changed and is failing, or it was filtered out.
@@ -343,11 +343,11 @@ func (b *Bus) armSchedules() {
 		return
 	}
 	for _, ks := range b.q.keys {
-		if ks.busy || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.schedules()) == 0 {
+		if ks.busy || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.Timers()) == 0 {
 			continue
 		}
 		var at time.Time
-		for _, s := range ks.rec.schedules() {
+		for _, s := range ks.rec.Timers() {
 			if n := s.next(); at.IsZero() || n.Before(at) {
 				at = n
 			}
@@ -384,13 +384,4 @@ func checkEvery(id string, every time.Duration, types uint8) error {
 		return fmt.Errorf("opbus: handler %q: On.Every is set but Types has neither Create nor Update: a periodic run is an update of the object", id)
 	}
 	return nil
-}
-
-// version returns the record format version r is written in: 2 unless it
-// holds schedules, which version 3 added.
-func (r *record) version() int {
-	if len(r.schedules()) > 0 {
-		return 3
-	}
-	return 2
 }

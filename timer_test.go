@@ -455,7 +455,7 @@ func TestRemovedHandlerScheduleForgotten(t *testing.T) {
 		t.Fatalf("record %s: %v; want the schedule of gone", data, err)
 	}
 	rec, err := decodeRecord(podKey, data, map[string]int{"kept": 0})
-	if err != nil || len(rec.schedules()) != 0 {
-		t.Errorf("read without handler gone: schedules %v, err %v; want none", rec.schedules(), err)
+	if err != nil || len(rec.Timers()) != 0 {
+		t.Errorf("read without handler gone: schedules %v, err %v; want none", rec.Timers(), err)
 	}
 }

@@ -1,4 +1,4 @@
-package opbus
+package record
 
 import (
 	"encoding/binary"
@@ -33,13 +33,16 @@ import (
 //	'g' float32: 4 bytes, 'd' float64: 8 bytes, IEEE 754 bits, big-endian
 //
 // Nil and empty maps and lists stay distinct. Encoding accepts what
-// [validDocument] accepts (finite numbers, valid json.Numbers), and decoding
+// opbus's Validate accepts (finite numbers, valid json.Numbers), and decoding
 // checks the same, so a decoded snapshot is a valid document.
-const snapshotVersion = 1
+//
+// SnapshotVersion is the version byte a snapshot starts with.
+const SnapshotVersion = 1
 
-// encodeSnapshot encodes a document; see decodeSnapshot.
-func encodeSnapshot(obj map[string]any) ([]byte, error) {
-	e := snapshotEncoder{buf: []byte{snapshotVersion}}
+// EncodeSnapshot encodes a document; see DecodeSnapshot. valid tells the
+// json.Numbers the bus accepts.
+func EncodeSnapshot(obj map[string]any, valid func(json.Number) bool) ([]byte, error) {
+	e := snapshotEncoder{buf: []byte{SnapshotVersion}, valid: valid}
 	if err := e.value(obj); err != nil {
 		return nil, err
 	}
@@ -47,18 +50,36 @@ func encodeSnapshot(obj map[string]any) ([]byte, error) {
 }
 
 type snapshotEncoder struct {
-	buf  []byte
-	path Path // for errors
+	buf   []byte
+	path  []any                  // for errors: map keys (string) and list indexes (int)
+	valid func(json.Number) bool // whether a json.Number is one the bus accepts
 }
 
+// EncodeError is a value EncodeSnapshot cannot encode, at Path: map keys
+// (string) and list indexes (int) from the root.
+type EncodeError struct {
+	Path   []any
+	Value  any
+	Reason string
+}
+
+// Error names the value's place and what was expected.
+func (e *EncodeError) Error() string {
+	return fmt.Sprintf("snapshot: at %v: %s", e.Path, e.Reason)
+}
+
+// shownPrefix is how much of the path of a value nested too deep an
+// EncodeError keeps.
+const shownPrefix = 8
+
 func (e *snapshotEncoder) fail(v any, reason string) error {
-	return &ValueError{Path: clonePath(e.path), Value: v, Reason: reason}
+	return &EncodeError{Path: slices.Clone(e.path), Value: v, Reason: reason}
 }
 
 func (e *snapshotEncoder) value(v any) error {
-	if len(e.path) > maxNesting {
-		return &ValueError{Path: clonePath(e.path[:shownPrefix]),
-			Reason: fmt.Sprintf("nested deeper than %d levels (a value that contains itself?)", maxNesting)}
+	if len(e.path) > MaxNesting {
+		return &EncodeError{Path: slices.Clone(e.path[:shownPrefix]),
+			Reason: fmt.Sprintf("nested deeper than %d levels (a value that contains itself?)", MaxNesting)}
 	}
 	switch x := v.(type) {
 	case nil:
@@ -72,7 +93,7 @@ func (e *snapshotEncoder) value(v any) error {
 	case string:
 		e.buf = appendString(append(e.buf, 's'), x)
 	case json.Number:
-		if _, ok := asNumber(x); !ok {
+		if !e.valid(x) {
 			return e.fail(v, "not a valid JSON number")
 		}
 		e.buf = appendString(append(e.buf, 'j'), string(x))
@@ -95,7 +116,7 @@ func (e *snapshotEncoder) mapValue(x map[string]any) error {
 	e.buf = binary.AppendUvarint(append(e.buf, 'm'), uint64(len(x)))
 	for _, k := range slices.Sorted(maps.Keys(x)) {
 		e.buf = appendString(e.buf, k)
-		e.path = append(e.path, MapKey(k))
+		e.path = append(e.path, k)
 		err := e.value(x[k])
 		e.path = e.path[:len(e.path)-1]
 		if err != nil {
@@ -113,7 +134,7 @@ func (e *snapshotEncoder) listValue(x []any) error {
 	}
 	e.buf = binary.AppendUvarint(append(e.buf, 'l'), uint64(len(x)))
 	for i, el := range x {
-		e.path = append(e.path, ListIndex(i))
+		e.path = append(e.path, i)
 		err := e.value(el)
 		e.path = e.path[:len(e.path)-1]
 		if err != nil {
@@ -163,18 +184,18 @@ func (e *snapshotEncoder) number(v any) error {
 	return nil
 }
 
-// decodeSnapshot decodes what encodeSnapshot encoded, to values of the same
+// DecodeSnapshot decodes what EncodeSnapshot encoded, to values of the same
 // Go types. Truncated, malformed or non-canonical input (map keys out of
 // order or repeated, values out of their type's range, bytes after the
-// end, nesting deeper than [validDocument] allows) is an error naming the
+// end, nesting deeper than MaxNesting) is an error naming the
 // offset; it never panics.
-func decodeSnapshot(data []byte) (map[string]any, error) {
-	d := snapshotDecoder{data: data}
+func DecodeSnapshot(data []byte, valid func(json.Number) bool) (map[string]any, error) {
+	d := snapshotDecoder{data: data, valid: valid}
 	if len(data) == 0 {
 		return nil, d.fail("empty input: expected a version byte")
 	}
-	if data[0] != snapshotVersion {
-		return nil, d.fail(fmt.Sprintf("version %d: expected %d", data[0], snapshotVersion))
+	if data[0] != SnapshotVersion {
+		return nil, d.fail(fmt.Sprintf("version %d: expected %d", data[0], SnapshotVersion))
 	}
 	d.pos = 1
 	if d.pos < len(data) && data[d.pos] != 'm' && data[d.pos] != 'M' {
@@ -192,8 +213,9 @@ func decodeSnapshot(data []byte) (map[string]any, error) {
 }
 
 type snapshotDecoder struct {
-	data []byte
-	pos  int
+	data  []byte
+	pos   int
+	valid func(json.Number) bool
 }
 
 func (d *snapshotDecoder) fail(reason string) error {
@@ -273,8 +295,8 @@ func (d *snapshotDecoder) unsigned(hi uint64, typ string) (uint64, error) {
 }
 
 func (d *snapshotDecoder) value(depth int) (any, error) {
-	if depth > maxNesting {
-		return nil, d.fail(fmt.Sprintf("nested deeper than %d levels", maxNesting))
+	if depth > MaxNesting {
+		return nil, d.fail(fmt.Sprintf("nested deeper than %d levels", MaxNesting))
 	}
 	if d.pos >= len(d.data) {
 		return nil, d.fail("truncated: expected a value")
@@ -296,7 +318,7 @@ func (d *snapshotDecoder) value(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := asNumber(json.Number(s)); !ok {
+		if !d.valid(json.Number(s)) {
 			d.pos = at
 			return nil, d.fail(fmt.Sprintf("json.Number %q: not a valid JSON number", s))
 		}
@@ -412,4 +434,10 @@ func (d *snapshotDecoder) number(tag byte) (any, error) {
 	}
 	d.pos--
 	return nil, d.fail(fmt.Sprintf("unknown tag %q: expected one of nftsjmMlLibhwqIBHWQgd", tag))
+}
+
+// appendString writes s as its uvarint length and bytes.
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
 }
