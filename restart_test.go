@@ -99,7 +99,7 @@ func TestCorruptRecordIsReportedNotOverwritten(t *testing.T) {
 	if h.count() != 1 {
 		t.Errorf("after repair the handler ran %d times, want 1", h.count())
 	}
-	for _, data := range []string{`not json`, `{"v":5}`, `{"v":3,"ended":"i1"}`, `{"v":3,"related":{"Pod/ns/a":"AAAAAAAAAAAAAAAAAAAAAA"}}`, `{"v":4,"related":{"a":"zz"}}`, `{"v":2,"timers":{"a":{"at":1,"every":1000}}}`, `{"v":3,"timers":{"a":{"at":1,"every":0}}}`, `{"v":2,"extra":1}`, `{"v":2,"fails":{"a":{"on":"zz","n":1}}}`, `{"v":2,"pending":[{"snapshot":"AAAA"}]}`, `{"v":1,"extra":1}`, `{"v":1} {}`, `{"v":1,"slots":{"a":{"level":"bogus"}}}`, `{"v":1,"retries":{"a":-1}}`} {
+	for _, data := range []string{`not json`, `{"v":5}`, `{"v":3,"ended":true}`, `{"v":3,"related":{"Pod/ns/a":"AAAAAAAAAAAAAAAAAAAAAA"}}`, `{"v":4,"related":{"a":"zz"}}`, `{"v":2,"timers":{"a":{"at":1,"every":1000}}}`, `{"v":3,"timers":{"a":{"at":1,"every":0}}}`, `{"v":2,"extra":1}`, `{"v":2,"fails":{"a":{"on":"zz","n":1}}}`, `{"v":2,"pending":[{"snapshot":"AAAA"}]}`, `{"v":1,"extra":1}`, `{"v":1} {}`, `{"v":1,"slots":{"a":{"level":"bogus"}}}`, `{"v":1,"retries":{"a":-1}}`} {
 		if _, err := decodeRecord(podKey, []byte(data), nil); !errors.Is(err, ErrCorruptRecord) {
 			t.Errorf("decodeRecord(%s) = %v, want ErrCorruptRecord", data, err)
 		}

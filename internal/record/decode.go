@@ -24,7 +24,7 @@ type Wire[S any] struct {
 	Pending []WirePending          `json:"pending,omitempty"`
 	Olds    map[string][]byte      `json:"olds,omitempty"`
 	Timers  map[string]WireTimer   `json:"timers,omitempty"`  // version 3
-	Ended   string                 `json:"ended,omitempty"`   // version 4
+	Ended   bool                   `json:"ended,omitempty"`   // version 4
 	Related map[string]string      `json:"related,omitempty"` // version 4
 }
 
@@ -72,7 +72,7 @@ func Parse[S any](data []byte) (*Wire[S], error) {
 	if len(w.Timers) > 0 && w.Version < 3 {
 		return nil, fmt.Errorf("timers in a version %d record: expected version 3", w.Version)
 	}
-	if (w.Ended != "" || len(w.Related) > 0) && w.Version < 4 {
+	if (w.Ended || len(w.Related) > 0) && w.Version < 4 {
 		return nil, fmt.Errorf("an ended incarnation or relations in a version %d record: expected version 4", w.Version)
 	}
 	return &w, nil
@@ -101,7 +101,8 @@ func Decode[D ~[16]byte, S any, T any](data []byte, index map[string]int, c *Cod
 // fromWire returns the record w holds, keeping the digests, schedules and
 // kept values of the handlers of index only.
 func fromWire[D ~[16]byte, S any, T any](w *Wire[S], index map[string]int, c *Codec[S, T]) (*Record[D, S, T], error) {
-	r := &Record[D, S, T]{Inc: w.Inc, Slots: w.Slots, Good: w.Good, Values: w.Values, Ended: w.Ended}
+	r := &Record[D, S, T]{Inc: w.Inc, Slots: w.Slots, Good: w.Good, Values: w.Values}
+	r.SetEnded(w.Ended)
 	all, err := decodeDigests[D](w.Digests)
 	if err != nil {
 		return nil, fmt.Errorf("digests: %v", err)
@@ -122,9 +123,11 @@ func fromWire[D ~[16]byte, S any, T any](w *Wire[S], index map[string]int, c *Co
 		return nil, err
 	}
 	if len(w.Related) > 0 {
-		if r.Related, err = decodeDigests[D](w.Related); err != nil {
+		related, err := decodeDigests[D](w.Related)
+		if err != nil {
 			return nil, fmt.Errorf("related: %v", err)
 		}
+		r.SetRelated(related)
 	}
 	for i, p := range w.Pending {
 		obj, err := DecodeSnapshot(p.Snapshot, c.ValidNumber)

@@ -90,11 +90,10 @@ func appendRecord[D ~[16]byte, S any, T any](buf []byte, r *Record[D, S, T], ids
 		buf = append(buf, '}')
 	}
 	buf = appendTimers(buf, r.Timers(), c)
-	if r.Ended != "" {
-		buf = append(buf, `,"ended":`...)
-		buf = AppendJSONString(buf, r.Ended)
+	if r.Ended() {
+		buf = append(buf, `,"ended":true`...)
 	}
-	buf = appendRelated(buf, r.Related)
+	buf = appendRelated(buf, r.Related())
 	return append(buf, '}'), nil
 }
 

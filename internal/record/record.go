@@ -5,7 +5,7 @@
 // handled, its failure on the current value, its status slot, its kept
 // value and its schedule; and, for the object, the states observed but not
 // handled when the bus stopped, the named values, the incarnation, and
-// since version 4 the end of that incarnation (a deletion whose handlers
+// since version 4 whether that incarnation ended (a deletion whose handlers
 // all ran) and the related objects its handlers last saw.
 //
 // Invariants:
@@ -55,11 +55,17 @@ type Record[D ~[16]byte, S any, T any] struct {
 	Slots   S                      // handler ID → its slot
 	Values  map[string]string      // named values set by handlers and state machines
 	Olds    map[string][]byte      // handler ID → snapshot of its fields at its last success (On.KeepOld)
-	Ended   string                 // the incarnation whose deletion finished; "" for none (version 4)
-	Related map[string]D           // related key → digest of the state the handlers last saw (version 4)
+	rare    *rare[D, T]            // what most records lack, behind one pointer (see rare)
+}
 
-	pending *[]Pending // behind a pointer: most records have none
-	timers  *[]T       // the handlers' schedules, in handler ID order; nil for none
+// rare is what most records lack. Kept behind one pointer so that the
+// record fits the 96-byte size class (root BenchmarkMemoryPerKey: bytes
+// per key).
+type rare[D ~[16]byte, T any] struct {
+	pending []Pending    // observed states not handled when the bus stopped, oldest first
+	timers  []T          // the handlers' schedules, in handler ID order
+	ended   bool         // the incarnation's deletion finished (version 4)
+	related map[string]D // related key → digest of the state the handlers last saw (version 4)
 }
 
 // Failure is a handler's failure on one value: how many attempts failed,
@@ -82,49 +88,93 @@ func New[D ~[16]byte, S any, T any](n int) Record[D, S, T] {
 	return Record[D, S, T]{Digests: make([]D, n)}
 }
 
+// more returns r's rare part, making it.
+func (r *Record[D, S, T]) more() *rare[D, T] {
+	if r.rare == nil {
+		r.rare = &rare[D, T]{}
+	}
+	return r.rare
+}
+
+// tidy drops the rare part when it holds nothing.
+func (r *Record[D, S, T]) tidy() {
+	if x := r.rare; x != nil && len(x.pending) == 0 && len(x.timers) == 0 && !x.ended && len(x.related) == 0 {
+		r.rare = nil
+	}
+}
+
 // States returns the pending states, oldest first.
 func (r *Record[D, S, T]) States() []Pending {
-	if r.pending == nil {
+	if r.rare == nil {
 		return nil
 	}
-	return *r.pending
+	return r.rare.pending
 }
 
 // AddPending appends a pending state.
 func (r *Record[D, S, T]) AddPending(p Pending) {
-	if r.pending == nil {
-		r.pending = &[]Pending{}
-	}
-	*r.pending = append(*r.pending, p)
+	x := r.more()
+	x.pending = append(x.pending, p)
 }
 
 // ClearPending forgets the pending states.
-func (r *Record[D, S, T]) ClearPending() { r.pending = nil }
+func (r *Record[D, S, T]) ClearPending() {
+	if r.rare != nil {
+		r.rare.pending = nil
+		r.tidy()
+	}
+}
 
 // Timers returns the schedules, in handler ID order.
 func (r *Record[D, S, T]) Timers() []T {
-	if r.timers == nil {
+	if r.rare == nil {
 		return nil
 	}
-	return *r.timers
+	return r.rare.timers
 }
 
 // SetTimers makes l the schedules; empty, none.
 func (r *Record[D, S, T]) SetTimers(l []T) {
-	switch {
-	case len(l) == 0:
-		r.timers = nil
-	case r.timers == nil:
-		r.timers = &l
-	default:
-		*r.timers = l
+	if len(l) == 0 && r.rare == nil {
+		return
 	}
+	r.more().timers = l
+	r.tidy()
+}
+
+// Ended reports whether the incarnation's deletion finished.
+func (r *Record[D, S, T]) Ended() bool { return r.rare != nil && r.rare.ended }
+
+// SetEnded marks the incarnation's deletion finished, or not.
+func (r *Record[D, S, T]) SetEnded(ended bool) {
+	if ended || r.rare != nil {
+		r.more().ended = ended
+		r.tidy()
+	}
+}
+
+// Related returns the related keys and the digests of the states the
+// handlers last saw; nil for none. The map is r's own.
+func (r *Record[D, S, T]) Related() map[string]D {
+	if r.rare == nil {
+		return nil
+	}
+	return r.rare.related
+}
+
+// SetRelated makes m the related keys and digests; empty, none.
+func (r *Record[D, S, T]) SetRelated(m map[string]D) {
+	if len(m) == 0 && r.rare == nil {
+		return
+	}
+	r.more().related = m
+	r.tidy()
 }
 
 // version returns the format version r is written in.
 func (r *Record[D, S, T]) version() int {
 	switch {
-	case r.Ended != "" || len(r.Related) > 0:
+	case r.Ended() || len(r.Related()) > 0:
 		return 4
 	case len(r.Timers()) > 0:
 		return 3
