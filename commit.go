@@ -242,7 +242,7 @@ func (b *Bus) dropOrphans(d *pass) {
 }
 
 // finishDelete ends the incarnation of a deleted object: its record is
-// deleted and nothing of it is kept.
+// replaced by a tombstone (tombstone.go) and nothing of it is kept.
 func (b *Bus) finishDelete(ctx context.Context, d *pass) {
 	ks := d.ks
 	mu := b.stripe(ks.key)
@@ -252,7 +252,10 @@ func (b *Bus) finishDelete(ctx context.Context, d *pass) {
 	if quiet {
 		err = nil
 	} else if !b.dropped(ks) {
-		err = b.cfg.store.Delete(ctx, ks.key)
+		var tomb []byte
+		if tomb, err = b.tombstone(d.rec.Inc); err == nil {
+			err = b.cfg.store.Save(ctx, ks.key, tomb) // tombstone.go
+		}
 	}
 	mu.Unlock()
 	if err != nil {

@@ -205,7 +205,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		return nil // a retry of a record load: the queue goes on
 	}
 	if !o.retry && !b.incarnate(ks, o) {
-		return nil
+		return b.repeatDeleted(ctx, ks, o)
 	}
 	d := &pass{b: b, ks: ks, rec: ks.rec, force: force}
 	switch {
@@ -292,6 +292,9 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 		return true
 	}
 	if !ks.live {
+		if ks.rec.EndedAt() != 0 {
+			b.afterTombstone(ks)
+		}
 		if ks.rec.Inc != "" && o.inc != "" && ks.rec.Inc != o.inc {
 			b.restart(ks, o.inc)
 		}
@@ -327,6 +330,10 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 	if err == nil && rec == nil {
 		ks.rec = newRecord(len(b.reg.handlers))
 		ks.saved = true
+		return nil
+	}
+	if err == nil && rec.EndedAt() != 0 {
+		b.loadedTombstone(ks, rec) // tombstone.go
 		return nil
 	}
 	if err != nil {

@@ -94,6 +94,7 @@ type keyExtra struct {
 	behind     map[int]map[string]any // handler index → the state it last handled, while it fails
 	resumeOwed []bool                 // by handler index: a Resume run is owed by this Bus
 	endedInc   string                 // the incarnation whose deletion is finished
+	sinkOwed   bool                   // the deletion was finished by an earlier process: a repeat goes to the DeleteSink
 	loadFails  int                    // consecutive failures to load the record
 	storeFails int                    // consecutive failures to save the record or publish the status
 	storeDue   time.Time              // when the store or sink is tried again after storeFails

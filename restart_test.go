@@ -99,7 +99,7 @@ func TestCorruptRecordIsReportedNotOverwritten(t *testing.T) {
 	if h.count() != 1 {
 		t.Errorf("after repair the handler ran %d times, want 1", h.count())
 	}
-	for _, data := range []string{`not json`, `{"v":5}`, `{"v":3,"ended":true}`, `{"v":3,"related":{"Pod/ns/a":"AAAAAAAAAAAAAAAAAAAAAA"}}`, `{"v":4,"related":{"a":"zz"}}`, `{"v":2,"timers":{"a":{"at":1,"every":1000}}}`, `{"v":3,"timers":{"a":{"at":1,"every":0}}}`, `{"v":2,"extra":1}`, `{"v":2,"fails":{"a":{"on":"zz","n":1}}}`, `{"v":2,"pending":[{"snapshot":"AAAA"}]}`, `{"v":1,"extra":1}`, `{"v":1} {}`, `{"v":1,"slots":{"a":{"level":"bogus"}}}`, `{"v":1,"retries":{"a":-1}}`} {
+	for _, data := range []string{`not json`, `{"v":5}`, `{"v":3,"ended":1700000000000}`, `{"v":3,"related":{"Pod/ns/a":"AAAAAAAAAAAAAAAAAAAAAA"}}`, `{"v":4,"related":{"a":"zz"}}`, `{"v":2,"timers":{"a":{"at":1,"every":1000}}}`, `{"v":3,"timers":{"a":{"at":1,"every":0}}}`, `{"v":2,"extra":1}`, `{"v":2,"fails":{"a":{"on":"zz","n":1}}}`, `{"v":2,"pending":[{"snapshot":"AAAA"}]}`, `{"v":1,"extra":1}`, `{"v":1} {}`, `{"v":1,"slots":{"a":{"level":"bogus"}}}`, `{"v":1,"retries":{"a":-1}}`} {
 		if _, err := decodeRecord(podKey, []byte(data), nil); !errors.Is(err, ErrCorruptRecord) {
 			t.Errorf("decodeRecord(%s) = %v, want ErrCorruptRecord", data, err)
 		}
@@ -252,8 +252,8 @@ func TestDeleteHandlers(t *testing.T) {
 	if deletes.count() != 2 || ev.Type != Delete || ev.New != nil || ev.Old == nil || ev.Object()["kind"] != "Pod" {
 		t.Fatalf("delete events: %d, last %+v", deletes.count(), ev)
 	}
-	if data, _ := store.Load(ctx, podKey); data != nil {
-		t.Errorf("record left after a handled deletion: %s", data)
+	if data, _ := store.Load(ctx, podKey); !isTombstone(data) {
+		t.Errorf("record left after a handled deletion, not a tombstone: %s", data)
 	}
 	if sink.deleted != 1 {
 		t.Errorf("DeleteSink.Deleted called %d times, want 1", sink.deleted)

@@ -299,6 +299,12 @@ func (b *Bus) resumePending(ctx context.Context) error {
 	}
 	for _, key := range keys {
 		rec, err := b.readRecord(ctx, key, b.reg.index)
+		if err == nil && rec != nil && b.expired(rec) {
+			if err := b.dropTombstone(ctx, key); err != nil {
+				b.cfg.log.Warn("opbus: an expired tombstone stays", "key", key.String(), "err", err)
+			}
+			continue
+		}
 		if err == nil && (rec == nil || len(rec.States()) == 0) {
 			continue
 		}

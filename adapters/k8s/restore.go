@@ -94,7 +94,7 @@ func (st *store) noteLoaded(key opbus.Key, id string, data string) {
 	if h.data != "" && h.uid == id {
 		return
 	}
-	if inc := recordInc([]byte(data)); inc != "" && inc != id {
+	if inc, _ := recordInc([]byte(data)); inc != "" && inc != id {
 		return // another object's record, which the bus sets aside
 	}
 	h.uid, h.data, h.pending = id, data, false

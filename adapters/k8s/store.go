@@ -142,7 +142,7 @@ func (st *store) save(ctx context.Context, key opbus.Key, data []byte) error {
 			return err
 		}
 	}
-	inc := recordInc(data)
+	inc, tomb := recordInc(data)
 	if bare(data) {
 		// A record that holds only its incarnation says nothing that no
 		// record does not, for the object of that incarnation: a bus
@@ -169,8 +169,14 @@ func (st *store) save(ctx context.Context, key opbus.Key, data []byte) error {
 	u, err := r.api(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: st.s.name})
 	st.doneSaving(key, err)
-	if inc != "" && isGone(err) {
+	if (inc != "" || tomb) && isGone(err) {
 		st.s.log.Debug("k8s: the object of the record's incarnation is gone; the record is not saved", "key", key.String(), "uid", inc)
+		if tomb {
+			st.forget(key) // as Delete does: nothing more is written for it
+			st.mu.Lock()
+			delete(st.held, key)
+			st.mu.Unlock()
+		}
 		return nil
 	}
 	if err != nil {
@@ -181,7 +187,11 @@ func (st *store) save(ctx context.Context, key opbus.Key, data []byte) error {
 	st.s.refused(ctx, r, key, ReasonRecordRefused, nil)
 	st.remember(key, u.GetResourceVersion(), slices.Clone(data))
 	st.mu.Lock()
-	st.setInc(key, inc)
+	if tomb {
+		delete(st.held, key) // as Delete does: nothing more is written for it
+	} else {
+		st.setInc(key, inc)
+	}
 	st.mu.Unlock()
 	if r.mode == StatusConditions {
 		st.s.sink.observed(ctx, r, key, inc, data)
@@ -253,15 +263,17 @@ func (st *store) setInc(key opbus.Key, inc string) {
 }
 
 // recordInc returns the incarnation a record is of: its "inc" member, ""
-// if it has none or cannot be read.
-func recordInc(data []byte) string {
+// if it has none or cannot be read; and whether it is a tombstone, the
+// record a finished deletion leaves (its "ended" member).
+func recordInc(data []byte) (inc string, tombstone bool) {
 	var rec struct {
-		Inc string `json:"inc"`
+		Inc   string `json:"inc"`
+		Ended int64  `json:"ended"`
 	}
 	if json.Unmarshal(data, &rec) != nil {
-		return ""
+		return "", false
 	}
-	return rec.Inc
+	return rec.Inc, rec.Ended != 0
 }
 
 // bare reports whether a record holds nothing but its version and its

@@ -89,7 +89,7 @@ func TestRecordIncAndBare(t *testing.T) {
 		{`{"v":2,"inc":"u1","digests":{"h":"x"}}`, "u1", false},
 		{`not json`, "", false},
 	} {
-		if got := recordInc([]byte(tc.data)); got != tc.inc {
+		if got, _ := recordInc([]byte(tc.data)); got != tc.inc {
 			t.Errorf("recordInc(%s): got %q, want %q", tc.data, got, tc.inc)
 		}
 		if got := bare([]byte(tc.data)); got != tc.bare {

@@ -43,7 +43,7 @@ func (st *store) SaveStatus(ctx context.Context, to opbus.StatusSink, key opbus.
 	if err != nil {
 		return false, nil
 	}
-	inc := recordInc(data)
+	inc, _ := recordInc(data)
 	if inc == "" || inc != uid(obj) || bare(data) {
 		return false, nil
 	}

@@ -168,7 +168,7 @@ func entries(t *testing.T) []entry {
 		{"stored record", "not JSON", func() error { return dispatchOn(storeWith("{oops")) },
 			"opbus: stored record of Pod default/web: not a record: invalid character 'o' looking for beginning of object key string"},
 		{"stored record", `{"v":9}`, func() error { return dispatchOn(storeWith(`{"v":9}`)) },
-			"opbus: stored record of Pod default/web: unknown version 9: this build reads versions 1 to 3"},
+			"opbus: stored record of Pod default/web: unknown version 9: this build reads versions 1 to 4"},
 		{"document", "nil", func() error {
 			b, _ := opbus.New(nil)
 			return b.Observe(ctx, opbus.Key{Kind: "Pod", Namespace: "default", Name: "web"}, nil)
