@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // Document returns the JSON form of v as a document the bus takes: it is
@@ -37,38 +39,8 @@ func Document(v any) (map[string]any, error) {
 	if !ok {
 		return nil, fmt.Errorf("opbus: document of %T: its JSON form is %s, not an object: a document is a JSON object", v, jsonKind(out))
 	}
-	plainNumbers(m)
+	jsonvalue.PlainNumbers(m)
 	return m, nil
-}
-
-// plainNumbers replaces, in place, each json.Number in v with an int64 when
-// it is an integer that fits (a uint64 past the int64 range; a longer
-// integer stays a json.Number), else a float64 when it fits one.
-func plainNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = plainNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = plainNumbers(e)
-		}
-	case json.Number:
-		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return i
-		}
-		if u, err := strconv.ParseUint(string(x), 10, 64); err == nil {
-			return u
-		}
-		if _, ok := bigInteger(string(x)); ok {
-			return x // an integer past uint64: exact, as float64 would not be
-		}
-		if f, err := strconv.ParseFloat(string(x), 64); err == nil {
-			return f
-		}
-	}
-	return v
 }
 
 func jsonKind(v any) string {
@@ -173,25 +145,25 @@ func decodeKind(v any, at Path, out any) error {
 		rv.SetBool(b)
 		return nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, ok := asNumber(v)
+		n, ok := jsonvalue.AsNumber(v)
 		switch {
 		case !ok:
 			return mismatch(v, at, t.String(), "")
-		case !n.isInt && n.f != math.Trunc(n.f):
+		case !n.IsInt && n.F != math.Trunc(n.F):
 			return mismatch(v, at, t.String(), "not a whole number")
-		case !n.isInt || rv.OverflowInt(n.i):
+		case !n.IsInt || rv.OverflowInt(n.I):
 			return mismatch(v, at, t.String(), "out of its range")
 		}
-		rv.SetInt(n.i)
+		rv.SetInt(n.I)
 		return nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return decodeUint(v, at, rv)
 	case reflect.Float32, reflect.Float64:
-		n, ok := asNumber(v)
+		n, ok := jsonvalue.AsNumber(v)
 		if !ok {
 			return mismatch(v, at, t.String(), "")
 		}
-		f := n.float()
+		f := n.Float()
 		if math.IsInf(f, 0) || rv.OverflowFloat(f) {
 			return mismatch(v, at, t.String(), "out of its range")
 		}
@@ -210,20 +182,20 @@ func decodeKind(v any, at Path, out any) error {
 // its range.
 func decodeUint(v any, at Path, rv reflect.Value) error {
 	t := rv.Type()
-	n, ok := asNumber(v)
+	n, ok := jsonvalue.AsNumber(v)
 	if !ok {
 		return mismatch(v, at, t.String(), "")
 	}
 	var u uint64
 	switch {
-	case n.isInt && n.i >= 0:
-		u = uint64(n.i)
-	case n.big != "":
+	case n.IsInt && n.I >= 0:
+		u = uint64(n.I)
+	case n.Big != "":
 		var err error
-		if u, err = strconv.ParseUint(n.big, 10, 64); err != nil {
+		if u, err = strconv.ParseUint(n.Big, 10, 64); err != nil {
 			return mismatch(v, at, t.String(), "out of its range")
 		}
-	case !n.isInt && n.f != math.Trunc(n.f):
+	case !n.IsInt && n.F != math.Trunc(n.F):
 		return mismatch(v, at, t.String(), "not a whole number")
 	default:
 		return mismatch(v, at, t.String(), "out of its range")
@@ -351,7 +323,7 @@ func describe(v any) string {
 	case json.Number:
 		return "json.Number " + string(x)
 	}
-	if _, ok := asNumber(v); ok {
+	if _, ok := jsonvalue.AsNumber(v); ok {
 		return fmt.Sprintf("%T %v", v, v)
 	}
 	return fmt.Sprintf("%T", v)

@@ -6,9 +6,10 @@ import (
 	"maps"
 	"math/bits"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // Op is the kind of a [Change], in kopf's vocabulary.
@@ -325,8 +326,8 @@ func (w *walker) diffKeyed(a, b any, mask uint64, listKey string) {
 			return
 		}
 	default:
-		if kindOf(b) != kindMap && kindOf(b) != kindList && Equal(a, b) {
-			if w.check && !plain(b, 0) {
+		if jsonvalue.KindOf(b) != jsonvalue.KindMap && jsonvalue.KindOf(b) != jsonvalue.KindList && Equal(a, b) {
+			if w.check && !jsonvalue.Plain(b, 0) {
 				w.bad = true
 			}
 			return
@@ -365,7 +366,7 @@ func (w *walker) diffMap(a, b map[string]any, mask uint64) {
 				}
 			case []any:
 			default:
-				if sameScalar(av, bv) {
+				if jsonvalue.SameScalar(av, bv) {
 					continue
 				}
 			}
@@ -478,7 +479,7 @@ func (w *walker) diffList(a, b []any, mask uint64) {
 			}
 		case []any:
 		default:
-			if sameScalar(x, b[i]) {
+			if jsonvalue.SameScalar(x, b[i]) {
 				continue
 			}
 		}
@@ -541,13 +542,13 @@ func (w *walker) diffKeyedList(a, b []any, mask uint64, field string) bool {
 	}
 	// Fast path, allocation-free: same keys in the same order, which is the
 	// common case. Keys are formatted only for elements that differ.
-	if len(a) == len(b) && sameDistinctKeys(a, b, field) {
+	if len(a) == len(b) && jsonvalue.SameDistinctKeys(a, b, field) {
 		start, spanStart := len(w.out), len(w.span)
 		for i := first; i < len(a); i++ {
 			if i > first && w.equal(a[i], b[i]) {
 				continue // (a[first] and b[first] differ: the loop above stopped there)
 			}
-			k, _ := elementKey(a[i], field)
+			k, _ := jsonvalue.ElementKey(a[i], field)
 			from := len(w.out)
 			w.keyedElement(k, field, a[i], b[i], true, true, mask)
 			w.record(k, from)
@@ -555,20 +556,20 @@ func (w *walker) diffKeyedList(a, b []any, mask uint64, field string) bool {
 		w.sortSpans(start, spanStart)
 		return true
 	}
-	if !keyable(a, field) || !keyable(b, field) {
+	if !jsonvalue.Keyable(a, field) || !jsonvalue.Keyable(b, field) {
 		return false
 	}
-	ia, ok := keyIndex(a, field)
+	ia, ok := jsonvalue.KeyIndex(a, field)
 	if !ok {
 		return false
 	}
-	ib, ok := keyIndex(b, field)
+	ib, ok := jsonvalue.KeyIndex(b, field)
 	if !ok {
 		return false
 	}
 	start, spanStart := len(w.out), len(w.span)
 	for _, ea := range a {
-		k, _ := elementKey(ea, field)
+		k, _ := jsonvalue.ElementKey(ea, field)
 		from := len(w.out)
 		j, inB := ib[k]
 		if inB {
@@ -579,7 +580,7 @@ func (w *walker) diffKeyedList(a, b []any, mask uint64, field string) bool {
 		w.record(k, from)
 	}
 	for _, eb := range b {
-		k, _ := elementKey(eb, field)
+		k, _ := jsonvalue.ElementKey(eb, field)
 		if _, inA := ia[k]; inA {
 			continue
 		}
@@ -607,127 +608,6 @@ func (w *walker) keyedElement(k, field string, a, b any, inA, inB bool, mask uin
 		w.emit(OpAdd, nil, b, next, sub)
 	}
 	w.path = w.path[:len(w.path)-1]
-}
-
-// rawKey returns the scalar value of field in a list element.
-func rawKey(e any, field string) (any, bool) {
-	m, ok := e.(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	switch k := kindOf(m[field]); k {
-	case kindString, kindNumber, kindBool:
-		return m[field], true
-	}
-	return nil, false
-}
-
-// keyable reports whether every element of l has a scalar key.
-func keyable(l []any, field string) bool {
-	for _, e := range l {
-		if _, ok := rawKey(e, field); !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// sameKeys reports whether a and b, of equal length, have scalar keys that
-// are pairwise equal.
-func sameKeys(a, b []any, field string) bool {
-	for i := range a {
-		ka, oka := rawKey(a[i], field)
-		kb, okb := rawKey(b[i], field)
-		if !oka || !okb || !Equal(ka, kb) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameDistinctKeys reports whether a and b, of equal length, have scalar
-// keys that are pairwise equal and, in a, distinct: sameKeys and not
-// hasDuplicateKeys, reading each key once for the usual short lists (the
-// profile of bench BenchmarkDispatch showed the duplicate check reading
-// every pair's keys again).
-func sameDistinctKeys(a, b []any, field string) bool {
-	if len(a) > 8 {
-		return sameKeys(a, b, field) && !hasDuplicateKeys(a, field)
-	}
-	var buf [8]any
-	keys := buf[:0]
-	for i := range a {
-		ka, oka := rawKey(a[i], field)
-		kb, okb := rawKey(b[i], field)
-		if !oka || !okb || !Equal(ka, kb) {
-			return false
-		}
-		for _, k := range keys {
-			if Equal(k, ka) {
-				return false
-			}
-		}
-		keys = append(keys, ka)
-	}
-	return true
-}
-
-// elementKey returns the value of field in a list element, as text.
-func elementKey(e any, field string) (string, bool) {
-	m, ok := e.(map[string]any)
-	if !ok {
-		return "", false
-	}
-	switch v := m[field].(type) {
-	case string:
-		return v, true
-	case bool:
-		return strconv.FormatBool(v), true
-	case nil:
-		return "", false
-	default:
-		n, ok := asNumber(v)
-		if !ok {
-			return "", false
-		}
-		return n.text(), true
-	}
-}
-
-func hasDuplicateKeys(l []any, field string) bool {
-	if len(l) < 2 {
-		return false
-	}
-	if len(l) <= 8 { // quadratic but allocation-free for the usual short lists
-		for i := range l {
-			ki, _ := rawKey(l[i], field)
-			for j := i + 1; j < len(l); j++ {
-				if kj, _ := rawKey(l[j], field); Equal(ki, kj) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	_, ok := keyIndex(l, field)
-	return !ok
-}
-
-// keyIndex maps each element's key to its index; it fails on a missing,
-// non-scalar or duplicate key.
-func keyIndex(l []any, field string) (map[string]int, bool) {
-	idx := make(map[string]int, len(l))
-	for i, e := range l {
-		k, ok := elementKey(e, field)
-		if !ok {
-			return nil, false
-		}
-		if _, dup := idx[k]; dup {
-			return nil, false
-		}
-		idx[k] = i
-	}
-	return idx, true
 }
 
 // strip returns v without the content that the ignore patterns alive in
@@ -778,7 +658,7 @@ func (c *Comparer) strip(v any, mask uint64, depth int, listKey string) (any, bo
 // elements are named by listKey, if it has one.
 func elementSegment(e any, i int, listKey string) Segment {
 	if listKey != "" {
-		if k, ok := elementKey(e, listKey); ok {
+		if k, ok := jsonvalue.ElementKey(e, listKey); ok {
 			return Segment{Kind: SegMatch, Key: listKey, Value: k}
 		}
 	}
@@ -827,27 +707,4 @@ func (c *Comparer) stripped(obj map[string]any) map[string]any {
 	}
 	m, _ := v.(map[string]any)
 	return m
-}
-
-// sameScalar reports whether a and b are equal strings, bools, float64s,
-// int64s or nils: a cheap test that settles most map entries and list
-// elements before any path bookkeeping. False means "not settled here".
-func sameScalar(a, b any) bool {
-	switch x := a.(type) {
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case float64:
-		y, ok := b.(float64)
-		return ok && x == y
-	case int64:
-		y, ok := b.(int64)
-		return ok && x == y
-	case nil:
-		return b == nil
-	}
-	return false
 }

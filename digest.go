@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // digest identifies a subscribed value: the first 128 bits of the SHA-256
@@ -175,17 +177,17 @@ func (e *encoder) value(v any, mask uint64, listKey string) error {
 	case []any:
 		return e.list(x, mask, listKey)
 	default:
-		n, ok := asNumber(v)
-		if !ok || math.IsNaN(n.f) || math.IsInf(n.f, 0) {
+		n, ok := jsonvalue.AsNumber(v)
+		if !ok || !n.Finite() {
 			return validate(v, e.path)
 		}
-		if n.big != "" {
+		if n.Big != "" {
 			e.buf = append(e.buf, 'I')
-			e.str(n.big)
-		} else if n.isInt {
-			e.buf = binary.BigEndian.AppendUint64(append(e.buf, 'i'), uint64(n.i))
+			e.str(n.Big)
+		} else if n.IsInt {
+			e.buf = binary.BigEndian.AppendUint64(append(e.buf, 'i'), uint64(n.I))
 		} else {
-			e.buf = binary.BigEndian.AppendUint64(append(e.buf, 'd'), math.Float64bits(n.f))
+			e.buf = binary.BigEndian.AppendUint64(append(e.buf, 'd'), math.Float64bits(n.F))
 		}
 	}
 	return nil
@@ -232,10 +234,10 @@ func (e *encoder) list(l []any, mask uint64, listKey string) error {
 		e.idx = append(e.idx, i)
 	}
 	order := e.idx[base:]
-	if listKey != "" && len(l) > 1 && keyable(l, listKey) && !hasDuplicateKeys(l, listKey) {
+	if listKey != "" && len(l) > 1 && jsonvalue.Keyable(l, listKey) && !jsonvalue.HasDuplicateKeys(l, listKey) {
 		slices.SortFunc(order, func(a, b int) int {
-			ka, _ := elementKey(l[a], listKey)
-			kb, _ := elementKey(l[b], listKey)
+			ka, _ := jsonvalue.ElementKey(l[a], listKey)
+			kb, _ := jsonvalue.ElementKey(l[b], listKey)
 			return strings.Compare(ka, kb)
 		})
 	}
@@ -243,7 +245,7 @@ func (e *encoder) list(l []any, mask uint64, listKey string) error {
 	for _, i := range order {
 		seg := ListIndex(i)
 		if listKey != "" {
-			if k, ok := elementKey(l[i], listKey); ok {
+			if k, ok := jsonvalue.ElementKey(l[i], listKey); ok {
 				seg = Segment{Kind: SegMatch, Key: listKey, Value: k}
 			}
 		}
@@ -275,7 +277,7 @@ func (c *Comparer) keyed(root any, p Path) Path {
 	for i, s := range p {
 		if s.Kind == SegIndex && field != "" {
 			if l, ok := v.([]any); ok && s.Index < len(l) {
-				if k, ok := elementKey(l[s.Index], field); ok {
+				if k, ok := jsonvalue.ElementKey(l[s.Index], field); ok {
 					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
 				}
 			}

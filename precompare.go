@@ -3,6 +3,8 @@ package opbus
 import (
 	"reflect"
 	"slices"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // A preDiff is what Observe found comparing a state with the one observed
@@ -88,7 +90,7 @@ func (c *Comparer) plainOutside(m map[string]any, t *keyTree, mask uint64, depth
 
 // equal is Equal for the walker: in a checking walk (precompare) it also
 // requires b to hold only what plain accepts.
-func (w *walker) equal(a, b any) bool { return equalValues(a, b, w.check, len(w.path)) }
+func (w *walker) equal(a, b any) bool { return jsonvalue.EqualAt(a, b, w.check, len(w.path)) }
 
 // sameMap reports whether a and b are the same map, not only equal ones.
 func sameMap(a, b map[string]any) bool {

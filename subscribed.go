@@ -2,6 +2,8 @@ package opbus
 
 import (
 	"slices"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // subscribed is what the handlers of one kind read of its objects: the
@@ -173,7 +175,7 @@ func (w *walker) within(a, b map[string]any, t *keyTree, mask uint64) bool {
 		case inA != inB:
 			w.emit(OpAdd, nil, bv, next, field)
 		case sub == nil:
-			if !sameScalar(av, bv) {
+			if !jsonvalue.SameScalar(av, bv) {
 				w.diffKeyed(av, bv, next, field)
 			}
 		default:

@@ -2,6 +2,8 @@ package opbus
 
 import (
 	"slices"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // Touches reports whether any change of d affects the subtree that the
@@ -349,10 +351,10 @@ func (c *Comparer) named(root any, f, at Path, unique map[*any]bool) Path {
 			if l, ok := v.([]any); ok && s.Index < len(l) {
 				u, known := unique[&l[0]]
 				if !known {
-					u = keyable(l, field) && !hasDuplicateKeys(l, field)
+					u = jsonvalue.Keyable(l, field) && !jsonvalue.HasDuplicateKeys(l, field)
 					unique[&l[0]] = u
 				}
-				if k, ok := elementKey(l[s.Index], field); ok && u {
+				if k, ok := jsonvalue.ElementKey(l[s.Index], field); ok && u {
 					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
 				}
 			}
