@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/opbus/opbus/internal/jsondiff"
 )
 
 // obj decodes JSON with encoding/json's defaults (numbers as float64).
@@ -207,7 +209,7 @@ func TestNewComparerErrors(t *testing.T) {
 			t.Errorf("NewComparer(%+v): got %v, want an opbus error", opts, err)
 		}
 	}
-	many := make([]string, maxPatterns+1)
+	many := make([]string, jsondiff.MaxPatterns+1)
 	for i := range many {
 		many[i] = "a.b" + strings.Repeat("c", i)
 	}

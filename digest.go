@@ -71,7 +71,7 @@ func digestWrites(cmp *Comparer, obj any, fields []Path, rev string, writes []Pa
 	}
 	if len(fields) == 0 {
 		e.buf = append(e.buf, 'W') // the whole object
-		if err := e.value(obj, cmp.all, ""); err != nil {
+		if err := e.value(obj, cmp.m.All(), ""); err != nil {
 			return digest{}, err
 		}
 	}
@@ -94,7 +94,7 @@ func (e *encoder) field(obj any, f Path) error {
 	if !f.isPattern() {
 		v, ok := lookup(obj, f)
 		mask, ignored, field := e.cmp.at(f)
-		if !ok || ignored || e.cmp.hollow(v, mask, len(f), field) {
+		if !ok || ignored || e.cmp.m.Hollow(v, mask, len(f), field) {
 			e.buf = append(e.buf, 'A') // absent
 			return nil
 		}
@@ -207,10 +207,10 @@ func (e *encoder) object(m map[string]any, mask uint64) error {
 		next, ignored, field := uint64(0), false, ""
 		if mask != 0 {
 			next, ignored, field = e.cmp.step(mask, depth, MapKey(k))
-		} else if _, list := v.([]any); list && e.cmp.anyDepth != nil {
-			field = e.cmp.anyDepth[k] // only a list needs its key
+		} else if _, list := v.([]any); list {
+			field = e.cmp.m.ListKey(k) // only a list needs its key
 		}
-		if ignored || (next&e.cmp.ignores != 0 && e.cmp.hollow(v, next, depth+1, field)) {
+		if ignored || (next&e.cmp.m.Ignores() != 0 && e.cmp.m.Hollow(v, next, depth+1, field)) {
 			continue
 		}
 		e.buf = append(e.buf, 'k')
@@ -253,7 +253,7 @@ func (e *encoder) list(l []any, mask uint64, listKey string) error {
 		if mask != 0 { // else no pattern applies: list keys by name are for map keys
 			next, ignored, field = e.cmp.step(mask, depth, seg)
 		}
-		if ignored || (next&e.cmp.ignores != 0 && e.cmp.hollow(l[i], next, depth+1, field)) {
+		if ignored || (next&e.cmp.m.Ignores() != 0 && e.cmp.m.Hollow(l[i], next, depth+1, field)) {
 			continue
 		}
 		e.path = append(e.path, seg)
@@ -273,7 +273,7 @@ func (e *encoder) list(l []any, mask uint64, listKey string) error {
 // depend on the position of an element whose list's order is no change.
 func (c *Comparer) keyed(root any, p Path) Path {
 	out := slices.Clone(p)
-	mask, field, v := c.all, "", root
+	mask, field, v := c.m.All(), "", root
 	for i, s := range p {
 		if s.Kind == SegIndex && field != "" {
 			if l, ok := v.([]any); ok && s.Index < len(l) {

@@ -91,7 +91,7 @@ func TestPrecompare(t *testing.T) {
 		}
 		c := cmps[(i/2)%len(cmps)]
 		set, tree := randomRoots(r, roots, 8)
-		isPlain := c.plain(new, c.all, 0, "")
+		isPlain := c.m.Plain(new, c.m.All(), 0, "")
 		want, wantOK := c.compareIn(old, new, tree)
 		got, ok := c.precompare(old, new, tree)
 		if !isPlain {

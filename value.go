@@ -53,36 +53,10 @@ func (c *Comparer) admitDocument(obj map[string]any) (map[string]any, error) {
 	if obj == nil {
 		return nil, errors.New("opbus: document is nil: expected a map[string]any, empty for an object with no fields")
 	}
-	if c.plain(obj, c.all, 0, "") {
+	if c.m.Plain(obj, c.m.All(), 0, "") {
 		return obj, nil
 	}
 	return canonicalDocument(obj)
-}
-
-// plain is the package's plain that skips the paths c ignores.
-func (c *Comparer) plain(v any, mask uint64, depth int, listKey string) bool {
-	if mask&c.ignores == 0 {
-		return jsonvalue.Plain(v, depth)
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			next, ignored, field := c.step(mask, depth, MapKey(k))
-			if !ignored && !c.plain(e, next, depth+1, field) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		for i, e := range x {
-			next, ignored, field := c.step(mask, depth, elementSegment(e, i, listKey))
-			if !ignored && !c.plain(e, next, depth+1, field) {
-				return false
-			}
-		}
-		return true
-	}
-	return jsonvalue.Plain(v, depth)
 }
 
 func validate(v any, at Path) error {
