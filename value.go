@@ -1,11 +1,11 @@
 package opbus
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/opbus/opbus/internal/canonical"
 	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
@@ -36,7 +36,7 @@ func validDocument(v any) error {
 const maxNesting = jsonvalue.MaxNesting
 
 // shownPrefix is how many segments of a too-deep path an error names.
-const shownPrefix = 8
+const shownPrefix = canonical.ShownPrefix
 
 // admitDocument returns obj as it enters the bus as an object's state: a
 // non-nil map holding only JSON-like values, nested at most maxNesting
@@ -60,39 +60,8 @@ func (c *Comparer) admitDocument(obj map[string]any) (map[string]any, error) {
 }
 
 func validate(v any, at Path) error {
-	if len(at) > maxNesting {
-		// Value is left nil: printing a value that contains itself would
-		// not end.
-		return &ValueError{Path: clonePath(at[:shownPrefix]),
-			Reason: fmt.Sprintf("nested deeper than %d levels (a value that contains itself?)", maxNesting)}
-	}
-	switch x := v.(type) {
-	case nil, bool, string:
-		return nil
-	case map[string]any:
-		for k, e := range x {
-			if err := validate(e, append(at, MapKey(k))); err != nil {
-				return err
-			}
-		}
-		return nil
-	case []any:
-		for i, e := range x {
-			if err := validate(e, append(at, ListIndex(i))); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	n, ok := jsonvalue.AsNumber(v)
-	if !ok {
-		if _, isNum := v.(json.Number); isNum {
-			return &ValueError{Path: clonePath(at), Value: v, Reason: "not a valid JSON number"}
-		}
-		return &ValueError{Path: clonePath(at), Value: v, Reason: fmt.Sprintf("unsupported type %T: expected map[string]any, []any, string, bool, nil or a number", v)}
-	}
-	if !n.Finite() {
-		return &ValueError{Path: clonePath(at), Value: v, Reason: "not a finite number: JSON has no NaN or infinity"}
+	if err := canonical.Validate(v, at.syntax()); err != nil {
+		return valueError(err)
 	}
 	return nil
 }
