@@ -2,6 +2,8 @@ package opbus
 
 import (
 	"fmt"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // apply returns old with the changes of d applied, leaving old untouched:
@@ -72,7 +74,7 @@ func applyAt(v any, p Path, c Change) (any, error) {
 			i = s.Index
 		} else {
 			for j, e := range l {
-				if k, ok := elementKey(e, s.Key); ok && k == s.Value {
+				if k, ok := jsonvalue.ElementKey(e, s.Key); ok && k == s.Value {
 					i = j
 					break
 				}

@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/bits"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/opbus/opbus/internal/jsondiff"
+	"github.com/opbus/opbus/internal/pathsyntax"
 )
 
 // Op is the kind of a [Change], in kopf's vocabulary.
@@ -88,17 +89,12 @@ type CompareOptions struct {
 	ListKeys map[string]string
 }
 
-// maxPatterns bounds the anchored patterns of one Comparer: a walk tracks the
-// patterns still alive below a node in one 64-bit mask.
-const maxPatterns = 64
-
 // Comparer computes diffs with fixed settings. Build it once with
 // [NewComparer]; it is safe for concurrent use.
 type Comparer struct {
-	patterns []pattern
+	patterns []pattern         // as written: for the checks of registration and reorderable
 	anyDepth map[string]string // list keys by the key holding the list
-	all      uint64            // mask with a bit for every pattern
-	ignores  uint64            // mask with a bit for every ignore pattern
+	m        jsondiff.Patterns // compiled, for the walks
 }
 
 type pattern struct {
@@ -139,20 +135,24 @@ func NewComparer(opts *CompareOptions) (*Comparer, error) {
 		}
 		c.patterns = append(c.patterns, pattern{path: p, field: field})
 	}
-	if len(c.patterns) > maxPatterns {
-		return nil, fmt.Errorf("opbus: %d ignored and list-key paths: at most %d are supported", len(c.patterns), maxPatterns)
+	if len(c.patterns) > jsondiff.MaxPatterns {
+		return nil, fmt.Errorf("opbus: %d ignored and list-key paths: at most %d are supported", len(c.patterns), jsondiff.MaxPatterns)
 	}
-	if n := len(c.patterns); n == maxPatterns {
-		c.all = ^uint64(0)
-	} else {
-		c.all = 1<<n - 1
-	}
+	compiled := make([]jsondiff.Pattern, len(c.patterns))
 	for i, p := range c.patterns {
-		if p.ignore {
-			c.ignores |= 1 << i
-		}
+		compiled[i] = jsondiff.Pattern{Path: p.path.syntax(), Ignore: p.ignore, Field: p.field}
 	}
+	c.m = jsondiff.NewPatterns(compiled, c.anyDepth)
 	return c, nil
+}
+
+// syntax returns p in the path syntax's plain form.
+func (p Path) syntax() []pathsyntax.Segment {
+	out := make([]pathsyntax.Segment, len(p))
+	for i, s := range p {
+		out[i] = s.syntax()
+	}
+	return out
 }
 
 // ignoresAll reports whether every path the pattern p stands for is
@@ -191,106 +191,38 @@ func Compare(old, new any) Diff {
 // ([validDocument] reports them). Equal inputs allocate nothing; allocation grows
 // with the number of changes, not with the size of the objects.
 func (c *Comparer) Compare(old, new any) Diff {
-	w := walkers.Get().(*walker)
-	w.c = c
-	w.diff(old, new, c.all)
-	out := w.out
-	w.reset()
+	w := walkers.Get().(*jsondiff.Walker[Change])
+	out := w.Compare(&c.m, old, new)
 	walkers.Put(w)
 	return out
 }
 
-var walkers = sync.Pool{New: func() any { return &walker{path: make(Path, 0, 32)} }}
+// walkers holds the walkers of internal/jsondiff, which build each change
+// as a Change with newChange.
+var walkers = sync.Pool{New: func() any { return jsondiff.NewWalker(newChange) }}
 
-// walker holds the state of one Compare: the path from the root to the
-// current node and the changes found so far.
-type walker struct {
-	c    *Comparer
-	path Path
-	out  Diff
-	tmp  Diff   // scratch for reordering sibling changes
-	span []span // scratch for sibling spans
-	// check makes the walk also check the new side as admission does
-	// (precompare); bad records that it holds a value admission would
-	// convert or report.
-	check, bad bool
-}
+// ops are the Ops of internal/jsondiff's.
+var ops = [...]Op{jsondiff.Add: OpAdd, jsondiff.Change: OpChange, jsondiff.Remove: OpRemove}
 
-// span is the run out[from:to] of changes below one map key or list element.
-type span struct {
-	key      string
-	from, to int
-}
-
-func (w *walker) reset() {
-	w.c = nil
-	w.out = nil
-	w.path = w.path[:0]
-	clear(w.tmp[:cap(w.tmp)])
-	w.tmp = w.tmp[:0]
-	w.span = w.span[:0]
-	w.check, w.bad = false, false
-}
-
-// emit records a change at the current path; mask is the pattern state
-// there. Ignored content is left out of the values, and a container whose
-// content is all ignored counts as absent, so a map that appears only to
-// hold the library's own annotation is no change.
-func (w *walker) emit(op Op, old, new any, mask uint64, listKey string) {
-	if w.check && op != OpRemove && !w.c.plain(new, mask, len(w.path), listKey) {
-		w.bad = true
+// newChange builds the change op at the path at from old to new, with a
+// Path of its own.
+func newChange(op jsondiff.Op, at []pathsyntax.Segment, old, new any) Change {
+	p := make(Path, len(at))
+	for i, s := range at {
+		p[i] = fromSyntax(s)
 	}
-	if mask&w.c.ignores != 0 {
-		var inOld, inNew bool
-		old, inOld = w.c.strip(old, mask, len(w.path), listKey)
-		new, inNew = w.c.strip(new, mask, len(w.path), listKey)
-		switch {
-		case op == OpAdd && !inNew, op == OpRemove && !inOld, op == OpChange && !inOld && !inNew:
-			return
-		case op == OpChange && !inOld:
-			op, old = OpAdd, nil
-		case op == OpChange && !inNew:
-			op, new = OpRemove, nil
-		}
-	}
-	p := make(Path, len(w.path))
-	copy(p, w.path)
-	w.out = append(w.out, Change{Op: op, Path: p, Old: old, New: new})
-}
-
-// child returns the pattern mask below segment s of the current path and
-// what the patterns say of that child: ignored, or a list key field.
-func (w *walker) child(mask uint64, s Segment) (next uint64, ignored bool, field string) {
-	return w.c.step(mask, len(w.path), s)
+	return Change{Op: ops[op], Path: p, Old: old, New: new}
 }
 
 // step moves the pattern mask from a node at depth to its child at segment
 // s, and reports whether the child is ignored or holds a keyed list.
 func (c *Comparer) step(mask uint64, depth int, s Segment) (next uint64, ignored bool, field string) {
-	for m := mask; m != 0; m &= m - 1 {
-		i := bits.TrailingZeros64(m)
-		pt := &c.patterns[i]
-		if !pt.path[depth].matches(s) {
-			continue
-		}
-		if len(pt.path) == depth+1 {
-			if pt.ignore {
-				return 0, true, ""
-			}
-			field = pt.field
-			continue
-		}
-		next |= 1 << i
-	}
-	if field == "" && c.anyDepth != nil && s.Kind == SegKey {
-		field = c.anyDepth[s.Key]
-	}
-	return next, false, field
+	return c.m.Step(mask, depth, s.syntax())
 }
 
 // at returns the pattern state at the concrete path p.
 func (c *Comparer) at(p Path) (mask uint64, ignored bool, field string) {
-	mask = c.all
+	mask = c.m.All()
 	for i, s := range p {
 		if mask, ignored, field = c.step(mask, i, s); ignored {
 			return 0, true, ""
@@ -299,555 +231,13 @@ func (c *Comparer) at(p Path) (mask uint64, ignored bool, field string) {
 	return mask, false, field
 }
 
-func (w *walker) diff(a, b any, mask uint64) {
-	w.diffKeyed(a, b, mask, "")
-}
-
-func (w *walker) diffKeyed(a, b any, mask uint64, listKey string) {
-	switch x := a.(type) {
-	case map[string]any:
-		if y, ok := b.(map[string]any); ok {
-			w.diffMap(x, y, mask)
-			return
-		}
-	case []any:
-		if y, ok := b.([]any); ok {
-			if listKey != "" && w.diffKeyedList(x, y, mask, listKey) {
-				return
-			}
-			if w.check && listKey != "" && mask&w.c.ignores != 0 && !w.c.plain(y, mask, len(w.path), listKey) {
-				// Admission names the elements of a list it cannot key by
-				// their keys where they have one, the walk below by index:
-				// what each ignores may differ, so admission's check it is.
-				w.bad = true
-			}
-			w.diffList(x, y, mask)
-			return
-		}
-	default:
-		if kindOf(b) != kindMap && kindOf(b) != kindList && Equal(a, b) {
-			if w.check && !plain(b, 0) {
-				w.bad = true
-			}
-			return
-		}
-	}
-	w.emit(OpChange, a, b, mask, listKey)
-}
-
-func (w *walker) diffMap(a, b map[string]any, mask uint64) {
-	start := len(w.out)
-	spanStart := len(w.span)
-	shared := 0
-	depth := len(w.path) // the level of a's keys in w.path
-	pushed := false
-	for k, av := range a {
-		bv, inB := b[k]
-		// Two maps under the key recurse straight into diffMap (one type
-		// switch per entry, not three: a profile of Compare on equal Pods).
-		var am, bm map[string]any
-		if inB {
-			shared++
-			// The common case, decided without a path step: equal
-			// strings (most of an object's leaves, tested inline), or
-			// other equal scalars.
-			switch x := av.(type) {
-			case string:
-				if y, ok := bv.(string); ok && x == y {
-					continue
-				}
-			case map[string]any:
-				if y, ok := bv.(map[string]any); ok {
-					if len(x) == 0 && len(y) == 0 {
-						continue // equal, with nothing to walk: a third of a Pod's maps
-					}
-					am, bm = x, y
-				}
-			case []any:
-			default:
-				if sameScalar(av, bv) {
-					continue
-				}
-			}
-		}
-		var next uint64
-		var ignored bool
-		var field string
-		if mask != 0 {
-			next, ignored, field = w.c.step(mask, depth, MapKey(k))
-		} else if w.c.anyDepth != nil {
-			// No anchored pattern is alive: only a list key by name
-			// may apply, and only a list needs one (diffKeyed and emit
-			// read it for nothing else when no pattern is alive).
-			if _, ok := av.([]any); ok {
-				field = w.c.anyDepth[k]
-			}
-		}
-		if ignored {
-			continue
-		}
-		from := len(w.out)
-		if !pushed {
-			// One level for every key of a, pushed once: rewriting its
-			// key is cheaper than a push and a pop per key.
-			w.path, pushed = append(w.path, MapKey(k)), true
-		}
-		w.path[depth].Key = k
-		switch {
-		case am != nil:
-			w.diffMap(am, bm, next)
-		case !inB:
-			w.emit(OpRemove, av, nil, next, field)
-		default:
-			w.diffKeyed(av, bv, next, field)
-		}
-		if len(w.out) > from {
-			w.record(k, from)
-		}
-	}
-	if pushed {
-		w.path = w.path[:depth]
-	}
-	if shared < len(b) {
-		w.diffAdded(a, b, mask)
-	}
-	w.sortSpans(start, spanStart)
-}
-
-// diffAdded emits the keys of b that a lacks, for diffMap.
-func (w *walker) diffAdded(a, b map[string]any, mask uint64) {
-	for k, bv := range b {
-		if _, inA := a[k]; inA {
-			continue
-		}
-		next, ignored, field := w.child(mask, MapKey(k))
-		if ignored {
-			continue
-		}
-		from := len(w.out)
-		w.path = append(w.path, MapKey(k))
-		w.emit(OpAdd, nil, bv, next, field)
-		w.path = w.path[:len(w.path)-1]
-		w.span = append(w.span, span{key: k, from: from, to: len(w.out)})
-	}
-}
-
-// record notes that out[from:] holds the changes below sibling k, if any.
-func (w *walker) record(k string, from int) {
-	if len(w.out) > from {
-		w.span = append(w.span, span{key: k, from: from, to: len(w.out)})
-	}
-}
-
-// sortSpans puts the sibling runs recorded since spanStart in key order.
-// Map iteration order is random, so the runs arrive in any order. The
-// common case, nothing to reorder, is decided inline.
-func (w *walker) sortSpans(start, spanStart int) {
-	if len(w.span)-spanStart < 2 {
-		w.span = w.span[:spanStart]
-		return
-	}
-	w.reorder(start, spanStart)
-}
-
-func (w *walker) reorder(start, spanStart int) {
-	spans := w.span[spanStart:]
-	defer func() { w.span = w.span[:spanStart] }()
-	slices.SortFunc(spans, func(x, y span) int { return strings.Compare(x.key, y.key) })
-	w.tmp = append(w.tmp[:0], w.out[start:]...)
-	at := start
-	for _, s := range spans {
-		at += copy(w.out[at:], w.tmp[s.from-start:s.to-start])
-	}
-}
-
-func (w *walker) diffList(a, b []any, mask uint64) {
-	n := min(len(a), len(b))
-	depth, pushed := len(w.path), false
-	for i := 0; i < n; i++ {
-		// As in diffMap: scalars settled inline, two maps straight into
-		// diffMap, two empty ones skipped.
-		var am, bm map[string]any
-		switch x := a[i].(type) {
-		case map[string]any:
-			if y, ok := b[i].(map[string]any); ok {
-				if len(x) == 0 && len(y) == 0 {
-					continue
-				}
-				am, bm = x, y
-			}
-		case []any:
-		default:
-			if sameScalar(x, b[i]) {
-				continue
-			}
-		}
-		var next uint64
-		var ignored bool
-		var field string
-		if mask != 0 { // else no pattern applies: list keys by name are for map keys
-			next, ignored, field = w.c.step(mask, depth, ListIndex(i))
-		}
-		if ignored {
-			continue
-		}
-		if !pushed {
-			// One level for every element, as in diffMap.
-			w.path, pushed = append(w.path, ListIndex(i)), true
-		}
-		w.path[depth].Index = i
-		if am != nil {
-			w.diffMap(am, bm, next)
-		} else {
-			w.diffKeyed(a[i], b[i], next, field)
-		}
-	}
-	if pushed {
-		w.path = w.path[:depth]
-	}
-	for i := n; i < len(b); i++ {
-		next, ignored, field := w.child(mask, ListIndex(i))
-		if ignored {
-			continue
-		}
-		w.path = append(w.path, ListIndex(i))
-		w.emit(OpAdd, nil, b[i], next, field)
-		w.path = w.path[:len(w.path)-1]
-	}
-	for i := n; i < len(a); i++ {
-		next, ignored, field := w.child(mask, ListIndex(i))
-		if ignored {
-			continue
-		}
-		w.path = append(w.path, ListIndex(i))
-		w.emit(OpRemove, a[i], nil, next, field)
-		w.path = w.path[:len(w.path)-1]
-	}
-}
-
-// diffKeyedList compares lists whose elements are identified by field. It
-// reports false, having done nothing, when the lists cannot be keyed.
-func (w *walker) diffKeyedList(a, b []any, mask uint64, field string) bool {
-	// Equal lists have no changes, however they are keyed: the commonest
-	// case, decided without reading a key (bench BenchmarkDiff/pod-equal).
-	first := 0
-	if len(a) == len(b) {
-		for first < len(a) && w.equal(a[first], b[first]) {
-			first++
-		}
-		if first == len(a) {
-			return true
-		}
-	}
-	// Fast path, allocation-free: same keys in the same order, which is the
-	// common case. Keys are formatted only for elements that differ.
-	if len(a) == len(b) && sameDistinctKeys(a, b, field) {
-		start, spanStart := len(w.out), len(w.span)
-		for i := first; i < len(a); i++ {
-			if i > first && w.equal(a[i], b[i]) {
-				continue // (a[first] and b[first] differ: the loop above stopped there)
-			}
-			k, _ := elementKey(a[i], field)
-			from := len(w.out)
-			w.keyedElement(k, field, a[i], b[i], true, true, mask)
-			w.record(k, from)
-		}
-		w.sortSpans(start, spanStart)
-		return true
-	}
-	if !keyable(a, field) || !keyable(b, field) {
-		return false
-	}
-	ia, ok := keyIndex(a, field)
-	if !ok {
-		return false
-	}
-	ib, ok := keyIndex(b, field)
-	if !ok {
-		return false
-	}
-	start, spanStart := len(w.out), len(w.span)
-	for _, ea := range a {
-		k, _ := elementKey(ea, field)
-		from := len(w.out)
-		j, inB := ib[k]
-		if inB {
-			w.keyedElement(k, field, ea, b[j], true, true, mask)
-		} else {
-			w.keyedElement(k, field, ea, nil, true, false, mask)
-		}
-		w.record(k, from)
-	}
-	for _, eb := range b {
-		k, _ := elementKey(eb, field)
-		if _, inA := ia[k]; inA {
-			continue
-		}
-		from := len(w.out)
-		w.keyedElement(k, field, nil, eb, false, true, mask)
-		w.record(k, from)
-	}
-	w.sortSpans(start, spanStart)
-	return true
-}
-
-func (w *walker) keyedElement(k, field string, a, b any, inA, inB bool, mask uint64) {
-	seg := Segment{Kind: SegMatch, Key: field, Value: k}
-	next, ignored, sub := w.child(mask, seg)
-	if ignored {
-		return
-	}
-	w.path = append(w.path, seg)
-	switch {
-	case inA && inB:
-		w.diffKeyed(a, b, next, sub)
-	case inA:
-		w.emit(OpRemove, a, nil, next, sub)
-	default:
-		w.emit(OpAdd, nil, b, next, sub)
-	}
-	w.path = w.path[:len(w.path)-1]
-}
-
-// rawKey returns the scalar value of field in a list element.
-func rawKey(e any, field string) (any, bool) {
-	m, ok := e.(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	switch k := kindOf(m[field]); k {
-	case kindString, kindNumber, kindBool:
-		return m[field], true
-	}
-	return nil, false
-}
-
-// keyable reports whether every element of l has a scalar key.
-func keyable(l []any, field string) bool {
-	for _, e := range l {
-		if _, ok := rawKey(e, field); !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// sameKeys reports whether a and b, of equal length, have scalar keys that
-// are pairwise equal.
-func sameKeys(a, b []any, field string) bool {
-	for i := range a {
-		ka, oka := rawKey(a[i], field)
-		kb, okb := rawKey(b[i], field)
-		if !oka || !okb || !Equal(ka, kb) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameDistinctKeys reports whether a and b, of equal length, have scalar
-// keys that are pairwise equal and, in a, distinct: sameKeys and not
-// hasDuplicateKeys, reading each key once for the usual short lists (the
-// profile of bench BenchmarkDispatch showed the duplicate check reading
-// every pair's keys again).
-func sameDistinctKeys(a, b []any, field string) bool {
-	if len(a) > 8 {
-		return sameKeys(a, b, field) && !hasDuplicateKeys(a, field)
-	}
-	var buf [8]any
-	keys := buf[:0]
-	for i := range a {
-		ka, oka := rawKey(a[i], field)
-		kb, okb := rawKey(b[i], field)
-		if !oka || !okb || !Equal(ka, kb) {
-			return false
-		}
-		for _, k := range keys {
-			if Equal(k, ka) {
-				return false
-			}
-		}
-		keys = append(keys, ka)
-	}
-	return true
-}
-
-// elementKey returns the value of field in a list element, as text.
-func elementKey(e any, field string) (string, bool) {
-	m, ok := e.(map[string]any)
-	if !ok {
-		return "", false
-	}
-	switch v := m[field].(type) {
-	case string:
-		return v, true
-	case bool:
-		return strconv.FormatBool(v), true
-	case nil:
-		return "", false
-	default:
-		n, ok := asNumber(v)
-		if !ok {
-			return "", false
-		}
-		return n.text(), true
-	}
-}
-
-func hasDuplicateKeys(l []any, field string) bool {
-	if len(l) < 2 {
-		return false
-	}
-	if len(l) <= 8 { // quadratic but allocation-free for the usual short lists
-		for i := range l {
-			ki, _ := rawKey(l[i], field)
-			for j := i + 1; j < len(l); j++ {
-				if kj, _ := rawKey(l[j], field); Equal(ki, kj) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	_, ok := keyIndex(l, field)
-	return !ok
-}
-
-// keyIndex maps each element's key to its index; it fails on a missing,
-// non-scalar or duplicate key.
-func keyIndex(l []any, field string) (map[string]int, bool) {
-	idx := make(map[string]int, len(l))
-	for i, e := range l {
-		k, ok := elementKey(e, field)
-		if !ok {
-			return nil, false
-		}
-		if _, dup := idx[k]; dup {
-			return nil, false
-		}
-		idx[k] = i
-	}
-	return idx, true
-}
-
-// strip returns v without the content that the ignore patterns alive in
-// mask (at depth) drop, and false for a container that had content, all of
-// it ignored: such a container counts as absent. listKey is the field that
-// names the elements of v if it is a keyed list. It copies only when mask
-// has a live ignore pattern.
-func (c *Comparer) strip(v any, mask uint64, depth int, listKey string) (any, bool) {
-	if mask&c.ignores == 0 {
-		return v, true
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			return x, true
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			next, ignored, field := c.step(mask, depth, MapKey(k))
-			if ignored {
-				continue
-			}
-			if se, ok := c.strip(e, next, depth+1, field); ok {
-				out[k] = se
-			}
-		}
-		return out, len(out) > 0
-	case []any:
-		if len(x) == 0 {
-			return x, true
-		}
-		out := make([]any, 0, len(x))
-		for i, e := range x {
-			next, ignored, field := c.step(mask, depth, elementSegment(e, i, listKey))
-			if ignored {
-				continue
-			}
-			if se, ok := c.strip(e, next, depth+1, field); ok {
-				out = append(out, se)
-			}
-		}
-		return out, len(out) > 0
-	}
-	return v, true
-}
-
-// elementSegment addresses element e at position i of a list whose
-// elements are named by listKey, if it has one.
-func elementSegment(e any, i int, listKey string) Segment {
-	if listKey != "" {
-		if k, ok := elementKey(e, listKey); ok {
-			return Segment{Kind: SegMatch, Key: listKey, Value: k}
-		}
-	}
-	return ListIndex(i)
-}
-
-// hollow reports, without allocating for string keys, whether v is a
-// container with content, all of it ignored (see strip).
-func (c *Comparer) hollow(v any, mask uint64, depth int, listKey string) bool {
-	if mask&c.ignores == 0 {
-		return false
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			return false
-		}
-		for k, e := range x {
-			next, ignored, field := c.step(mask, depth, MapKey(k))
-			if !ignored && !c.hollow(e, next, depth+1, field) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		if len(x) == 0 {
-			return false
-		}
-		for i, e := range x {
-			next, ignored, field := c.step(mask, depth, elementSegment(e, i, listKey))
-			if !ignored && !c.hollow(e, next, depth+1, field) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
 // stripped returns a copy of obj without the paths c ignores, or obj itself
 // when c ignores nothing in it.
 func (c *Comparer) stripped(obj map[string]any) map[string]any {
-	v, ok := c.strip(obj, c.all, 0, "")
+	v, ok := c.m.Strip(obj, c.m.All(), 0, "")
 	if !ok {
 		return map[string]any{}
 	}
 	m, _ := v.(map[string]any)
 	return m
-}
-
-// sameScalar reports whether a and b are equal strings, bools, float64s,
-// int64s or nils: a cheap test that settles most map entries and list
-// elements before any path bookkeeping. False means "not settled here".
-func sameScalar(a, b any) bool {
-	switch x := a.(type) {
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case float64:
-		y, ok := b.(float64)
-		return ok && x == y
-	case int64:
-		y, ok := b.(int64)
-		return ok && x == y
-	case nil:
-		return b == nil
-	}
-	return false
 }

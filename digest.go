@@ -3,10 +3,12 @@ package opbus
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"math"
 	"slices"
-	"strings"
 	"sync"
+
+	"github.com/opbus/opbus/internal/canonical"
+	"github.com/opbus/opbus/internal/jsonvalue"
+	"github.com/opbus/opbus/internal/pathsyntax"
 )
 
 // digest identifies a subscribed value: the first 128 bits of the SHA-256
@@ -24,20 +26,9 @@ func (d digest) isZero() bool { return d == digest{} }
 // handlers, so a handled deletion is not handled again.
 var deletedDigest = digest{0: 'd', 1: 'e', 2: 'l', 15: 1}
 
-// encoder writes the canonical encoding of values: type tags, lengths and
-// end markers make it prefix-free; map keys are sorted; numbers are
-// normalised so that 3, int64(3), 3.0 and json.Number("3") encode alike;
-// elements of keyed lists are sorted by key, since their order is no
-// change; ignored paths are left out.
-type encoder struct {
-	cmp  *Comparer
-	buf  []byte
-	keys []string // scratch stack of sorted map keys
-	idx  []int    // scratch stack of sorted list positions
-	path Path     // for errors
-}
-
-var encoders = sync.Pool{New: func() any { return &encoder{} }}
+// encoders holds the encoders of the canonical encoding that digests
+// hash (see [canonical.Encoder]).
+var encoders = sync.Pool{New: func() any { return &canonical.Encoder{} }}
 
 // digestOf computes the digest of the values at fields in obj (the whole
 // object when fields is empty), leaving out paths cmp ignores. The digest
@@ -52,34 +43,32 @@ func digestOf(cmp *Comparer, obj any, fields []Path, rev string) (digest, error)
 // its own object (On.Writes): they are part of the digest as its revision
 // is, so that changing them runs the handler once more. cmp ignores them.
 func digestWrites(cmp *Comparer, obj any, fields []Path, rev string, writes []Path) (digest, error) {
-	e := encoders.Get().(*encoder)
+	e := encoders.Get().(*canonical.Encoder)
 	defer func() {
-		e.cmp = nil
-		clear(e.keys[:cap(e.keys)])
+		e.Release()
 		encoders.Put(e)
 	}()
-	e.cmp, e.buf, e.keys, e.idx, e.path = cmp, e.buf[:0], e.keys[:0], e.idx[:0], e.path[:0]
-	e.buf = append(e.buf, 'R')
-	e.str(rev)
+	e.Reset(&cmp.m)
+	e.Buf = canonical.AppendString(append(e.Buf, 'R'), rev)
 	if len(writes) > 0 {
-		e.buf = binary.AppendUvarint(append(e.buf, 'X'), uint64(len(writes)))
+		e.Buf = binary.AppendUvarint(append(e.Buf, 'X'), uint64(len(writes)))
 		for _, w := range writes {
-			e.buf = appendPath(e.buf, w)
+			e.Buf = appendPath(e.Buf, w)
 		}
 	}
 	if len(fields) == 0 {
-		e.buf = append(e.buf, 'W') // the whole object
-		if err := e.value(obj, cmp.all, ""); err != nil {
-			return digest{}, err
+		e.Buf = append(e.Buf, 'W') // the whole object
+		if err := e.Value(obj, cmp.m.All(), ""); err != nil {
+			return digest{}, valueError(err)
 		}
 	}
 	for _, f := range fields {
-		e.buf = appendPath(append(e.buf, 'F'), f)
-		if err := e.field(obj, f); err != nil {
-			return digest{}, err
+		e.Buf = appendPath(append(e.Buf, 'F'), f)
+		if err := encodeField(e, cmp, obj, f); err != nil {
+			return digest{}, valueError(err)
 		}
 	}
-	sum := sha256.Sum256(e.buf)
+	sum := sha256.Sum256(e.Buf)
 	var d digest
 	copy(d[:], sum[:])
 	if d.isZero() {
@@ -88,16 +77,18 @@ func digestWrites(cmp *Comparer, obj any, fields []Path, rev string, writes []Pa
 	return d, nil
 }
 
-func (e *encoder) field(obj any, f Path) error {
+// encodeField appends to e the encoding of the value at the field f of
+// obj, or of every value at the pattern f, each with its concrete path.
+func encodeField(e *canonical.Encoder, cmp *Comparer, obj any, f Path) error {
 	if !f.isPattern() {
 		v, ok := lookup(obj, f)
-		mask, ignored, field := e.cmp.at(f)
-		if !ok || ignored || e.cmp.hollow(v, mask, len(f), field) {
-			e.buf = append(e.buf, 'A') // absent
+		mask, ignored, field := cmp.at(f)
+		if !ok || ignored || cmp.m.Hollow(v, mask, len(f), field) {
+			e.Buf = append(e.Buf, 'A') // absent
 			return nil
 		}
-		e.path = append(e.path[:0], f...)
-		return e.value(v, mask, field)
+		setPath(e, f)
+		return e.Value(v, mask, field)
 	}
 	// A pattern: every match, in path order, each with its concrete path.
 	type match struct {
@@ -106,164 +97,43 @@ func (e *encoder) field(obj any, f Path) error {
 	}
 	var ms []match
 	eachMatch(obj, f, func(at Path, val any) {
-		ms = append(ms, match{e.cmp.keyed(obj, at), val})
+		ms = append(ms, match{cmp.keyed(obj, at), val})
 	})
 	slices.SortFunc(ms, func(a, b match) int { return comparePaths(a.at, b.at) })
-	e.buf = binary.AppendUvarint(append(e.buf, 'M'), uint64(len(ms)))
+	e.Buf = binary.AppendUvarint(append(e.Buf, 'M'), uint64(len(ms)))
 	for _, m := range ms {
-		e.buf = appendPath(e.buf, m.at)
-		mask, ignored, field := e.cmp.at(m.at)
+		e.Buf = appendPath(e.Buf, m.at)
+		mask, ignored, field := cmp.at(m.at)
 		if ignored {
-			e.buf = append(e.buf, 'A')
+			e.Buf = append(e.Buf, 'A')
 			continue
 		}
-		e.path = append(e.path[:0], m.at...)
-		if err := e.value(m.val, mask, field); err != nil {
+		setPath(e, m.at)
+		if err := e.Value(m.val, mask, field); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// setPath sets the path of e's next value to p.
+func setPath(e *canonical.Encoder, p Path) {
+	e.Path = e.Path[:0]
+	for _, s := range p {
+		e.Path = append(e.Path, s.syntax())
+	}
 }
 
 // appendPath appends the canonical encoding of p to buf: the number of
-// segments, then per segment a tag for its kind followed by its
-// length-prefixed strings or its index. It is prefix-free, so two paths
-// never encode alike and nothing written after a path can pass for part
-// of it, whatever bytes their keys hold.
+// segments, then each segment (see [canonical.AppendSegment]). It is
+// prefix-free, so two paths never encode alike and nothing written after
+// a path can pass for part of it, whatever bytes their keys hold.
 func appendPath(buf []byte, p Path) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(p)))
 	for _, s := range p {
-		switch s.Kind {
-		case SegKey:
-			buf = appendString(append(buf, 'k'), s.Key)
-		case SegIndex:
-			buf = binary.AppendUvarint(append(buf, 'i'), uint64(s.Index))
-		case SegAny:
-			buf = append(buf, '*')
-		case SegMatch:
-			buf = appendString(append(buf, 'm'), s.Key)
-			buf = appendString(buf, s.Value)
-		default:
-			buf = binary.AppendUvarint(append(buf, '?'), uint64(s.Kind))
-		}
+		buf = canonical.AppendSegment(buf, pathsyntax.Kind(s.Kind), s.Key, s.Value, s.Index)
 	}
 	return buf
-}
-
-func appendString(buf []byte, s string) []byte {
-	buf = binary.AppendUvarint(buf, uint64(len(s)))
-	return append(buf, s...)
-}
-
-func (e *encoder) str(s string) { e.buf = appendString(e.buf, s) }
-
-func (e *encoder) value(v any, mask uint64, listKey string) error {
-	switch x := v.(type) {
-	case nil:
-		e.buf = append(e.buf, 'n')
-	case bool:
-		if x {
-			e.buf = append(e.buf, 't')
-		} else {
-			e.buf = append(e.buf, 'f')
-		}
-	case string:
-		e.buf = append(e.buf, 's')
-		e.str(x)
-	case map[string]any:
-		return e.object(x, mask)
-	case []any:
-		return e.list(x, mask, listKey)
-	default:
-		n, ok := asNumber(v)
-		if !ok || math.IsNaN(n.f) || math.IsInf(n.f, 0) {
-			return validate(v, e.path)
-		}
-		if n.big != "" {
-			e.buf = append(e.buf, 'I')
-			e.str(n.big)
-		} else if n.isInt {
-			e.buf = binary.BigEndian.AppendUint64(append(e.buf, 'i'), uint64(n.i))
-		} else {
-			e.buf = binary.BigEndian.AppendUint64(append(e.buf, 'd'), math.Float64bits(n.f))
-		}
-	}
-	return nil
-}
-
-func (e *encoder) object(m map[string]any, mask uint64) error {
-	e.buf = append(e.buf, 'm')
-	base := len(e.keys)
-	for k := range m {
-		e.keys = append(e.keys, k)
-	}
-	keys := e.keys[base:]
-	slices.Sort(keys)
-	depth := len(e.path)
-	for _, k := range keys {
-		v := m[k] // once: the profile of bench BenchmarkDispatch showed a second lookup per key
-		next, ignored, field := uint64(0), false, ""
-		if mask != 0 {
-			next, ignored, field = e.cmp.step(mask, depth, MapKey(k))
-		} else if _, list := v.([]any); list && e.cmp.anyDepth != nil {
-			field = e.cmp.anyDepth[k] // only a list needs its key
-		}
-		if ignored || (next&e.cmp.ignores != 0 && e.cmp.hollow(v, next, depth+1, field)) {
-			continue
-		}
-		e.buf = append(e.buf, 'k')
-		e.str(k)
-		e.path = append(e.path, MapKey(k))
-		err := e.value(v, next, field)
-		e.path = e.path[:depth]
-		if err != nil {
-			return err
-		}
-	}
-	e.keys = e.keys[:base]
-	e.buf = append(e.buf, 'e')
-	return nil
-}
-
-func (e *encoder) list(l []any, mask uint64, listKey string) error {
-	e.buf = append(e.buf, 'l')
-	base := len(e.idx)
-	for i := range l {
-		e.idx = append(e.idx, i)
-	}
-	order := e.idx[base:]
-	if listKey != "" && len(l) > 1 && keyable(l, listKey) && !hasDuplicateKeys(l, listKey) {
-		slices.SortFunc(order, func(a, b int) int {
-			ka, _ := elementKey(l[a], listKey)
-			kb, _ := elementKey(l[b], listKey)
-			return strings.Compare(ka, kb)
-		})
-	}
-	depth := len(e.path)
-	for _, i := range order {
-		seg := ListIndex(i)
-		if listKey != "" {
-			if k, ok := elementKey(l[i], listKey); ok {
-				seg = Segment{Kind: SegMatch, Key: listKey, Value: k}
-			}
-		}
-		next, ignored, field := uint64(0), false, ""
-		if mask != 0 { // else no pattern applies: list keys by name are for map keys
-			next, ignored, field = e.cmp.step(mask, depth, seg)
-		}
-		if ignored || (next&e.cmp.ignores != 0 && e.cmp.hollow(l[i], next, depth+1, field)) {
-			continue
-		}
-		e.path = append(e.path, seg)
-		err := e.value(l[i], next, field)
-		e.path = e.path[:depth]
-		if err != nil {
-			return err
-		}
-	}
-	e.idx = e.idx[:base]
-	e.buf = append(e.buf, 'e')
-	return nil
 }
 
 // keyed returns a copy of the concrete path p in root with the indexes of
@@ -271,11 +141,11 @@ func (e *encoder) list(l []any, mask uint64, listKey string) error {
 // depend on the position of an element whose list's order is no change.
 func (c *Comparer) keyed(root any, p Path) Path {
 	out := slices.Clone(p)
-	mask, field, v := c.all, "", root
+	mask, field, v := c.m.All(), "", root
 	for i, s := range p {
 		if s.Kind == SegIndex && field != "" {
 			if l, ok := v.([]any); ok && s.Index < len(l) {
-				if k, ok := elementKey(l[s.Index], field); ok {
+				if k, ok := jsonvalue.ElementKey(l[s.Index], field); ok {
 					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
 				}
 			}
@@ -285,3 +155,7 @@ func (c *Comparer) keyed(root any, p Path) Path {
 	}
 	return out
 }
+
+// appendString appends s, length-prefixed, to buf (see
+// [canonical.AppendString]): the record codecs write strings so too.
+func appendString(buf []byte, s string) []byte { return canonical.AppendString(buf, s) }

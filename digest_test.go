@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"testing"
+
+	"github.com/opbus/opbus/internal/canonical"
 )
 
 func TestDigestCanonical(t *testing.T) {
@@ -84,11 +86,12 @@ func BenchmarkDigest(b *testing.B) {
 			}
 		}
 	})
-	e := &encoder{cmp: defaultComparer}
-	if err := e.value(pod, 0, ""); err != nil {
+	e := &canonical.Encoder{}
+	e.Reset(&defaultComparer.m)
+	if err := e.Value(pod, 0, ""); err != nil {
 		b.Fatal(err)
 	}
-	buf := e.buf
+	buf := e.Buf
 	b.Run("sha256-only", func(b *testing.B) {
 		b.SetBytes(int64(len(buf)))
 		for b.Loop() {

@@ -1,5 +1,7 @@
 package opbus
 
+import "github.com/opbus/opbus/internal/jsonvalue"
+
 // lookup returns the value at the concrete path p in v and whether it
 // exists. A [SegMatch] segment finds the list element whose field has that
 // value; [SegAny] is not concrete and finds nothing (see [eachMatch]).
@@ -34,7 +36,7 @@ func step(v any, s Segment) (any, bool) {
 			return nil, false
 		}
 		for _, e := range l {
-			if k, ok := elementKey(e, s.Key); ok && k == s.Value {
+			if k, ok := jsonvalue.ElementKey(e, s.Key); ok && k == s.Value {
 				return e, true
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opbus/opbus/internal/pathsyntax"
 )
 
 // pathChars are the pieces hand-built keys and values are made of: the
@@ -100,4 +102,15 @@ func TestListIndexNegative(t *testing.T) {
 		}
 	}()
 	ListIndex(-1)
+}
+
+// TestSegmentKindsAreSyntaxKinds checks that the public segment kinds are
+// numbered as internal/pathsyntax numbers its own, which ParsePath and
+// Path.String convert by number.
+func TestSegmentKindsAreSyntaxKinds(t *testing.T) {
+	for k, want := range map[SegmentKind]pathsyntax.Kind{SegKey: pathsyntax.Key, SegIndex: pathsyntax.Index, SegAny: pathsyntax.Any, SegMatch: pathsyntax.Match} {
+		if uint8(k) != uint8(want) {
+			t.Errorf("segment kind %d is pathsyntax kind %d", k, want)
+		}
+	}
 }

@@ -76,7 +76,7 @@ func TestLoadWithFaults(t *testing.T) {
 				p := MustParsePath(f)
 				must(t, b.Handle(f, func(ctx context.Context, ev *Event) (Status, error) {
 					n, _ := asNumber(ev.New["i"]) // an int, or a float64 when resumed from the store
-					i := int(n.i)
+					i := int(n.I)
 					id := hk{ev.Key, f}
 					mu.Lock()
 					if ev.Type == Create && len(successes[id]) > 0 {

@@ -2,6 +2,8 @@ package opbus
 
 import (
 	"slices"
+
+	"github.com/opbus/opbus/internal/jsondiff"
 )
 
 // subscribed is what the handlers of one kind read of its objects: the
@@ -21,26 +23,16 @@ type subscribed struct {
 }
 
 // keyTree is a set of concrete paths of map keys, none at or below
-// another: the keys of a level in byte order, each with the tree below it,
-// nil where a path ends (the whole subtree is subscribed).
-type keyTree struct {
-	keys []string
-	kids []*keyTree
-}
+// another (see [jsondiff.KeyTree]).
+type keyTree struct{ t jsondiff.KeyTree }
 
 // add puts the path p, which no path of t covers or is covered by, in t.
 func (t *keyTree) add(p Path) {
-	for len(p) > 1 {
-		i, found := slices.BinarySearch(t.keys, p[0].Key)
-		if !found {
-			t.keys = slices.Insert(t.keys, i, p[0].Key)
-			t.kids = slices.Insert(t.kids, i, &keyTree{})
-		}
-		t, p = t.kids[i], p[1:]
+	keys := make([]string, len(p))
+	for i, s := range p {
+		keys[i] = s.Key
 	}
-	i, _ := slices.BinarySearch(t.keys, p[0].Key)
-	t.keys = slices.Insert(t.keys, i, p[0].Key)
-	t.kids = slices.Insert(t.kids, i, (*keyTree)(nil))
+	t.t.Add(keys)
 }
 
 // subscribedOf returns what the handlers of kind read. Handlers are
@@ -124,82 +116,12 @@ func (d *pass) subscribed() Diff {
 }
 
 // compareIn returns the changes of c.Compare(old, new) at or below the
-// concrete paths of t, in path order, walking only those subtrees, each
-// with the pattern state the full walk has there. It reports false,
-// having found nothing, when the full diff may hold a change above one of
-// them: an ancestor present on one side only, or not a map on one side
-// while the values differ.
+// concrete paths of t, in path order, walking only those subtrees; it
+// reports false when the full diff may hold a change above one of them
+// (see [jsondiff.Walker.CompareIn]).
 func (c *Comparer) compareIn(old, new map[string]any, t *keyTree) (Diff, bool) {
-	return c.walkWithin(old, new, t, false)
-}
-
-// walkWithin is compareIn; with check the walk also checks new as it goes
-// (walker.check), and reports false if new holds what admission converts.
-func (c *Comparer) walkWithin(old, new map[string]any, t *keyTree, check bool) (Diff, bool) {
-	w := walkers.Get().(*walker)
-	w.c, w.check = c, check
-	ok := w.within(old, new, t, c.all) && !w.bad
-	out := w.out
-	w.reset()
+	w := walkers.Get().(*jsondiff.Walker[Change])
+	out, ok := w.CompareIn(&c.m, old, new, &t.t)
 	walkers.Put(w)
-	if !ok {
-		return nil, false
-	}
-	return out, true
-}
-
-// within walks the keys of t in a and b, the maps at w.path with pattern
-// state mask, as the full walk would.
-func (w *walker) within(a, b map[string]any, t *keyTree, mask uint64) bool {
-	depth := len(w.path)
-	for i, k := range t.keys {
-		next, ignored, field := w.c.step(mask, depth, MapKey(k))
-		if ignored {
-			continue // the full walk skips the subtree
-		}
-		av, inA := a[k]
-		bv, inB := b[k]
-		if !inA && !inB {
-			continue
-		}
-		w.path = append(w.path, MapKey(k))
-		sub := t.kids[i]
-		switch {
-		case inA != inB && sub != nil:
-			w.path = w.path[:depth]
-			return false // a change above a subscribed path
-		case inA != inB && inA:
-			w.emit(OpRemove, av, nil, next, field)
-		case inA != inB:
-			w.emit(OpAdd, nil, bv, next, field)
-		case sub == nil:
-			if !sameScalar(av, bv) {
-				w.diffKeyed(av, bv, next, field)
-			}
-		default:
-			am, aok := av.(map[string]any)
-			bm, bok := bv.(map[string]any)
-			if aok && bok {
-				if !w.within(am, bm, sub, next) {
-					w.path = w.path[:depth]
-					return false
-				}
-			} else if !sameLevel(av, bv) {
-				w.path = w.path[:depth]
-				return false
-			}
-		}
-		w.path = w.path[:depth]
-	}
-	return true
-}
-
-// sameLevel reports whether the full walk, meeting a and b where a
-// subscribed path goes on below and one of them is no map, reports nothing
-// at or above it: they are equal, or two lists (whose changes are at
-// elements, which no key names).
-func sameLevel(a, b any) bool {
-	_, al := a.([]any)
-	_, bl := b.([]any)
-	return (al && bl) || Equal(a, b)
+	return out, ok
 }

@@ -2,6 +2,8 @@ package opbus
 
 import (
 	"slices"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // Touches reports whether any change of d affects the subtree that the
@@ -278,7 +280,7 @@ func (c *Comparer) within(d Diff, f Path, old, new map[string]any) Diff {
 			return
 		}
 		eachMatch(root, f, func(at Path, val any) {
-			if c.ignores != 0 && c.ignored(c.keyed(root, at)) {
+			if c.m.Ignores() != 0 && c.ignored(c.keyed(root, at)) {
 				return
 			}
 			name := c.named(root, f, at, unique)
@@ -343,16 +345,16 @@ func (c *Comparer) covered(d Diff, f Path) (Diff, bool) {
 // which lists have distinct keys.
 func (c *Comparer) named(root any, f, at Path, unique map[*any]bool) Path {
 	out := slices.Clone(at)
-	mask, field, v := c.all, "", root
+	mask, field, v := c.m.All(), "", root
 	for i, s := range at {
 		if f[i].Kind == SegAny && s.Kind == SegIndex && field != "" {
 			if l, ok := v.([]any); ok && s.Index < len(l) {
 				u, known := unique[&l[0]]
 				if !known {
-					u = keyable(l, field) && !hasDuplicateKeys(l, field)
+					u = jsonvalue.Keyable(l, field) && !jsonvalue.HasDuplicateKeys(l, field)
 					unique[&l[0]] = u
 				}
-				if k, ok := elementKey(l[s.Index], field); ok && u {
+				if k, ok := jsonvalue.ElementKey(l[s.Index], field); ok && u {
 					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
 				}
 			}

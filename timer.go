@@ -3,10 +3,11 @@ package opbus
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/opbus/opbus/internal/timegrid"
 )
 
 // A schedule is a handler's timer on one incarnation of one object: the
@@ -45,56 +46,26 @@ type schedule struct {
 // never due.
 const maxPeriod = 100 * 365 * 24 * time.Hour
 
-// period returns s's period in nanoseconds, at least 1 (a stored record
-// holds a positive period; this keeps the division below defined anyway).
-func (s *schedule) period() int64 { return max(int64(s.every), 1) }
-
-// addSat returns a + b, saturated at the ends of int64 instead of wrapping.
-func addSat(a, b int64) int64 {
-	switch {
-	case b > 0 && a > math.MaxInt64-b:
-		return math.MaxInt64
-	case b < 0 && a < math.MinInt64-b:
-		return math.MinInt64
-	}
-	return a + b
-}
-
-// since returns how many whole periods of s lie between the anchor and
-// now, 0 if now is not after the anchor.
-func (s *schedule) since(now int64) int64 {
-	if now <= s.anchor {
-		return 0
-	}
-	return addSat(now, -s.anchor) / s.period() // saturated: a lower bound, still on the grid
-}
+// period returns s's period in nanoseconds (see [timegrid.Period]).
+func (s *schedule) period() int64 { return timegrid.Period(int64(s.every)) }
 
 // next returns when the handler is due: the first due time after the
 // anchor, or after a run that did not succeed (whose retries follow the
 // failure rules, not the schedule).
 func (s *schedule) next() time.Time {
-	if s.later != 0 {
-		return time.Unix(0, s.later)
-	}
-	return time.Unix(0, addSat(s.anchor, s.period()))
+	return time.Unix(0, timegrid.Next(s.anchor, s.period(), s.later))
 }
 
 // ran moves the anchor to the latest due time at or before now: the run at
 // now covers every due time up to it.
 func (s *schedule) ran(now time.Time) {
-	if k := s.since(now.UnixNano()); k > 0 {
-		s.anchor += k * s.period() // at most now - anchor: no overflow
-	}
-	s.later = 0
+	s.anchor, s.later = timegrid.Ran(s.anchor, s.period(), now.UnixNano()), 0
 }
 
 // tried notes a due run at now that did not succeed: the schedule is next
 // due at the first due time after now.
 func (s *schedule) tried(now time.Time) {
-	if s.later == 0 || s.later <= now.UnixNano() {
-		k := s.since(now.UnixNano())
-		s.later = addSat(s.anchor+k*s.period(), s.period())
-	}
+	s.later = timegrid.Tried(s.anchor, s.period(), s.later, now.UnixNano())
 }
 
 // schedOf returns the schedule of handler id, or nil.

@@ -1,0 +1,109 @@
+package jsondiff
+
+import (
+	"slices"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
+	"github.com/opbus/opbus/internal/pathsyntax"
+)
+
+// KeyTree is a set of concrete paths of map keys, none at or below
+// another: the keys of a level in byte order, each with the tree below it,
+// nil where a path ends (the whole subtree is in the set). The zero
+// KeyTree is empty.
+type KeyTree struct {
+	keys []string
+	kids []*KeyTree
+}
+
+// Add puts the path of map keys p, which no path of t covers or is covered
+// by, in t.
+func (t *KeyTree) Add(p []string) {
+	for len(p) > 1 {
+		i, found := slices.BinarySearch(t.keys, p[0])
+		if !found {
+			t.keys = slices.Insert(t.keys, i, p[0])
+			t.kids = slices.Insert(t.kids, i, &KeyTree{})
+		}
+		t, p = t.kids[i], p[1:]
+	}
+	i, _ := slices.BinarySearch(t.keys, p[0])
+	t.keys = slices.Insert(t.keys, i, p[0])
+	t.kids = slices.Insert(t.kids, i, (*KeyTree)(nil))
+}
+
+// CompareIn returns the changes of Compare(c, old, new) at or below the
+// paths of t, in path order, walking only those subtrees, each with the
+// pattern state the full walk has there. It reports false, having found
+// nothing, when the full diff may hold a change above one of them: an
+// ancestor present on one side only, or not a map on one side while the
+// values differ.
+func (w *Walker[C]) CompareIn(c *Patterns, old, new map[string]any, t *KeyTree) ([]C, bool) {
+	w.c = c
+	ok := w.within(old, new, t, c.all)
+	out := w.done()
+	if !ok {
+		return nil, false
+	}
+	return out, true
+}
+
+// within walks the keys of t in a and b, the maps at w.path with pattern
+// state mask, as the full walk would.
+func (w *Walker[C]) within(a, b map[string]any, t *KeyTree, mask uint64) bool {
+	depth := len(w.path)
+	for i, k := range t.keys {
+		seg := Segment{Kind: pathsyntax.Key, Key: k}
+		next, ignored, field := w.c.Step(mask, depth, seg)
+		if ignored {
+			continue // the full walk skips the subtree
+		}
+		av, inA := a[k]
+		bv, inB := b[k]
+		if !inA && !inB {
+			continue
+		}
+		w.path = append(w.path, seg)
+		ok := w.withinKey(av, bv, inA, inB, t.kids[i], next, field)
+		w.path = w.path[:depth]
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// withinKey is within for one key of t, at the end of w.path, whose values
+// are av (if inA) and bv (if inB), with the tree sub below it.
+func (w *Walker[C]) withinKey(av, bv any, inA, inB bool, sub *KeyTree, next uint64, field string) bool {
+	switch {
+	case inA != inB && sub != nil:
+		return false // a change above a subscribed path
+	case inA != inB && inA:
+		w.emit(Remove, av, nil, next, field)
+	case inA != inB:
+		w.emit(Add, nil, bv, next, field)
+	case sub == nil:
+		if !jsonvalue.SameScalar(av, bv) {
+			w.diffKeyed(av, bv, next, field)
+		}
+	default:
+		am, aok := av.(map[string]any)
+		bm, bok := bv.(map[string]any)
+		if aok && bok {
+			return w.within(am, bm, sub, next)
+		}
+		return sameLevel(av, bv)
+	}
+	return true
+}
+
+// sameLevel reports whether the full walk, meeting a and b where a
+// subscribed path goes on below and one of them is no map, reports nothing
+// at or above it: they are equal, or two lists (whose changes are at
+// elements, which no key names).
+func sameLevel(a, b any) bool {
+	_, al := a.([]any)
+	_, bl := b.([]any)
+	return (al && bl) || jsonvalue.Equal(a, b)
+}
