@@ -1,6 +1,7 @@
 package opbus
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -35,6 +36,7 @@ type RelateFunc func(key Key, obj map[string]any) []Key
 type relations struct {
 	fns    map[string]RelateFunc // by the related object's kind; set before the bus starts
 	any    RelateFunc            // for every kind (Options.Related); nil for none
+	names  map[string]string     // another name of a related kind → the kind (Bus.RelatedName); set before the bus starts
 	fields []relField            // the distinct related fields of all handlers; set before the bus starts
 	// guarded by Bus.mu
 	parents map[Key][]Key    // related object → the objects it relates to, as of its last observation
@@ -51,9 +53,34 @@ type relField struct {
 }
 
 // matches reports whether the related object child, entered as name,
-// falls under f.
-func (f *relField) matches(child Key, name string) bool {
-	return (f.kind.Kind == SegAny || f.kind.Key == child.Kind) && (f.name.Kind == SegAny || f.name.Key == name)
+// falls under f; names are the related kinds' other names.
+func (f *relField) matches(child Key, name string, names map[string]string) bool {
+	return (f.kind.Kind == SegAny || f.kind.Key == child.Kind || names[f.kind.Key] == child.Kind) && (f.name.Kind == SegAny || f.name.Key == name)
+}
+
+// RelatedName lets related fields name the related objects of kind by
+// name too: related.<name>... matches them, and the view shows them under
+// name as well as under kind. An adapter calls it for a shorter name it
+// resolved (the Kubernetes adapter: Job for Job.batch, when no other
+// related kind is a Job). Before the bus starts, after Relate or
+// Options.Related; a name already given to another kind is an error.
+func (b *Bus) RelatedName(name, kind string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.frozen || b.rel == nil {
+		return fmt.Errorf("opbus: RelatedName(%q, %q): expected a bus with relations declared that has not started", name, kind)
+	}
+	if name == "" || kind == "" || name == kind {
+		return fmt.Errorf("opbus: RelatedName(%q, %q): expected a name and another kind", name, kind)
+	}
+	if other := b.rel.names[name]; other != "" && other != kind {
+		return fmt.Errorf("opbus: RelatedName(%q, %q): the name is kind %q's already", name, kind, other)
+	}
+	if b.rel.names == nil {
+		b.rel.names = map[string]string{}
+	}
+	b.rel.names[name] = kind
+	return nil
 }
 
 // relChange is a change of an object related to the one whose queue holds
@@ -163,7 +190,7 @@ func (b *Bus) relatedField(id string, p Path) (int, error) {
 		return -1, fmt.Errorf("opbus: handler %q: field %s reads related objects, but no relation is declared: call Bus.Relate first", id, p)
 	}
 	if f.kind.Kind == SegKey && b.rel.any == nil {
-		if _, ok := b.rel.fns[f.kind.Key]; !ok {
+		if _, ok := b.rel.fns[cmp.Or(b.rel.names[f.kind.Key], f.kind.Key)]; !ok {
 			return -1, fmt.Errorf("opbus: handler %q: field %s: no relation is declared for kind %q (declared: %v), so it would never change", id, p, f.kind.Key, slices.Sorted(maps.Keys(b.rel.fns)))
 		}
 	}

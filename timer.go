@@ -163,7 +163,7 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 		// Its value may have changed: compare (a clean handler's value
 		// cannot have changed unless the diff touches its fields).
 		var err error
-		if cur, err = digestWrites(b.cmpOf(h, d.ks.key.Kind), d.new, h.fields, h.rev, h.writes); err != nil || cur != stored {
+		if cur, err = b.digestFor(d, h); err != nil || cur != stored {
 			return false
 		}
 	}

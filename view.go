@@ -45,11 +45,17 @@ func (v *relView) byKind(kind string) map[string]any {
 	return nil
 }
 
-// root returns the value of RelatedField: kind → name → state.
-func (v *relView) root() map[string]any {
-	m := make(map[string]any, len(v.kinds))
+// root returns the value of RelatedField: kind (and each other name of
+// it, see Bus.RelatedName) → name → state.
+func (v *relView) root(names map[string]string) map[string]any {
+	m := make(map[string]any, len(v.kinds)+len(names))
 	for _, k := range v.kinds {
 		m[k.kind] = k.byName
+	}
+	for name, kind := range names {
+		if byName, ok := m[kind]; ok && m[name] == nil {
+			m[name] = byName
+		}
 	}
 	return m
 }
@@ -213,7 +219,7 @@ func (b *Bus) applyRelated(key Key, changes []relChange, diff bool) (*relView, D
 		e.doc = c.doc
 		for j := range r.fields {
 			e.hs[j] = sum{}
-			if r.fields[j].matches(c.child, name) {
+			if r.fields[j].matches(c.child, name, r.names) {
 				e.hs[j] = b.share(j, c.child, name, c.doc)
 				v.sums[j].add(e.hs[j])
 			}
@@ -281,7 +287,7 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 	doc := maps.Clone(d.new)
 	root := map[string]any{} // no related object: the field is there, empty
 	if v != nil {
-		root = v.root()
+		root = v.root(b.rel.names)
 	}
 	doc[RelatedField] = root
 	if o.relOnly() {

@@ -51,7 +51,12 @@
 // does, through [opbus.Options].Related, which [Source.BusOptions] sets: a
 // handler of the owner's kind subscribes to
 // related["Deployment.apps"][*].status.readyReplicas and runs when a
-// Deployment it controls appears, changes readiness or goes.
+// Deployment it controls appears, changes readiness or goes. A related
+// kind may be named by its kind alone where one related resource has it:
+// related.Deployment[*].status.readyReplicas is the same subscription,
+// and the handler reads the Deployments under related.Deployment as under
+// related["Deployment.apps"]; where two related resources have the kind
+// (Job.batch and Job.example.com), Run refuses it, naming both.
 //
 // A [Resource] with Referenced relates each of its objects to the objects
 // that name it in a field: with Referenced: []Reference{{Kind:
@@ -178,11 +183,13 @@
 //     elements lack, a key on a list or anything below a string or a
 //     number;
 //   - a related path, related.<Kind>.<name>.<field>, whose kind no watched
-//     resource has as spelt in keys (related.Job where the Source watches
-//     Job.batch: "did you mean related["Job.batch"]…?"), whose kind's
-//     objects relate to nothing (neither Owned nor Referenced, and no
-//     Related function given to [Source.BusOptions]), or whose field the
-//     related kind's schema does not allow.
+//     resource has, as spelt in keys or by its kind alone (related.Jobs
+//     where the Source watches Job.batch: "did you mean
+//     related["Job.batch"]…?"), whose kind alone several related
+//     resources have (Job.batch and Job.example.com: the error names
+//     both), whose kind's objects relate to nothing (neither Owned nor
+//     Referenced, and no Related function given to [Source.BusOptions]),
+//     or whose field the related kind's schema does not allow.
 //
 // The check follows the schema's references and its allOf, oneOf and
 // anyOf, and accepts any key of a map (metadata.labels, additionalProperties),

@@ -16,9 +16,11 @@ import (
 // TestRelatedPathsChecked: Run refuses, before it watches, a related
 // path whose kind is no watched resource's (with the spelling meant: a
 // kind outside the core group is qualified), whose kind relates to
-// nothing (neither Owned nor Referenced), or whose field no object of the
-// related kind can have by its schema (with "did you mean"). Before, such
-// a handler started and silently never ran.
+// nothing (neither Owned nor Referenced), whose kind alone (no group) is
+// that of several related resources (naming them), or whose field no
+// object of the related kind can have by its schema (with "did you
+// mean", for a kind named alone too). Before, such a handler started and
+// silently never ran.
 func TestRelatedPathsChecked(t *testing.T) {
 	t.Parallel()
 	env := kubetest.Shared(t)
@@ -31,7 +33,9 @@ func TestRelatedPathsChecked(t *testing.T) {
 		{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Namespaces: []string{ns}},
 	}
 	for _, c := range []struct{ field, want string }{
-		{"related.Job[*].status.active", `names the related kind "Job", which no watched resource holds, so it would never change: did you mean related["Job.batch"][*].status.active?`},
+		{"related.Jobs[*].status.active", `names the related kind "Jobs", which no watched resource holds, so it would never change: did you mean related["Job.batch"][*].status.active?`},
+		{"related.Job[*].staus.active", `no Job.batch can have (by the API server's schema of jobs in batch/v1): the object has no field "staus": did you mean status?`},
+		{"related.Deployment[*].status.replicas", "Deployment.apps, whose objects relate to none"},
 		{`related["Job.batch"][*].staus.active`, "did you mean status?"},
 		{"related.ConfigMap[*].dat.state", "did you mean data?"},
 		{`related["Deployment.apps"][*].status.replicas`, "Deployment.apps, whose objects relate to none"},

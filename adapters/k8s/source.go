@@ -320,6 +320,9 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 	if err := checkKinds(subs, rs); err != nil {
 		return err
 	}
+	if err := s.relatedNames(bus, subs, kinds); err != nil {
+		return err
+	}
 	if err := s.checkFields(ctx, subs, rs); err != nil {
 		return err
 	}

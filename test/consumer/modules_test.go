@@ -143,7 +143,8 @@ func replacedByDir(m repoModule, path, dir string) bool {
 // pseudo-version that a bare replace leaves), the same release everywhere, and
 // keeps the replace to its directory; the Kubernetes adapter and the benchmarks
 // require the root module, the controller-runtime module ctrlmgr requires
-// the root module and the adapter, and the example operator webapp all three.
+// the root module and the adapter, the example operator webapp all three,
+// and the example operator cronjob the root module and the adapter.
 func TestNestedModulesRequireReleases(t *testing.T) {
 	mods := repoModules(t, repoRoot(t))
 	versions := releaseVersions(t, mods)
@@ -158,6 +159,8 @@ func TestNestedModulesRequireReleases(t *testing.T) {
 		{k8sPath + "/examples/webapp", rootPath},
 		{k8sPath + "/examples/webapp", k8sPath},
 		{k8sPath + "/examples/webapp", k8sPath + "/ctrlmgr"},
+		{k8sPath + "/examples/cronjob", rootPath},
+		{k8sPath + "/examples/cronjob", k8sPath},
 	} {
 		m, ok := mods[c.path]
 		if !ok {
