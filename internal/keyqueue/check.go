@@ -65,8 +65,8 @@ func (q *Queue[K, T]) checkKey(k K, e *entry[T], held, listed int, bad func(stri
 		}
 		last = it.Seq
 	}
-	if e.timer != nil && e.due {
-		bad("5: %v has a due retry and an armed timer", k)
+	if (e.timer == nil) != (e.timerSeq == 0) || e.timerSeq > q.timerSeq {
+		bad("5: %v has timer %d armed %v (the last armed is %d)", k, e.timerSeq, e.timer != nil, q.timerSeq)
 	}
 	if e.timer != nil && q.draining {
 		bad("5: %v has an armed timer after Drain or Halt", k)

@@ -41,8 +41,9 @@
 //  4. Queued counts: Len is the number of items across all keys, and each
 //     key's items are in order of arrival, except items put back at the
 //     front by their holder (PushFront).
-//  5. Retries: a key has at most one armed retry timer; a due retry is
-//     not armed. After Drain or Halt no timer is armed.
+//  5. Retries: a key has at most one armed retry timer, the last armed
+//     for it (a retry may be due while a later one is armed). After Drain
+//     or Halt no timer is armed.
 //  6. Awaited: a key is awaited exactly while a caller waits in Await for
 //     it, and the count is that of the callers waiting.
 //  7. A key is forgotten only when it holds nothing: no item, no holder,

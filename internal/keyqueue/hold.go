@@ -59,6 +59,7 @@ func (q *Queue[K, T]) Hold(k K) {
 	}
 	e.held = true
 	q.held = append(q.held, k)
+	q.touch(k, e)
 	q.recount()
 }
 
@@ -75,7 +76,7 @@ func (q *Queue[K, T]) Release(k K) {
 	q.held[i] = q.held[len(q.held)-1]
 	q.held[len(q.held)-1] = zero
 	q.held = q.held[:len(q.held)-1]
-	q.tidy(k, e)
+	q.forgetIdle(k, e)
 	q.List(k)
 	q.Notify()
 }
@@ -232,7 +233,7 @@ func (q *Queue[K, T]) stop(keepRetries bool) {
 			e.timer.Stop()
 			e.timer, e.timerSeq = nil, 0
 			e.due = e.due || keepRetries
-			q.tidy(k, e)
+			q.forgetIdle(k, e)
 		}
 	}
 	q.recount()

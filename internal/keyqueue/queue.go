@@ -40,6 +40,18 @@ type Options[K comparable, T any] struct {
 	// Changed is called, under the lock, after each change of what is
 	// listed, held or pending (for a caller that checks invariants).
 	Changed func()
+	// KeyChanged is called, under the lock, after each change of k's
+	// items, hold, block or due retry, with what k has now: for a caller
+	// that keeps a view of it beside its own state of k.
+	KeyChanged func(k K, v View[T])
+}
+
+// View is what a key has in the queue, as Options.KeyChanged gives it.
+type View[T any] struct {
+	Items   []Item[T] // the queue's own slice: to read, until the next change
+	Held    bool
+	Blocked bool
+	Due     bool
 }
 
 // entry is the queue's state of one key; a key without any is not in
@@ -123,6 +135,38 @@ func (q *Queue[K, T]) tidy(k K, e *entry[T]) {
 	}
 }
 
+// touch tells Options.KeyChanged what k has now, e being its entry (or
+// one just forgotten by tidy, empty).
+func (q *Queue[K, T]) touch(k K, e *entry[T]) {
+	if q.opt.KeyChanged == nil {
+		return
+	}
+	if e == nil || e.empty() {
+		q.opt.KeyChanged(k, View[T]{})
+		return
+	}
+	q.opt.KeyChanged(k, View[T]{Items: e.items, Held: e.held, Blocked: e.blocked, Due: e.due})
+}
+
+// forgetIdle tidies e, the entry of k, and tells KeyChanged.
+func (q *Queue[K, T]) forgetIdle(k K, e *entry[T]) {
+	q.tidy(k, e)
+	q.touch(k, e)
+}
+
+// Keys returns the keys the queue has something of, in no order: for
+// checks.
+func (q *Queue[K, T]) Keys() []K {
+	out := make([]K, 0, len(q.keys))
+	for k := range q.keys {
+		out = append(out, k)
+	}
+	return out
+}
+
+// LastSeq returns the last sequence number given.
+func (q *Queue[K, T]) LastSeq() uint64 { return q.seq }
+
 // Len returns the number of items queued across all keys.
 func (q *Queue[K, T]) Len() int { return q.queued }
 
@@ -172,6 +216,7 @@ func (q *Queue[K, T]) add(k K, v T, awaited bool) uint64 {
 		e.items = append(e.items, it)
 		q.queued++
 	}
+	q.touch(k, e)
 	q.List(k)
 	return it.Seq
 }
@@ -185,6 +230,7 @@ func (q *Queue[K, T]) PushFront(k K, items ...Item[T]) {
 	e := q.get(k)
 	e.items = append(append(make([]Item[T], 0, len(items)+len(e.items)), items...), e.items...)
 	q.queued += len(items)
+	q.touch(k, e)
 }
 
 // Take pops the next item of k for its holder: none while k is blocked,
@@ -202,7 +248,7 @@ func (q *Queue[K, T]) Take(k K, force bool, own uint64) (Item[T], bool) {
 		e.items = nil
 	}
 	q.queued--
-	q.tidy(k, e)
+	q.forgetIdle(k, e)
 	return it, true
 }
 
@@ -232,6 +278,7 @@ func (q *Queue[K, T]) Disown(k K, seq uint64) {
 				e.items[i].Awaited = false
 			}
 		}
+		q.touch(k, e)
 	}
 }
 
@@ -239,13 +286,15 @@ func (q *Queue[K, T]) Disown(k K, seq uint64) {
 // only a forced Take takes them.
 func (q *Queue[K, T]) Block(k K, blocked bool) {
 	if !blocked {
-		if e := q.keys[k]; e != nil {
+		if e := q.keys[k]; e != nil && e.blocked {
 			e.blocked = false
-			q.tidy(k, e)
+			q.forgetIdle(k, e)
 		}
 		return
 	}
-	q.get(k).blocked = true
+	e := q.get(k)
+	e.blocked = true
+	q.touch(k, e)
 }
 
 // Blocked reports whether k's items wait for a retry (Block).

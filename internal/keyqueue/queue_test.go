@@ -3,6 +3,7 @@ package keyqueue
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,14 +12,16 @@ import (
 // fixture is a queue of string keys and int items with its lock, checking
 // the invariants at every change.
 type fixture struct {
-	t  *testing.T
-	mu sync.Mutex
-	q  *Queue[string, int]
+	t     *testing.T
+	mu    sync.Mutex
+	q     *Queue[string, int]
+	views map[string]View[int] // as KeyChanged gave them
 }
 
 func newFixture(t *testing.T, opt Options[string, int]) *fixture {
-	f := &fixture{t: t}
+	f := &fixture{t: t, views: map[string]View[int]{}}
 	opt.Lock = &f.mu
+	opt.KeyChanged = func(k string, v View[int]) { f.views[k] = v }
 	opt.Changed = func() {
 		if err := f.q.Check(); err != nil {
 			t.Errorf("invariant broken: %v", err)
@@ -36,6 +39,25 @@ func (f *fixture) do(fn func(q *Queue[string, int])) {
 	fn(f.q)
 	if err := f.q.Check(); err != nil {
 		f.t.Fatalf("invariant broken: %v", err)
+	}
+	f.checkViews()
+}
+
+// checkViews checks that what KeyChanged last gave of each key is what
+// the queue has of it.
+func (f *fixture) checkViews() {
+	f.t.Helper()
+	q := f.q
+	for k, v := range f.views {
+		if len(v.Items) != q.KeyLen(k) || v.Held != q.Held(k) || v.Blocked != q.Blocked(k) || v.Due != q.Due(k) {
+			f.t.Fatalf("view of %s: %d items, held %v, blocked %v, due %v; the queue has %d, %v, %v, %v",
+				k, len(v.Items), v.Held, v.Blocked, v.Due, q.KeyLen(k), q.Held(k), q.Blocked(k), q.Due(k))
+		}
+		for i, it := range v.Items {
+			if it != q.Items(k)[i] {
+				f.t.Fatalf("view of %s: item %d is %v, the queue's %v", k, i, it, q.Items(k)[i])
+			}
+		}
 	}
 }
 
@@ -471,6 +493,37 @@ func (c *fakeClock) advance(d time.Duration) {
 	for _, t := range due {
 		if !t.stopped {
 			t.f()
+		}
+	}
+}
+
+// TestCheckReportsBrokenInvariants breaks each invariant by hand and
+// expects Check to name it.
+func TestCheckReportsBrokenInvariants(t *testing.T) {
+	for _, c := range []struct {
+		want    string
+		breakIt func(q *Queue[string, int])
+	}{
+		{"1: a is in the held set twice", func(q *Queue[string, int]) { q.held = append(q.held, "a") }},
+		{"2: b is on the ready list but not marked listed", func(q *Queue[string, int]) { q.ready = append(q.ready, "b") }},
+		{"3: pending is", func(q *Queue[string, int]) { q.pending++ }},
+		{"4: Len is", func(q *Queue[string, int]) { q.queued++ }},
+		{"4: a has item", func(q *Queue[string, int]) { e := q.keys["a"]; e.items[0], e.items[1] = e.items[1], e.items[0] }},
+		{"5: a has timer", func(q *Queue[string, int]) { q.keys["a"].timerSeq = 99 }},
+		{"7: c is kept with nothing in it", func(q *Queue[string, int]) { q.keys["c"] = &entry[int]{} }},
+	} {
+		var mu sync.Mutex
+		q := New(Options[string, int]{Lock: &mu})
+		q.Add("a", 1)
+		q.Add("a", 2)
+		q.Next()
+		q.Hold("a")
+		if err := q.Check(); err != nil {
+			t.Fatalf("before breaking %q: %v", c.want, err)
+		}
+		c.breakIt(q)
+		if err := q.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Check = %v; want an error naming %q", err, c.want)
 		}
 	}
 }

@@ -36,6 +36,7 @@ func (q *Queue[K, T]) RetryAt(k K, t time.Time) (time.Duration, bool) {
 	}
 	if q.draining {
 		e.due = true
+		q.touch(k, e)
 		return 0, false
 	}
 	if e.timer != nil {
@@ -62,6 +63,7 @@ func (q *Queue[K, T]) fire(k K, seq uint64) {
 	}
 	e.timer, e.timerSeq = nil, 0
 	e.due = true
+	q.touch(k, e)
 	q.List(k)
 }
 
@@ -76,7 +78,7 @@ func (q *Queue[K, T]) StopRetry(k K) {
 		e.timer = nil
 	}
 	e.timerSeq, e.due = 0, false
-	q.tidy(k, e)
+	q.forgetIdle(k, e)
 }
 
 // Armed reports whether k's retry timer is armed.
@@ -94,7 +96,9 @@ func (q *Queue[K, T]) Due(k K) bool {
 // SetDue makes a retry of k due now (a timer of the caller's fired) and
 // lists k; while draining, the retry is due but k is not listed.
 func (q *Queue[K, T]) SetDue(k K) {
-	q.get(k).due = true
+	e := q.get(k)
+	e.due = true
+	q.touch(k, e)
 	q.List(k)
 }
 
@@ -107,6 +111,6 @@ func (q *Queue[K, T]) TakeRetry(k K) bool {
 	}
 	was := e.due
 	e.due, e.blocked = false, false
-	q.tidy(k, e)
+	q.forgetIdle(k, e)
 	return was
 }
