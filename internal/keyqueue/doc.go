@@ -56,7 +56,7 @@
 // Release; armed retry timers are stopped and their retries made due, so
 // that the caller finds them (Due) with the queued items to save them.
 // Halt is a stop at once: the same, but armed retries are dropped, not
-// made due; nothing is to be saved. Waits in Await and WaitChange end at
+// made due (their keys have no retry due); nothing is to be saved. Waits in Await and WaitChange end at
 // either.
 //
 // # Locking

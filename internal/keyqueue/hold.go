@@ -220,7 +220,8 @@ func (q *Queue[K, T]) Await(ctx context.Context, k K, seq uint64) error {
 // found by Due with the items; waiters wake. Holders finish and Release.
 func (q *Queue[K, T]) Drain() { q.stop(true) }
 
-// Halt stops the queue at once: as Drain, but armed retries are dropped.
+// Halt stops the queue at once: as Drain, but armed retries are dropped
+// (a key whose retry was armed has none due).
 func (q *Queue[K, T]) Halt() {
 	q.halted = true
 	q.stop(false)
@@ -232,7 +233,7 @@ func (q *Queue[K, T]) stop(keepRetries bool) {
 		if e.timer != nil {
 			e.timer.Stop()
 			e.timer, e.timerSeq = nil, 0
-			e.due = e.due || keepRetries
+			e.due = keepRetries // at a halt, the retry armed is dropped
 			q.forgetIdle(k, e)
 		}
 	}

@@ -26,14 +26,11 @@ func (systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.Afte
 // RetryAt arms k's retry timer for t, replacing a later one, and returns
 // the delay it armed and true; with an earlier one armed, it leaves it
 // (it re-arms for the rest) and returns false. When the timer fires the
-// retry is due and k listed. While draining, nothing is armed: the retry
-// is due at once, to be saved with the items, and RetryAt returns false.
+// retry is due and k listed. While draining (or halted), nothing is
+// armed: the retry is due at once, to be saved with the items, and
+// RetryAt returns false.
 func (q *Queue[K, T]) RetryAt(k K, t time.Time) (time.Duration, bool) {
 	e := q.get(k)
-	if q.halted {
-		q.tidy(k, e)
-		return 0, false
-	}
 	if q.draining {
 		e.due = true
 		q.touch(k, e)
