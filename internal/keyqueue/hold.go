@@ -36,9 +36,6 @@ func (q *Queue[K, T]) Next() (K, bool) {
 	k := q.ready[0]
 	q.ready[0] = zero
 	q.ready = q.ready[1:]
-	if len(q.ready) == 0 {
-		q.ready = q.ready[:0:0]
-	}
 	if e := q.keys[k]; e != nil {
 		e.listed = false
 		q.tidy(k, e)
