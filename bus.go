@@ -274,6 +274,7 @@ func New(opts *Options) (*Bus, error) {
 	if b.cfg.shutdown <= 0 {
 		b.cfg.shutdown = 30 * time.Second
 	}
+	b.newQueue()
 	b.reg.ignore = addNew(slices.Clone(defaultIgnore), opts.Ignore...)
 	for _, w := range []any{b.cfg.store, b.cfg.sink} {
 		if pw, ok := w.(PathWriter); ok {

@@ -2,8 +2,11 @@ package opbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/opbus/opbus/internal/keyqueue"
 )
 
 // Dispatch handles obj as the latest state of key synchronously, on the
@@ -41,12 +44,11 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		return err
 	}
 	b.mu.Lock()
-	ks, first, err := b.queueAwaited(ctx, key, &o)
+	ks, first, mine, err := b.queueAwaited(ctx, key, &o)
 	if err != nil {
 		b.mu.Unlock()
 		return err
 	}
-	mine := b.q.seq
 	b.relay(key, o, to)
 	if err := b.awaitKey(ctx, ks, mine); err != nil {
 		b.mu.Unlock()
@@ -58,7 +60,7 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 	h.done.Store(true)
 	if held {
 		b.mu.Lock()
-		ks.disown(mine) // left queued: the next pass of the key takes it
+		b.q.kq.Disown(ks, mine) // left queued: the next pass of the key takes it
 		b.release(ks)
 		b.mu.Unlock()
 	}
@@ -67,16 +69,16 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 
 // queueAwaited queues o, the state of a Dispatch call, for that call
 // alone, or returns it as first when nothing goes before it, so that it
-// needs no queue; b.mu is held.
-func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *keyState, first *observation, err error) {
+// needs no queue, with its number, mine; b.mu is held.
+func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *keyState, first *observation, mine uint64, err error) {
 	if err := b.freeze(); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if b.stopping {
-		return nil, nil, ErrClosed
+		return nil, nil, 0, ErrClosed
 	}
 	if ks := b.q.keys[key]; ks != nil && ks.busy && holds(ctx, ks) {
-		return nil, nil, fmt.Errorf("opbus: dispatch of %v from inside a pass of that object (a handler's context): the call would wait for its own pass; nothing is queued (use Observe to queue the state)", key)
+		return nil, nil, 0, fmt.Errorf("opbus: dispatch of %v from inside a pass of that object (a handler's context): the call would wait for its own pass; nothing is queued (use Observe to queue the state)", key)
 	}
 	ks = b.keyState(key)
 	// Only this call takes its state, and the state is never coalesced
@@ -86,16 +88,14 @@ func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *ke
 	o.awaited = true
 	if !ks.busy && len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
 		// With nothing queued before it, the state needs no queue.
-		b.q.seq++
-		o.seq = b.q.seq
+		o.seq = b.q.kq.NewSeq()
 		ks.observed(o)
-		return ks, o, nil
+		return ks, o, o.seq, nil
 	}
 	// Queued now, even while the key is busy, so that a state observed
 	// while this call waits goes after it (rule 5). Queued, it also keeps
 	// ks in queues.keys.
-	b.push(ks, *o)
-	return ks, nil, nil
+	return ks, nil, b.push(ks, *o), nil
 }
 
 // passesUntil makes the passes of ks, which the call holds, until the one
@@ -110,7 +110,7 @@ func (b *Bus) passesUntil(ctx context.Context, ks *keyState, first *observation,
 		switch {
 		case !ok:
 			b.mu.Lock()
-			if !ks.awaitedByOther(mine) {
+			if !b.q.kq.AwaitedByOther(ks, mine) {
 				b.mu.Unlock()
 				return true, fmt.Errorf("opbus: dispatch of %v: the state was not dispatched", ks.key)
 			}
@@ -137,36 +137,23 @@ func (b *Bus) passesUntil(ctx context.Context, ks *keyState, first *observation,
 
 // awaitKey waits until no one else dispatches ks and no other Dispatch
 // call's state is next, then makes the call whose state is seq the holder
-// of ks; b.mu is held. Run leaves an awaited key to the call. If the bus
-// begins to stop meanwhile, the state stays queued, to be saved as
-// pending, and awaitKey returns an error wrapping [ErrClosed]; if ctx ends, the
-// state stays queued, to be handled as an observed state is, and awaitKey
-// returns an error wrapping ctx's.
+// of ks; b.mu is held (the keyqueue's hand-off, Await). Run leaves an
+// awaited key to the call. If the bus begins to stop meanwhile, the state
+// stays queued, to be saved as pending, and awaitKey returns an error
+// wrapping [ErrClosed]; if ctx ends, the state stays queued, to be
+// handled as an observed state is, and awaitKey returns an error wrapping
+// ctx's.
 func (b *Bus) awaitKey(ctx context.Context, ks *keyState, seq uint64) error {
-	for {
-		if b.stopping {
-			ks.disown(seq)
-			return fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", ks.key, ErrClosed)
-		}
-		if !ks.busy && !ks.awaitedByOther(seq) {
-			break
-		}
-		if b.q.awaiting == nil {
-			b.q.awaiting = map[*keyState]int{}
-		}
-		b.q.awaiting[ks]++
-		err := b.waitChange(ctx)
-		if b.q.awaiting[ks]--; b.q.awaiting[ks] == 0 {
-			delete(b.q.awaiting, ks)
-		}
-		if err != nil {
-			ks.disown(seq)
-			b.markReady(ks) // no call waits for it now: Run, Wait or the next Dispatch takes it
-			return fmt.Errorf("opbus: dispatch of %v: waiting for the object's pass under way: %w; the state stays queued, to be handled as an observed state is", ks.key, err)
-		}
+	err := b.q.kq.Await(ctx, ks, seq)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, keyqueue.ErrDraining):
+		return fmt.Errorf("opbus: dispatch of %v: the bus is stopping; the state is saved as pending: %w", ks.key, ErrClosed)
+	default:
+		// No call waits for it now: Run, Wait or the next Dispatch takes it.
+		return fmt.Errorf("opbus: dispatch of %v: waiting for the object's pass under way: %w; the state stays queued, to be handled as an observed state is", ks.key, err)
 	}
-	b.acquire(ks)
-	return nil
 }
 
 // holding is a key held for a run of passes (by a Dispatch call, by one

@@ -48,7 +48,7 @@ func numRuns(t *testing.T, b *Bus, hook func(ctx context.Context, ev *Event, n i
 func busSeq(b *Bus) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.q.seq
+	return b.q.kq.LastSeq()
 }
 
 // many concurrent Dispatch calls on one key, mixed with
@@ -228,7 +228,7 @@ func TestDispatchAttackShutdownWithSeveralWaiting(t *testing.T) {
 				waitFor(t, fmt.Sprintf("Dispatch %d (%d) waiting", n, i), func() bool {
 					b.mu.Lock()
 					defer b.mu.Unlock()
-					return b.q.awaiting[b.q.keys[key]] == want
+					return b.q.kq.Awaiting(b.q.keys[key]) == want
 				})
 				dones = append(dones, done)
 			}
@@ -320,10 +320,10 @@ func TestDispatchAttackShutdownWaitingDeleteRecreate(t *testing.T) {
 	<-started
 	d1 := make(chan error, 1)
 	go func() { d1 <- b.DispatchDelete(ctx, key, withUID(2, "u1")) }()
-	waitFor(t, "delete waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[key]] == 1 })
+	waitFor(t, "delete waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[key]) == 1 })
 	d2 := make(chan error, 1)
 	go func() { d2 <- b.Dispatch(ctx, key, withUID(3, "u2")) }()
-	waitFor(t, "create waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[key]] == 2 })
+	waitFor(t, "create waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[key]) == 2 })
 	must(t, b.Observe(ctx, key, withUID(4, "u2")))
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
@@ -473,11 +473,11 @@ func TestDispatchAttackWhileLoadFails(t *testing.T) {
 			<-st.entered
 			d2 := make(chan error, 1)
 			go func() { d2 <- b.Dispatch(ctx, key, doc("a", "2")) }()
-			waitFor(t, "d2 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[key]] == 1 })
+			waitFor(t, "d2 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[key]) == 1 })
 			must(t, b.Observe(ctx, key, doc("a", "3")))
 			d4 := make(chan error, 1)
 			go func() { d4 <- b.Dispatch(ctx, key, doc("a", "4")) }()
-			waitFor(t, "d4 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[key]] == 2 })
+			waitFor(t, "d4 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[key]) == 2 })
 			st.mu.Lock()
 			st.fails = fails
 			st.mu.Unlock()
@@ -548,7 +548,7 @@ func TestDispatchAttackDeleteAndUnfinishedDeletion(t *testing.T) {
 	<-started
 	dd := make(chan error, 1)
 	go func() { dd <- b.DispatchDelete(ctx, key, withUID(2, "u1")) }()
-	waitFor(t, "delete waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[key]] == 1 })
+	waitFor(t, "delete waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[key]) == 1 })
 	must(t, b.Observe(ctx, key, withUID(3, "u2")))
 	must(t, b.Observe(ctx, key, withUID(4, "u2")))
 	holdOn.Store(false)
@@ -570,7 +570,7 @@ func TestDispatchAttackDeleteAndUnfinishedDeletion(t *testing.T) {
 	<-started // a retry of the deletion, held
 	d6 := make(chan error, 1)
 	go func() { d6 <- b.Dispatch(ctx, key, withUID(6, "u3")) }()
-	waitFor(t, "Dispatch waiting for the retry", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[key]] == 1 })
+	waitFor(t, "Dispatch waiting for the retry", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[key]) == 1 })
 	must(t, b.Observe(ctx, key, withUID(7, "u3")))
 	holdOn.Store(false)
 	release <- struct{}{}
@@ -626,12 +626,12 @@ func TestDispatchAttackNoRun(t *testing.T) {
 	<-started
 	d2 := make(chan error, 1)
 	go func() { d2 <- b.Dispatch(ctx, key, doc("a", "2")) }()
-	waitFor(t, "d2 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[key]] == 1 })
+	waitFor(t, "d2 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[key]) == 1 })
 	must(t, b.Observe(ctx, key, doc("a", "3")))
 	must(t, b.Observe(ctx, key, doc("a", "4")))
 	d5 := make(chan error, 1)
 	go func() { d5 <- b.Dispatch(ctx, key, doc("a", "5")) }()
-	waitFor(t, "d5 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[key]] == 2 })
+	waitFor(t, "d5 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[key]) == 2 })
 	must(t, b.Observe(ctx, key, doc("a", "6")))
 	close(release)
 	for i, d := range []chan error{d1, d2, d5} {
@@ -689,13 +689,13 @@ func TestDispatchAttackRelatedParentDispatchWaiting(t *testing.T) {
 			<-started
 			p2 := make(chan error, 1)
 			go func() { p2 <- b.Dispatch(ctx, w, webAppDoc("w", 2)) }()
-			waitFor(t, "p2 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[w]] == 1 })
+			waitFor(t, "p2 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[w]) == 1 })
 			must(t, b.Observe(ctx, deployKey("d"), deployment("d", 1, "w")))
 			must(t, b.Dispatch(ctx, deployKey("e"), deployment("e", 1, "w")))
 			must(t, b.Observe(ctx, deployKey("d"), deployment("d", 2, "w")))
 			p3 := make(chan error, 1)
 			go func() { p3 <- b.Dispatch(ctx, w, webAppDoc("w", 3)) }()
-			waitFor(t, "p3 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.awaiting[b.q.keys[w]] == 2 })
+			waitFor(t, "p3 waiting", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.q.kq.Awaiting(b.q.keys[w]) == 2 })
 			must(t, b.Observe(ctx, deployKey("d"), deployment("d", 3, "w")))
 			must(t, b.Dispatch(ctx, deployKey("e"), deployment("e", 2)))
 			close(release)

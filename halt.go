@@ -2,7 +2,6 @@ package opbus
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 )
@@ -14,17 +13,14 @@ import (
 // writes under way to return.
 func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, cause error) {
 	b.mu.Lock()
-	b.stop()
+	b.stop(true) // armed retries are dropped
 	b.closed = true
 	for _, ks := range b.q.keys {
-		if ks.hasTimer() {
-			ks.stopTimer()
-		}
 		if ks.x != nil {
 			ks.x.stopTick() // schedules stop with the bus (timer.go)
 		}
 	}
-	busy := slices.Clone(b.q.busy)
+	busy := b.q.kq.HeldKeys()
 	b.mu.Unlock()
 
 	// Before the cancel: a pass that gets a write slot once a write
@@ -64,7 +60,7 @@ func (b *Bus) drained(workers *sync.WaitGroup) <-chan struct{} {
 	go func() {
 		workers.Wait()
 		b.mu.Lock()
-		for len(b.q.busy) > 0 {
+		for b.q.kq.NumHeld() > 0 {
 			_ = b.waitChange(context.Background())
 		}
 		b.mu.Unlock()

@@ -406,7 +406,7 @@ func TestDispatchWaitingCases(t *testing.T) {
 		waitFor(t, fmt.Sprintf("%d Dispatch calls to wait", waiting), func() bool {
 			s.b.mu.Lock()
 			defer s.b.mu.Unlock()
-			return s.b.q.awaiting[s.b.q.keys[s.key]] == waiting
+			return s.b.q.kq.Awaiting(s.b.q.keys[s.key]) == waiting
 		})
 		return done
 	}

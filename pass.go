@@ -161,7 +161,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation,
 			x := ks.extraLocked()
 			x.loadFails++
 			b.unshift(ks, o)
-			ks.blocked = true
+			b.q.kq.Block(ks, true)
 			b.retryAt(ks, b.now().Add(b.cfg.backoff.delay(x.loadFails)))
 			b.mu.Unlock()
 			return err
@@ -251,7 +251,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 	}
 
 	b.mu.Lock()
-	ks.blocked = ks.deleting
+	b.q.kq.Block(ks, ks.deleting)
 	if !d.due.IsZero() {
 		b.retryAt(ks, d.due)
 	}

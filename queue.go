@@ -5,45 +5,41 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/opbus/opbus/internal/keyqueue"
 )
 
 // observation is one observed state of a key, waiting to be dispatched.
 type observation struct {
 	old, new  map[string]any
 	inc       string // incarnation ID of new (Options.Incarnation); "" if none
-	seq       uint64 // order of arrival, for Dispatch to find its own
+	seq       uint64 // its number in the keyqueue (Item.Seq), for Dispatch to find its own
 	hasOld    bool   // old is given by the source, not the bus's last state
 	deleted   bool
 	retry     bool        // a scheduled retry of the current state
 	coalesced bool        // states before this one were skipped
-	awaited   bool        // a Dispatch call waits to handle it itself: only that call takes it
+	awaited   bool        // a Dispatch call waits to handle it itself (Item.Awaited): only that call takes it
 	rel       []relChange // changes of related objects, applied before new (related.go)
 	pre       *preDiff    // the subscribed changes from the state observed before (precompare.go)
 }
 
-// queues is what a Bus keeps of its keys and their queued states; guarded
-// by Bus.mu.
+// queues is what a Bus keeps of its keys; guarded by Bus.mu. The keys'
+// queued states, holders, ready list and retry timers are in kq
+// (internal/keyqueue); what they mean for the bus is in this file.
 type queues struct {
-	keys     map[Key]*keyState
-	ready    []*keyState       // keys with work and no holder (markReady)
-	busy     []*keyState       // keys held by a pass
-	queued   int               // states waiting across all keys
-	pending  int               // keys ready or busy (countPending)
-	idle     chan struct{}     // made by Wait while pending > 0; closed when it reaches 0
-	readied  chan struct{}     // made by Wait before Run, while a key is busy; closed when a key becomes ready
-	seq      uint64            // observations pushed, for Dispatch to find its own
-	timerSeq uint64            // retry timers armed
-	ended    map[Key]string    // keys forgotten after their deletion → that incarnation
-	awaiting map[*keyState]int // keys Dispatch calls wait for → how many
-	changed  chan struct{}     // closed at the next change a waiter may wait for (wakeup.go); made by a waiter
+	keys  map[Key]*keyState
+	kq    *keyqueue.Queue[*keyState, observation]
+	ended map[Key]string // keys forgotten after their deletion → that incarnation
 }
 
 // keyState is what the bus keeps per object. Fields below "owned by the
-// dispatching goroutine" are touched only by the goroutine that has set
-// busy; the rest are guarded by Bus.mu, except where noted.
+// dispatching goroutine" are touched only by the goroutine that holds the
+// key; the rest are guarded by Bus.mu, except where noted.
 type keyState struct {
-	key       Key
-	queue     []observation
+	key Key
+	// queue is the keyqueue's own slice of the key's queued states, as its
+	// KeyChanged hook last gave it (mirror): read only, under Bus.mu.
+	queue     []keyqueue.Item[observation]
 	last      map[string]any    // the latest observed state: the base of the next one's precompare
 	published Slots             // the slots as of the last commit (nil: none), for Status
 	values    map[string]string // the values as of the last commit, for Value
@@ -62,34 +58,33 @@ type keyState struct {
 	// The flags, together so that they pack into the space an atomic.Bool
 	// leaves (BenchmarkMemoryPerKey: the struct fits a smaller size class),
 	// each named with its owner ("owned by"):
-	//   queue: the per-key queue (queue.go, run.go, dispatch.go), under Bus.mu;
+	//   queue: internal/keyqueue; these are copies of its state of the
+	//          key, kept by its KeyChanged hook (mirror), under Bus.mu,
+	//          for the code that reads them as fields;
 	//   pass:  the goroutine holding the key, making a pass (pass.go);
 	//   write: the pass's commit and the write stage (commit.go,
 	//          writestage.go, pipeline.go), on the goroutine holding the key.
-	queuedNow bool // owned by queue: listed in queues.ready
-	busy      bool // owned by queue: a pass holds the key (at most one)
-	blocked   bool // owned by queue: the queue waits for the retry timer: a deletion or a record load is unfinished
-	retryDue  bool // owned by queue: a retry is due; taken before the queue
-	taken     bool // owned by queue: the stored pending states are in the queue (or in flight) now
-	live      bool // owned by pass: an incarnation is current: observed, not deleted
-	deleting  bool // owned by pass: cur is the last state of an incarnation being deleted
-	seen      bool // owned by pass: a state was dispatched by this Bus
-	ended     bool // owned by pass: the last incarnation's deletion is finished, and none began since
-	sunk      bool // owned by write: the sink has the current slots
-	saved     bool // owned by write: the store has the current record
-	shown     bool // owned by write, under Bus.mu: published holds the slots of the last commit
+	busy     bool // owned by queue: a pass holds the key (keyqueue: held)
+	blocked  bool // owned by queue: the queue waits for a retry: a deletion or a record load is unfinished
+	retryDue bool // owned by queue: a retry is due; taken before the queue (set by timer.go's tick: see markReady)
+	taken    bool // owned by pass: the stored pending states are in the queue (or in flight) now
+	live     bool // owned by pass: an incarnation is current: observed, not deleted
+	deleting bool // owned by pass: cur is the last state of an incarnation being deleted
+	seen     bool // owned by pass: a state was dispatched by this Bus
+	ended    bool // owned by pass: the last incarnation's deletion is finished, and none began since
+	sunk     bool // owned by write: the sink has the current slots
+	saved    bool // owned by write: the store has the current record
+	shown    bool // owned by write, under Bus.mu: published holds the slots of the last commit
 }
 
 // keyExtra is the part of a key's state that only keys with retries,
 // failures, Resume handlers or a finished deletion need, kept apart so that
-// the common key costs less memory. It is made under Bus.mu; its timer
-// fields are guarded by Bus.mu, the rest belong to the dispatching
+// the common key costs less memory. It is made under Bus.mu; retries and
+// tick are guarded by Bus.mu, the rest belong to the dispatching
 // goroutine.
 type keyExtra struct {
-	timer    ClockTimer
-	timerSeq uint64    // the timer that may fire; older ones are stale
-	timerAt  time.Time // when it fires
-	tick     *tick     // the timer of the key's schedules (timer.go)
+	retries *keyqueue.Queue[*keyState, observation] // the queue a retry of the key was armed in (stopTimer)
+	tick    *tick                                   // the timer of the key's schedules (timer.go)
 
 	behind     map[int]map[string]any // handler index → the state it last handled, while it fails
 	resumeOwed []bool                 // by handler index: a Resume run is owed by this Bus
@@ -98,6 +93,32 @@ type keyExtra struct {
 	loadFails  int                    // consecutive failures to load the record
 	storeFails int                    // consecutive failures to save the record or publish the status
 	storeDue   time.Time              // when the store or sink is tried again after storeFails
+}
+
+// newQueue makes the keyqueue of b, once its settings are final.
+func (b *Bus) newQueue() {
+	b.q.kq = keyqueue.New(keyqueue.Options[*keyState, observation]{
+		Lock:       &b.mu,
+		Clock:      queueClock{b.cfg.clock},
+		MaxBacklog: b.cfg.maxBacklog,
+		Coalesce:   b.coalesce,
+		HandOver:   b.isParked,
+		Listed:     func(*keyState) { b.offerWork() },
+		Changed:    b.queueChanged,
+		KeyChanged: mirror,
+	})
+}
+
+// mirror copies the keyqueue's state of ks into its fields; b.mu is held.
+func mirror(ks *keyState, v keyqueue.View[observation]) {
+	ks.queue, ks.busy, ks.blocked, ks.retryDue = v.Items, v.Held, v.Blocked, v.Due
+}
+
+// queueClock is the bus's clock as the keyqueue's.
+type queueClock struct{ Clock }
+
+func (c queueClock) AfterFunc(d time.Duration, f func()) keyqueue.Timer {
+	return c.Clock.AfterFunc(d, f)
 }
 
 // extra returns the extra state of ks, making it; b.mu is not held.
@@ -125,12 +146,9 @@ func (ks *keyState) endedInc() string {
 	return ks.x.endedInc
 }
 
-func (ks *keyState) hasTimer() bool { return ks.x != nil && ks.x.timer != nil }
-
 // awaited reports whether a Dispatch call waits for ks, which Run then
-// leaves to it; b.mu is held. (Not in keyExtra: the goroutine that holds
-// ks reads ks.x without b.mu.)
-func (b *Bus) awaited(ks *keyState) bool { return len(b.q.awaiting) > 0 && b.q.awaiting[ks] > 0 }
+// leaves to it; b.mu is held.
+func (b *Bus) awaited(ks *keyState) bool { return b.q.kq.Awaited(ks) }
 
 // keyState returns the state of key, creating it; b.mu is held.
 func (b *Bus) keyState(key Key) *keyState {
@@ -151,27 +169,7 @@ func (b *Bus) keyState(key Key) *keyState {
 
 // awaitedHead reports whether the next queued state of ks is one a waiting
 // Dispatch call handles itself, not a lane; b.mu is held.
-func (ks *keyState) awaitedHead() bool { return len(ks.queue) > 0 && ks.queue[0].awaited }
-
-// awaitedByOther reports whether the next queued state of ks is one that a
-// Dispatch call other than the one of state own handles; b.mu is held.
-func (ks *keyState) awaitedByOther(own uint64) bool {
-	return ks.awaitedHead() && ks.queue[0].seq != own
-}
-
-// disown leaves the state seq, if still queued in ks, to whoever takes the
-// queue next: its Dispatch call returns without handling it; b.mu is held.
-func (ks *keyState) disown(seq uint64) {
-	for i := range ks.queue {
-		if ks.queue[i].seq == seq {
-			ks.queue[i].awaited = false
-		}
-	}
-}
-
-func (ks *keyState) hasWork() bool {
-	return (len(ks.queue) > 0 && !ks.blocked) || ks.retryDue
-}
+func (ks *keyState) awaitedHead() bool { return len(ks.queue) > 0 && ks.queue[0].Awaited }
 
 // incarnationOf returns the incarnation ID of obj, recovering a panic of
 // the user's function as an error.
@@ -249,22 +247,21 @@ func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
 	return nil
 }
 
-// push appends o to the queue of ks, coalescing past the bound; b.mu is
-// held.
-func (b *Bus) push(ks *keyState, o observation) {
-	b.q.seq++
-	o.seq = b.q.seq
+// push appends o to the queue of ks, coalescing past the bound, and
+// returns its number; b.mu is held.
+func (b *Bus) push(ks *keyState, o observation) uint64 {
 	ks.observed(&o)
-	if len(ks.queue) >= b.cfg.maxBacklog {
-		b.coalesce(ks, &o)
+	var seq uint64
+	if o.awaited {
+		seq = b.q.kq.AddAwaited(ks, o)
+	} else {
+		seq = b.q.kq.Add(ks, o)
 	}
-	ks.queue = append(ks.queue, o)
-	b.q.queued++
 	b.stats.observed.Add(1)
 	if b.cfg.observer != nil {
-		b.cfg.observer.Observed(ks.key, b.q.queued)
+		b.cfg.observer.Observed(ks.key, b.q.kq.Len())
 	}
-	b.markReady(ks)
+	return seq
 }
 
 // observed notes o as the latest state observed of ks, the base of the
@@ -278,59 +275,58 @@ func (ks *keyState) observed(o *observation) {
 	}
 }
 
-// coalesce shortens the backlog of ks before o joins it: each run of
-// updates of one incarnation keeps only its latest state, and o replaces the
-// run it continues. Deletions and incarnation boundaries stay, so the
-// queue may still be longer than the bound; b.mu is held.
-func (b *Bus) coalesce(ks *keyState, o *observation) {
-	q := append(ks.queue, *o)
+// coalesce, the keyqueue's hook past Options.MaxBacklog, shortens the
+// backlog q of ks, the new state last: each run of updates of one
+// incarnation keeps only its latest state. Deletions, incarnation
+// boundaries and awaited states stay, so the queue may still be longer
+// than the bound; b.mu is held.
+func (b *Bus) coalesce(ks *keyState, q []keyqueue.Item[observation]) []keyqueue.Item[observation] {
 	out := q[:0]
 	skipped := false
 	for i, x := range q {
-		if i+1 < len(q) && b.supersedes(x, q[i+1]) {
-			q[i+1] = absorb(x, q[i+1])
+		x.Value.awaited = x.Awaited
+		if i+1 < len(q) && b.supersedes(x.Value, q[i+1].Value) {
+			q[i+1].Value = absorb(x.Value, q[i+1].Value)
 			skipped = true
 			continue // superseded by the next state of the same incarnation
 		}
 		if skipped {
-			x.coalesced = true
-			x.hasOld, x.old = false, nil // diff from the last dispatched state
+			x.Value.coalesced = true
+			x.Value.hasOld, x.Value.old = false, nil // diff from the last dispatched state
 			skipped = false
 		}
 		out = append(out, x)
 	}
-	*o = out[len(out)-1]
-	b.q.queued -= len(ks.queue) - (len(out) - 1)
-	clear(ks.queue[len(out)-1:])
-	ks.queue = out[:len(out)-1]
-	if o.coalesced || len(out)-1 < len(q)-1 {
+	if out[len(out)-1].Value.coalesced || len(out) < len(q) {
 		b.stats.coalesced.Add(1)
 		b.cfg.log.Warn("opbus: backlog coalesced: intermediate states skipped", "key", ks.key.String(), "bound", b.cfg.maxBacklog)
 		if b.cfg.observer != nil {
 			b.cfg.observer.Coalesced(ks.key)
 		}
 	}
+	return out
 }
 
 // bounds reports whether an incarnation may end between x and y without
 // an observed deletion: never without incarnation IDs.
 func (b *Bus) bounds(x, y observation) bool { return b.cfg.incarnation != nil && x.inc != y.inc }
 
-// markReady puts ks on the ready list if it has work and is not busy or
-// listed, and keeps the idle channel; b.mu is held.
+// markReady lists ks for Run's goroutines (and a Wait before Run) if it
+// has work and no holder, or its holder only waits on its write (parked);
+// b.mu is held. A retry that timer.go's tick made due by setting
+// ks.retryDue is handed to the keyqueue here.
 func (b *Bus) markReady(ks *keyState) {
-	if ks.hasWork() && !ks.queuedNow && (!ks.busy || b.isParked(ks)) {
-		ks.queuedNow = true
-		b.q.ready = append(b.q.ready, ks)
-		if b.q.readied != nil {
-			close(b.q.readied) // a Wait without Run dispatches it
-			b.q.readied = nil
-		}
-		b.notify() // a Dispatch call waiting for the head of the queue to change
-		b.offerWork()
+	if ks.retryDue && !b.q.kq.Due(ks) {
+		b.makeDue(ks)
+		return
 	}
-	b.countPending()
-	b.queueChanged()
+	b.q.kq.List(ks)
+}
+
+// makeDue makes a retry of ks due now and lists ks; b.mu is held.
+func (b *Bus) makeDue(ks *keyState) {
+	ks.extraLocked().retries = b.q.kq // for stopTimer
+	b.q.kq.SetDue(ks)
 }
 
 // isParked reports whether ks is busy only with a write that runs beside
@@ -343,17 +339,11 @@ func (b *Bus) isParked(ks *keyState) bool {
 	return ok
 }
 
-// countPending recounts the keys with work (listed or being dispatched) and
-// wakes Wait when none is left; b.mu is held.
+// countPending has the keyqueue count the store's listing of pending
+// states as pending work while it is under way and the bus is not
+// stopping (wakeup.go); b.mu is held.
 func (b *Bus) countPending() {
-	b.q.pending = len(b.q.ready) + len(b.q.busy)
-	if b.resumed == resumeListing && !b.stopping {
-		b.q.pending++ // the store's pending states are being looked for (wakeup.go)
-	}
-	if b.q.pending == 0 && b.q.idle != nil {
-		close(b.q.idle)
-		b.q.idle = nil
-	}
+	b.q.kq.Outside(b.resumed == resumeListing && !b.stopping)
 }
 
 // take pops the next observation of ks: a due retry first, then the queue
@@ -361,95 +351,74 @@ func (b *Bus) countPending() {
 // deletion, or takes the queue, without waiting for the retry timer, and
 // leaves other due retries to the workers. own is the state of the
 // Dispatch call that asks (0 for a lane): a state another call awaits is
-// left to that call. b.mu is held, and the caller holds ks busy.
+// left to that call. b.mu is held, and the caller holds ks.
 func (b *Bus) take(ks *keyState, force bool, own uint64) (observation, bool) {
 	if (ks.retryDue && !force) || (force && ks.deleting) {
 		// A deletion in progress goes before anything queued behind it.
 		// Other retries are the workers': Dispatch handles the queue.
-		ks.retryDue = false
-		ks.blocked = false
+		b.q.kq.TakeRetry(ks)
 		return observation{retry: true}, true
 	}
-	if len(ks.queue) > 0 && (!ks.blocked || force) {
-		if ks.awaitedByOther(own) {
-			return observation{}, false // its Dispatch call takes it (rule 5)
-		}
-		o := ks.queue[0]
-		ks.queue[0] = observation{}
-		ks.queue = ks.queue[1:]
-		if len(ks.queue) == 0 {
-			ks.queue = nil
-		}
-		b.q.queued--
-		return o, true
+	it, ok := b.q.kq.Take(ks, force, own)
+	if !ok {
+		return observation{}, false // none, or its Dispatch call takes it (rule 5)
 	}
-	return observation{}, false
+	o := it.Value
+	o.seq, o.awaited = it.Seq, it.Awaited
+	return o, true
 }
 
 // unshift puts observations back at the head of ks's queue, oldest first;
 // b.mu is held.
 func (b *Bus) unshift(ks *keyState, os ...observation) {
-	var keep []observation
+	var keep []keyqueue.Item[observation]
 	for _, o := range os {
 		if !o.retry {
-			keep = append(keep, o)
+			keep = append(keep, keyqueue.Item[observation]{Value: o, Seq: o.seq, Awaited: o.awaited})
 		}
 	}
-	if len(keep) == 0 {
-		return
+	b.q.kq.PushFront(ks, keep...)
+}
+
+// queued returns a copy of the states queued for ks; b.mu is held.
+func (ks *keyState) queued() []observation {
+	out := make([]observation, len(ks.queue))
+	for i, it := range ks.queue {
+		out[i] = it.Value
+		out[i].seq, out[i].awaited = it.Seq, it.Awaited
 	}
-	ks.queue = append(keep, ks.queue...)
-	b.q.queued += len(keep)
+	return out
 }
 
 // retryAt arms the retry timer of ks for t (replacing a later one); only a
-// running bus retries; b.mu is held.
+// running bus retries, and a stopping one makes the retry due at once, to
+// be saved as pending; b.mu is held.
 func (b *Bus) retryAt(ks *keyState, t time.Time) {
 	if !b.running {
 		return // Dispatch alone: the caller decides
 	}
-	if b.stopping {
-		ks.retryDue = true // saved as pending by persistPending
-		return
+	ks.extraLocked().retries = b.q.kq
+	d, armed := b.q.kq.RetryAt(ks, t)
+	if !armed {
+		return // an earlier retry is armed (it re-arms for the rest), or the bus stops
 	}
-	x := ks.extraLocked()
-	if x.timer != nil {
-		if !x.timerAt.After(t) {
-			return // an earlier retry is armed; it re-arms for the rest
-		}
-		x.timer.Stop()
-	}
-	d := max(b.until(t), 0)
 	b.stats.retried.Add(1)
 	if b.cfg.observer != nil {
 		b.cfg.observer.Retrying(ks.key, d)
 	}
-	b.q.timerSeq++
-	seq := b.q.timerSeq
-	x.timerSeq, x.timerAt = seq, t
-	x.timer = b.cfg.clock.AfterFunc(d, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if x.timerSeq != seq || b.q.keys[ks.key] != ks {
-			return // stopped, replaced, or of a key state that is gone
-		}
-		x.timer = nil
-		if b.stopping {
-			return
-		}
-		ks.retryDue = true
-		b.markReady(ks)
-	})
 }
 
-// stopTimer disarms the retry timer of ks; b.mu is held.
+// stopTimer disarms the retry timer of ks and forgets a due retry; b.mu
+// is held. A retry is armed or made due only with ks.x.retries set
+// (retryAt, makeDue).
 func (ks *keyState) stopTimer() {
-	if x := ks.x; x != nil {
-		if x.timer != nil {
-			x.timer.Stop()
-			x.timer = nil
-		}
-		x.timerSeq = 0
+	if x := ks.x; x != nil && x.retries != nil {
+		x.retries.StopRetry(ks)
 	}
-	ks.retryDue = false
 }
+
+// hasTimer reports whether the retry timer of ks is armed; b.mu is held.
+func (b *Bus) hasTimer(ks *keyState) bool { return b.q.kq.Armed(ks) }
+
+// String names ks by its key, as the keyqueue's messages do.
+func (ks *keyState) String() string { return ks.key.String() }

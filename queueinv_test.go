@@ -2,57 +2,41 @@ package opbus
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 )
 
-// queueViolations returns the invariants above that b breaks now; b.mu is
-// held.
+// queueViolations returns the invariants above, and the keyqueue's, that
+// b breaks now; b.mu is held.
 func (b *Bus) queueViolations() []string {
 	var out []string
 	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	inBusy := map[*keyState]int{}
-	for _, ks := range b.q.busy {
-		inBusy[ks]++
-		if !ks.busy {
-			bad("1: %v is in queues.busy but not held", ks.key)
+	kq := b.q.kq
+	if err := kq.Check(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			bad("keyqueue %s", line)
 		}
 	}
-	inReady := map[*keyState]int{}
-	for _, ks := range b.q.ready {
-		inReady[ks]++
-		if !ks.queuedNow {
-			bad("2: %v is in queues.ready but not marked listed", ks.key)
-		}
-	}
-	for ks, n := range inBusy {
-		if n > 1 {
-			bad("1: %v is in queues.busy %d times", ks.key, n)
-		}
-	}
-	for ks, n := range inReady {
-		if n > 1 {
-			bad("2: %v is in queues.ready %d times", ks.key, n)
-		}
-	}
-	queued := 0
 	for key, ks := range b.q.keys {
-		queued += len(ks.queue)
-		if ks.busy && inBusy[ks] == 0 {
-			bad("1: %v is held but not in queues.busy", key)
-		}
-		if ks.queuedNow && inReady[ks] == 0 {
-			bad("2: %v is marked listed but not in queues.ready", key)
+		if len(ks.queue) != kq.KeyLen(ks) || ks.busy != kq.Held(ks) || ks.blocked != kq.Blocked(ks) || ks.retryDue != kq.Due(ks) {
+			bad("1: the copies of %v (%d queued, busy %v, blocked %v, retryDue %v) are not the keyqueue's (%d, %v, %v, %v)",
+				key, len(ks.queue), ks.busy, ks.blocked, ks.retryDue, kq.KeyLen(ks), kq.Held(ks), kq.Blocked(ks), kq.Due(ks))
 		}
 	}
-	pending := len(b.q.ready) + len(b.q.busy)
+	if kq.Draining() && !b.stopping {
+		bad("2: the keyqueue drains but the bus is not stopping")
+	}
+	outside := 0
 	if b.resumed == resumeListing && !b.stopping {
-		pending++
+		outside = 1
 	}
-	if b.q.pending != pending {
-		bad("3: queues.pending is %d, want %d (%d listed, %d held, listing %v, stopping %v)", b.q.pending, pending, len(b.q.ready), len(b.q.busy), b.resumed == resumeListing, b.stopping)
+	if got := kq.Pending() - kq.Listed() - kq.NumHeld(); got != outside {
+		bad("3: the keyqueue counts %d outside, want %d (listing %v, stopping %v)", got, outside, b.resumed == resumeListing, b.stopping)
 	}
-	if b.q.queued != queued {
-		bad("4: queues.queued is %d, want %d", b.q.queued, queued)
+	for _, ks := range kq.Keys() {
+		if kq.KeyLen(ks) > 0 && b.q.keys[ks.key] != ks {
+			bad("4: %v has %d states queued but is forgotten", ks.key, kq.KeyLen(ks))
+		}
 	}
 	for ks := range b.lanes.flying {
 		if _, parked := b.lanes.parked[ks]; !ks.busy && !parked {

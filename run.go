@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 )
@@ -63,14 +62,10 @@ func (b *Bus) Run(ctx context.Context) error {
 		return nil
 	}
 	b.mu.Lock()
-	b.stop()
+	b.stop(false) // armed retries are due now: saved as pending
 	for _, ks := range b.q.keys {
 		if ks.x != nil {
 			ks.x.stopTick() // a schedule is no work to save (timer.go)
-		}
-		if ks.hasTimer() {
-			ks.stopTimer()
-			ks.retryDue = true // saved as pending
 		}
 	}
 	b.mu.Unlock()
@@ -131,7 +126,7 @@ func (ks *keyState) failureDue() time.Time {
 func (b *Bus) work(ctx context.Context, l *lane) {
 	for {
 		b.mu.Lock()
-		for (len(b.q.ready) == 0 || b.lanes.handling >= b.cfg.workers) && !b.stopping {
+		for (b.q.kq.Listed() == 0 || b.lanes.handling >= b.cfg.workers) && !b.stopping {
 			b.waitWork()
 		}
 		if b.stopping {
@@ -147,14 +142,11 @@ func (b *Bus) work(ctx context.Context, l *lane) {
 // lane l, which takes a handler slot for it; with a nil l for Wait.
 func (b *Bus) workOne(ctx context.Context, l *lane) {
 	b.mu.Lock()
-	if len(b.q.ready) == 0 || b.stopping || (l != nil && b.lanes.handling >= b.cfg.workers) {
+	if b.q.kq.Listed() == 0 || b.stopping || (l != nil && b.lanes.handling >= b.cfg.workers) {
 		b.mu.Unlock()
 		return
 	}
-	ks := b.q.ready[0]
-	b.q.ready[0] = nil
-	b.q.ready = b.q.ready[1:]
-	ks.queuedNow = false
+	ks, _ := b.q.kq.Next()
 	if b.q.keys[ks.key] != ks || b.awaited(ks) || (ks.busy && !b.takeParked(l, ks)) {
 		// gone, left to a Dispatch call, or held by one or by a lane
 		b.mu.Unlock()
@@ -238,36 +230,19 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 }
 
 // acquire makes the caller the only one dispatching ks; b.mu is held.
-func (b *Bus) acquire(ks *keyState) {
-	ks.busy = true
-	b.q.busy = append(b.q.busy, ks)
-	b.countPending()
-	b.queueChanged()
-}
+func (b *Bus) acquire(ks *keyState) { b.q.kq.Hold(ks) }
 
-// release ends the caller's hold on ks, forgets a key whose incarnation
-// ended with nothing left to do, and wakes whoever waits; b.mu is held.
+// release ends the caller's hold on ks, which lists ks again if it has
+// work and wakes whoever waits, and forgets a key whose incarnation ended
+// with nothing left to do; b.mu is held.
 func (b *Bus) release(ks *keyState) {
-	ks.busy = false
-	for i, k := range b.q.busy {
-		if k == ks {
-			b.q.busy[i] = b.q.busy[len(b.q.busy)-1]
-			b.q.busy[len(b.q.busy)-1] = nil
-			b.q.busy = b.q.busy[:len(b.q.busy)-1]
-			break
-		}
-	}
-	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && !ks.hasTimer() && b.q.keys[ks.key] == ks && !b.stopping {
+	b.q.kq.Release(ks)
+	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && !b.hasTimer(ks) && b.q.keys[ks.key] == ks && !b.stopping {
 		delete(b.q.keys, ks.key)
 		b.remember(ks.key, ks.endedInc())
 	} else if b.onlyRelatedTo(ks) {
 		delete(b.q.keys, ks.key) // related.go
-	} else {
-		b.markReady(ks)
 	}
-	b.countPending()
-	b.notify()
-	b.queueChanged()
 }
 
 // maxEnded bounds the deleted keys remembered so that a repeated deletion
@@ -315,9 +290,7 @@ func (b *Bus) resumePending(ctx context.Context) error {
 		if _, known := b.q.keys[key]; !known && !b.stopping {
 			// A key already known (observed, or being dispatched) reads its
 			// record, pending states included, at its first pass.
-			ks := b.keyState(key)
-			ks.retryDue = true
-			b.markReady(ks)
+			b.makeDue(b.keyState(key))
 		}
 		b.mu.Unlock()
 	}
@@ -353,7 +326,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 				l.states = append(l.states, o)
 			}
 		}
-		own := ownStates(ks.queue)
+		own := ownStates(ks.queued())
 		if len(l.states) == 0 && !ks.busy && ks.replacedBy(b, own) {
 			// The queue starts a new incarnation while the live one is
 			// only in memory: keep its deletion, which the next run could
@@ -369,7 +342,7 @@ func (b *Bus) persistPending(ctx context.Context) error {
 		}
 		work = append(work, l)
 	}
-	busy := slices.Clone(b.q.busy)
+	busy := b.q.kq.HeldKeys()
 	b.mu.Unlock()
 
 	for _, ks := range busy {

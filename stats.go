@@ -23,7 +23,7 @@ type counters struct {
 // Stats returns the bus's counters.
 func (b *Bus) Stats() Stats {
 	b.mu.Lock()
-	q := b.q.queued
+	q := b.q.kq.Len()
 	b.mu.Unlock()
 	return Stats{
 		Observed:   b.stats.observed.Load(),

@@ -25,7 +25,7 @@ func (b *Bus) Wait(ctx context.Context) error {
 				return err
 			}
 		}
-		for !b.running && !b.closed && len(b.q.ready) > 0 {
+		for !b.running && !b.closed && b.q.kq.Listed() > 0 {
 			b.mu.Unlock()
 			b.workOne(ctx, nil)
 			if err := ctx.Err(); err != nil {
@@ -33,7 +33,7 @@ func (b *Bus) Wait(ctx context.Context) error {
 			}
 			b.mu.Lock()
 		}
-		if b.q.pending == 0 {
+		if b.q.kq.Pending() == 0 {
 			b.mu.Unlock()
 			return nil
 		}
@@ -41,18 +41,12 @@ func (b *Bus) Wait(ctx context.Context) error {
 			b.mu.Unlock()
 			return err
 		}
-		if b.q.idle == nil {
-			b.q.idle = make(chan struct{})
-		}
-		idle := b.q.idle
-		var readied chan struct{}
+		idle := b.q.kq.Idle()
+		var readied <-chan struct{}
 		if !b.running && !b.closed {
 			// A Dispatch call holds a key: states observed meanwhile
 			// become ready when it returns, for this Wait to dispatch.
-			if b.q.readied == nil {
-				b.q.readied = make(chan struct{})
-			}
-			readied = b.q.readied
+			readied = b.q.kq.Readied()
 		}
 		b.mu.Unlock()
 		select {
@@ -94,11 +88,11 @@ func (b *Bus) Settle(ctx context.Context) error {
 // whose retries are due for Wait to dispatch, and returns when the next
 // one is due; b.mu is held.
 func (b *Bus) unsettled() (busy bool, next time.Time) {
-	if b.q.pending > 0 || (b.running && !b.stopping && b.resumed != resumeDone) {
+	if b.q.kq.Pending() > 0 || (b.running && !b.stopping && b.resumed != resumeDone) {
 		return true, next // (or the store's listing is to be made again: wakeup.go)
 	}
 	for _, ks := range b.q.keys {
-		if ks.hasTimer() || ks.retryDue {
+		if b.hasTimer(ks) || ks.retryDue {
 			return true, next
 		}
 		if b.running || b.closed || ks.busy {
@@ -107,8 +101,7 @@ func (b *Bus) unsettled() (busy bool, next time.Time) {
 		switch due := ks.failureDue(); {
 		case due.IsZero():
 		case !due.After(b.now()):
-			ks.retryDue = true
-			b.markReady(ks)
+			b.makeDue(ks)
 			busy = true
 		case next.IsZero() || due.Before(next):
 			next = due
@@ -123,10 +116,10 @@ const settlePoll = 10 * time.Millisecond
 // undispatched returns an error if states are queued that no worker will
 // take any more: Run has stopped; b.mu is held.
 func (b *Bus) undispatched() error {
-	if len(b.q.ready) == 0 || !(b.stopping || b.closed) {
+	if b.q.kq.Listed() == 0 || !(b.stopping || b.closed) {
 		return nil
 	}
-	return fmt.Errorf("opbus: %d objects have states queued and Run has stopped: %w", len(b.q.ready), ErrClosed)
+	return fmt.Errorf("opbus: %d objects have states queued and Run has stopped: %w", b.q.kq.Listed(), ErrClosed)
 }
 
 // settleWait waits for Settle's next look: settlePoll while work is under

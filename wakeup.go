@@ -10,67 +10,45 @@ import (
 // whose deadline passes while its key is busy) and so that a goroutine
 // that waits is durably blocked for testing/synctest:
 //
-//   - changed: a goroutine that waits for a key to be let go (a Dispatch
-//     call, shutdown waiting for passes) takes the channel under Bus.mu,
-//     lets go of the lock and receives; notify, under Bus.mu, closes it at
-//     every change such a goroutine may wait for. Taking it under the lock
-//     that the change is made under means no change is missed.
+//   - the keyqueue's change channel (keyqueue.Queue.WaitChange): a
+//     goroutine that waits for a key to be let go (a Dispatch call in
+//     Await, shutdown waiting for passes) releases Bus.mu until the next
+//     change; notify, under Bus.mu, wakes it at every change such a
+//     goroutine may wait for.
 //   - workTok: a token (at most one) that a key is ready and a handler slot
 //     free. Run's idle goroutines receive it; the one that takes a key
 //     offers again (offerWork), so one token per chance is enough.
 //   - stopped: closed once, when Run begins to stop or halts.
 //   - writeSem: the write slots, a counting semaphore of Options.Writers.
 
-// notify wakes every goroutine waiting on a channel from nextChange; b.mu
-// is held.
-func (b *Bus) notify() {
-	if b.q.changed != nil {
-		close(b.q.changed)
-		b.q.changed = nil
-	}
-}
-
-// nextChange returns a channel closed at the next notify; b.mu is held.
-func (b *Bus) nextChange() <-chan struct{} {
-	if b.q.changed == nil {
-		b.q.changed = make(chan struct{})
-	}
-	return b.q.changed
-}
+// notify wakes every goroutine waiting for a change (waitChange, Dispatch
+// calls in awaitKey); b.mu is held.
+func (b *Bus) notify() { b.q.kq.Notify() }
 
 // waitChange lets go of b.mu until the next notify or the end of ctx,
 // whose error it returns; b.mu is held, and held again on return.
-func (b *Bus) waitChange(ctx context.Context) error {
-	ch := b.nextChange()
-	b.mu.Unlock()
-	defer b.mu.Lock()
-	if done := ctx.Done(); done != nil {
-		select {
-		case <-ch:
-			return nil
-		case <-done:
-			return ctx.Err()
-		}
-	}
-	<-ch
-	return nil
-}
+func (b *Bus) waitChange(ctx context.Context) error { return b.q.kq.WaitChange(ctx) }
 
 // stop marks the bus as stopping and wakes everything that waits for it;
-// b.mu is held.
-func (b *Bus) stop() {
+// at a halt the retries armed are dropped, else they are made due, to be
+// saved as pending (the keyqueue's Halt and Drain); b.mu is held.
+func (b *Bus) stop(halt bool) {
 	if !b.stopping {
 		b.stopping = true
 		close(b.stopped)
 	}
 	b.countPending() // a listing of the store under way is no work any more
-	b.notify()
+	if halt {
+		b.q.kq.Halt()
+	} else {
+		b.q.kq.Drain()
+	}
 }
 
 // offerWork wakes one idle goroutine of Run if a key is ready and a handler
 // slot free; b.mu is held.
 func (b *Bus) offerWork() {
-	if len(b.q.ready) > 0 && b.lanes.handling < b.cfg.workers {
+	if b.q.kq.Listed() > 0 && b.lanes.handling < b.cfg.workers {
 		select {
 		case b.lanes.workTok <- struct{}{}:
 		default: // a token is there already
