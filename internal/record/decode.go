@@ -24,7 +24,7 @@ type Wire[S any] struct {
 	Pending []WirePending          `json:"pending,omitempty"`
 	Olds    map[string][]byte      `json:"olds,omitempty"`
 	Timers  map[string]WireTimer   `json:"timers,omitempty"`  // version 3
-	Ended   bool                   `json:"ended,omitempty"`   // version 4
+	Ended   int64                  `json:"ended,omitempty"`   // version 4: Unix milliseconds
 	Related map[string]string      `json:"related,omitempty"` // version 4
 }
 
@@ -72,7 +72,7 @@ func Parse[S any](data []byte) (*Wire[S], error) {
 	if len(w.Timers) > 0 && w.Version < 3 {
 		return nil, fmt.Errorf("timers in a version %d record: expected version 3", w.Version)
 	}
-	if (w.Ended || len(w.Related) > 0) && w.Version < 4 {
+	if (w.Ended != 0 || len(w.Related) > 0) && w.Version < 4 {
 		return nil, fmt.Errorf("an ended incarnation or relations in a version %d record: expected version 4", w.Version)
 	}
 	return &w, nil
@@ -102,7 +102,10 @@ func Decode[D ~[16]byte, S any, T any](data []byte, index map[string]int, c *Cod
 // kept values of the handlers of index only.
 func fromWire[D ~[16]byte, S any, T any](w *Wire[S], index map[string]int, c *Codec[S, T]) (*Record[D, S, T], error) {
 	r := &Record[D, S, T]{Inc: w.Inc, Slots: w.Slots, Good: w.Good, Values: w.Values}
-	r.SetEnded(w.Ended)
+	if w.Ended < 0 {
+		return nil, fmt.Errorf("ended at %dms: expected a time after 1970 in Unix milliseconds", w.Ended)
+	}
+	r.SetEndedAt(w.Ended)
 	all, err := decodeDigests[D](w.Digests)
 	if err != nil {
 		return nil, fmt.Errorf("digests: %v", err)

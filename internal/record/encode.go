@@ -90,8 +90,9 @@ func appendRecord[D ~[16]byte, S any, T any](buf []byte, r *Record[D, S, T], ids
 		buf = append(buf, '}')
 	}
 	buf = appendTimers(buf, r.Timers(), c)
-	if r.Ended() {
-		buf = append(buf, `,"ended":true`...)
+	if ms := r.EndedAt(); ms != 0 {
+		buf = append(buf, `,"ended":`...)
+		buf = strconv.AppendInt(buf, ms, 10)
 	}
 	buf = appendRelated(buf, r.Related())
 	return append(buf, '}'), nil

@@ -5,7 +5,7 @@
 // handled, its failure on the current value, its status slot, its kept
 // value and its schedule; and, for the object, the states observed but not
 // handled when the bus stopped, the named values, the incarnation, and
-// since version 4 whether that incarnation ended (a deletion whose handlers
+// since version 4 when that incarnation ended (a deletion whose handlers
 // all ran) and the related objects its handlers last saw.
 //
 // Invariants:
@@ -64,7 +64,7 @@ type Record[D ~[16]byte, S any, T any] struct {
 type rare[D ~[16]byte, T any] struct {
 	pending []Pending    // observed states not handled when the bus stopped, oldest first
 	timers  []T          // the handlers' schedules, in handler ID order
-	ended   bool         // the incarnation's deletion finished (version 4)
+	ended   int64        // when the incarnation's deletion finished, Unix milliseconds; 0: it did not (version 4)
 	related map[string]D // related key → digest of the state the handlers last saw (version 4)
 }
 
@@ -98,7 +98,7 @@ func (r *Record[D, S, T]) more() *rare[D, T] {
 
 // tidy drops the rare part when it holds nothing.
 func (r *Record[D, S, T]) tidy() {
-	if x := r.rare; x != nil && len(x.pending) == 0 && len(x.timers) == 0 && !x.ended && len(x.related) == 0 {
+	if x := r.rare; x != nil && len(x.pending) == 0 && len(x.timers) == 0 && x.ended == 0 && len(x.related) == 0 {
 		r.rare = nil
 	}
 }
@@ -142,13 +142,21 @@ func (r *Record[D, S, T]) SetTimers(l []T) {
 	r.tidy()
 }
 
-// Ended reports whether the incarnation's deletion finished.
-func (r *Record[D, S, T]) Ended() bool { return r.rare != nil && r.rare.ended }
+// EndedAt returns when the incarnation's deletion finished, in Unix
+// milliseconds; 0 if it did not. A record with it is a tombstone: it says
+// that the deletion of its incarnation was handled.
+func (r *Record[D, S, T]) EndedAt() int64 {
+	if r.rare == nil {
+		return 0
+	}
+	return r.rare.ended
+}
 
-// SetEnded marks the incarnation's deletion finished, or not.
-func (r *Record[D, S, T]) SetEnded(ended bool) {
-	if ended || r.rare != nil {
-		r.more().ended = ended
+// SetEndedAt sets when the incarnation's deletion finished, in Unix
+// milliseconds; 0: it did not.
+func (r *Record[D, S, T]) SetEndedAt(ms int64) {
+	if ms != 0 || r.rare != nil {
+		r.more().ended = ms
 		r.tidy()
 	}
 }
@@ -174,7 +182,7 @@ func (r *Record[D, S, T]) SetRelated(m map[string]D) {
 // version returns the format version r is written in.
 func (r *Record[D, S, T]) version() int {
 	switch {
-	case r.Ended() || len(r.Related()) > 0:
+	case r.EndedAt() != 0 || len(r.Related()) > 0:
 		return 4
 	case len(r.Timers()) > 0:
 		return 3

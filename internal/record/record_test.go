@@ -44,7 +44,7 @@ func TestVersionIsTheLowestThatHoldsIt(t *testing.T) {
 		{"timers", func(r *Record[[16]byte, slots, *timer]) {
 			r.SetTimers([]*timer{{"b", int64(time.Minute), time.Minute}})
 		}, `{"v":3,`},
-		{"ended", func(r *Record[[16]byte, slots, *timer]) { r.SetEnded(true) }, `{"v":4,`},
+		{"ended", func(r *Record[[16]byte, slots, *timer]) { r.SetEndedAt(1700000000000) }, `{"v":4,`},
 		{"related", func(r *Record[[16]byte, slots, *timer]) {
 			r.SetRelated(map[string][16]byte{"Pod/ns/p": {2}})
 		}, `{"v":4,`},
@@ -62,7 +62,7 @@ func TestVersionIsTheLowestThatHoldsIt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if back.Ended() != r.Ended() || !maps.Equal(back.Related(), r.Related()) || back.Digests[0] != r.Digests[0] || len(back.Timers()) != len(r.Timers()) {
+		if back.EndedAt() != r.EndedAt() || !maps.Equal(back.Related(), r.Related()) || back.Digests[0] != r.Digests[0] || len(back.Timers()) != len(r.Timers()) {
 			t.Errorf("%s: read back %+v, want %+v", tc.name, back, r)
 		}
 	}
@@ -71,7 +71,7 @@ func TestVersionIsTheLowestThatHoldsIt(t *testing.T) {
 // TestNewerFieldsInAnOlderVersionRefused: a field of version 4 in a
 // record that says 3 is corrupt, not read.
 func TestNewerFieldsInAnOlderVersionRefused(t *testing.T) {
-	for _, data := range []string{`{"v":3,"ended":true}`, `{"v":2,"related":{"k":"AQAAAAAAAAAAAAAAAAAAAA"}}`, `{"v":5}`, `{"v":4,"related":{"k":"short"}}`} {
+	for _, data := range []string{`{"v":3,"ended":1}`, `{"v":4,"ended":-1}`, `{"v":2,"related":{"k":"AQAAAAAAAAAAAAAAAAAAAA"}}`, `{"v":5}`, `{"v":4,"related":{"k":"short"}}`} {
 		if _, err := Decode[[16]byte]([]byte(data), nil, &codec); err == nil {
 			t.Errorf("Decode(%s) read it; want an error", data)
 		}
