@@ -77,7 +77,7 @@ func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *ke
 	if b.stopping {
 		return nil, nil, 0, ErrClosed
 	}
-	if ks := b.q.keys[key]; ks != nil && ks.busy && holds(ctx, ks) {
+	if ks := b.q.keys[key]; ks != nil && b.q.kq.Held(ks) && holds(ctx, ks) {
 		return nil, nil, 0, fmt.Errorf("opbus: dispatch of %v from inside a pass of that object (a handler's context): the call would wait for its own pass; nothing is queued (use Observe to queue the state)", key)
 	}
 	ks = b.keyState(key)
@@ -86,7 +86,7 @@ func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *ke
 	// queue, since its pass may put it back in the queue behind states that
 	// go first (pending ones, or the deletion of a replaced incarnation).
 	o.awaited = true
-	if !ks.busy && len(ks.queue) == 0 && !ks.deleting && !ks.blocked {
+	if kq := b.q.kq; !kq.Held(ks) && kq.KeyLen(ks) == 0 && !ks.deleting && !kq.Blocked(ks) {
 		// With nothing queued before it, the state needs no queue.
 		o.seq = b.q.kq.NewSeq()
 		ks.observed(o)

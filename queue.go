@@ -38,7 +38,8 @@ type queues struct {
 type keyState struct {
 	key Key
 	// queue is the keyqueue's own slice of the key's queued states, as its
-	// KeyChanged hook last gave it (mirror): read only, under Bus.mu.
+	// KeyChanged hook last gave it (mirror): read only, under Bus.mu, by
+	// related.go and writestage.go (awaitedHead).
 	queue     []keyqueue.Item[observation]
 	last      map[string]any    // the latest observed state: the base of the next one's precompare
 	published Slots             // the slots as of the last commit (nil: none), for Status
@@ -60,7 +61,9 @@ type keyState struct {
 	// each named with its owner ("owned by"):
 	//   queue: internal/keyqueue; these are copies of its state of the
 	//          key, kept by its KeyChanged hook (mirror), under Bus.mu,
-	//          for the code that reads them as fields;
+	//          for related.go, timer.go and writestage.go, which read
+	//          them as fields (timer.go also sets retryDue: markReady);
+	//          the rest of the bus asks the keyqueue;
 	//   pass:  the goroutine holding the key, making a pass (pass.go);
 	//   write: the pass's commit and the write stage (commit.go,
 	//          writestage.go, pipeline.go), on the goroutine holding the key.
@@ -353,7 +356,7 @@ func (b *Bus) countPending() {
 // Dispatch call that asks (0 for a lane): a state another call awaits is
 // left to that call. b.mu is held, and the caller holds ks.
 func (b *Bus) take(ks *keyState, force bool, own uint64) (observation, bool) {
-	if (ks.retryDue && !force) || (force && ks.deleting) {
+	if (b.q.kq.Due(ks) && !force) || (force && ks.deleting) {
 		// A deletion in progress goes before anything queued behind it.
 		// Other retries are the workers': Dispatch handles the queue.
 		b.q.kq.TakeRetry(ks)
@@ -381,9 +384,10 @@ func (b *Bus) unshift(ks *keyState, os ...observation) {
 }
 
 // queued returns a copy of the states queued for ks; b.mu is held.
-func (ks *keyState) queued() []observation {
-	out := make([]observation, len(ks.queue))
-	for i, it := range ks.queue {
+func (b *Bus) queued(ks *keyState) []observation {
+	items := b.q.kq.Items(ks)
+	out := make([]observation, len(items))
+	for i, it := range items {
 		out[i] = it.Value
 		out[i].seq, out[i].awaited = it.Seq, it.Awaited
 	}
@@ -416,9 +420,6 @@ func (ks *keyState) stopTimer() {
 		x.retries.StopRetry(ks)
 	}
 }
-
-// hasTimer reports whether the retry timer of ks is armed; b.mu is held.
-func (b *Bus) hasTimer(ks *keyState) bool { return b.q.kq.Armed(ks) }
 
 // String names ks by its key, as the keyqueue's messages do.
 func (ks *keyState) String() string { return ks.key.String() }

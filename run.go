@@ -90,12 +90,12 @@ func (b *Bus) Run(ctx context.Context) error {
 // nothing would run otherwise; b.mu is held.
 func (b *Bus) armRetries() {
 	for _, ks := range b.q.keys {
-		if ks.busy {
+		if b.q.kq.Held(ks) {
 			continue // its holder owns ks.rec; it arms its own retry
 		}
 		if due := ks.failureDue(); !due.IsZero() {
 			b.retryAt(ks, due)
-		} else if ks.blocked {
+		} else if b.q.kq.Blocked(ks) {
 			// Its record could not be loaded (a Wait or Dispatch before
 			// Run met it): its queue waits for a retry, tried now.
 			b.retryAt(ks, time.Now())
@@ -147,12 +147,13 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 		return
 	}
 	ks, _ := b.q.kq.Next()
-	if b.q.keys[ks.key] != ks || b.awaited(ks) || (ks.busy && !b.takeParked(l, ks)) {
+	held := b.q.kq.Held(ks)
+	if b.q.keys[ks.key] != ks || b.awaited(ks) || (held && !b.takeParked(l, ks)) {
 		// gone, left to a Dispatch call, or held by one or by a lane
 		b.mu.Unlock()
 		return
 	}
-	if !ks.busy {
+	if !held {
 		b.acquire(ks)
 		if l != nil {
 			l.w, l.owed, l.unwritten, l.statuses, l.flying = nil, false, 0, nil, false
@@ -237,7 +238,8 @@ func (b *Bus) acquire(ks *keyState) { b.q.kq.Hold(ks) }
 // with nothing left to do; b.mu is held.
 func (b *Bus) release(ks *keyState) {
 	b.q.kq.Release(ks)
-	if ks.ended && len(ks.queue) == 0 && !ks.retryDue && !b.hasTimer(ks) && b.q.keys[ks.key] == ks && !b.stopping {
+	kq := b.q.kq
+	if ks.ended && kq.KeyLen(ks) == 0 && !kq.Due(ks) && !kq.Armed(ks) && b.q.keys[ks.key] == ks && !b.stopping {
 		delete(b.q.keys, ks.key)
 		b.remember(ks.key, ks.endedInc())
 	} else if b.onlyRelatedTo(ks) {
@@ -311,13 +313,14 @@ func (b *Bus) persistPending(ctx context.Context) error {
 	b.mu.Lock()
 	b.closed = true
 	for _, ks := range b.q.keys {
-		l := left{ks: ks, abandoned: ks.busy, taken: ks.taken, owed: b.lanes.owed[ks]}
+		held, due := b.q.kq.Held(ks), b.q.kq.Due(ks)
+		l := left{ks: ks, abandoned: held, taken: ks.taken, owed: b.lanes.owed[ks]}
 		switch {
-		case ks.busy:
+		case held:
 			if in, ok := b.lanes.flying[ks]; ok && !in.retry && !in.relOnly() {
 				l.states = append(l.states, in)
 			}
-		case ks.retryDue || ks.deleting || (ks.blocked && ks.cur != nil):
+		case due || ks.deleting || (b.q.kq.Blocked(ks) && ks.cur != nil):
 			if ks.cur != nil || ks.deleting {
 				o := observation{new: ks.cur, deleted: ks.deleting}
 				if ks.rec != nil {
@@ -326,18 +329,18 @@ func (b *Bus) persistPending(ctx context.Context) error {
 				l.states = append(l.states, o)
 			}
 		}
-		own := ownStates(ks.queued())
-		if len(l.states) == 0 && !ks.busy && ks.replacedBy(b, own) {
+		own := ownStates(b.queued(ks))
+		if len(l.states) == 0 && !held && ks.replacedBy(b, own) {
 			// The queue starts a new incarnation while the live one is
 			// only in memory: keep its deletion, which the next run could
 			// not make without its last state.
 			l.states = append(l.states, observation{deleted: true, new: ks.cur, inc: ks.rec.Inc})
 		}
 		l.states = append(l.states, own...)
-		if !ks.busy {
+		if !held {
 			l.states = ks.dropRepeats(l.states)
 		}
-		if len(l.states) == 0 && !(ks.retryDue && ks.rec == nil) && !(l.abandoned && l.owed != nil) {
+		if len(l.states) == 0 && !(due && ks.rec == nil) && !(l.abandoned && l.owed != nil) {
 			continue
 		}
 		work = append(work, l)

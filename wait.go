@@ -92,10 +92,10 @@ func (b *Bus) unsettled() (busy bool, next time.Time) {
 		return true, next // (or the store's listing is to be made again: wakeup.go)
 	}
 	for _, ks := range b.q.keys {
-		if b.hasTimer(ks) || ks.retryDue {
+		if b.q.kq.Armed(ks) || b.q.kq.Due(ks) {
 			return true, next
 		}
-		if b.running || b.closed || ks.busy {
+		if b.running || b.closed || b.q.kq.Held(ks) {
 			continue
 		}
 		switch due := ks.failureDue(); {
