@@ -80,7 +80,7 @@ func decide(o *Object, f *Facts, h *Handler) (Reason, string) {
 	switch {
 	case f.Current != "" && f.Current == f.Stored:
 		if f.Timer != nil {
-			return Scheduled, "handled; " + due(o, f.Timer)
+			return Scheduled, "handled; " + due(o, f)
 		}
 		return Handled, "the current value at its fields is the one it last handled"
 	case f.Registered && f.CreateOnly && f.Stored != "":
@@ -130,7 +130,7 @@ func unknown(o *Object, f *Facts) (Reason, string) {
 	case f.Stored == "" && f.Timer == nil:
 		return NeverRan, "it has handled no value of this incarnation"
 	case f.Timer != nil:
-		return Scheduled, "it handled a value; " + due(o, f.Timer)
+		return Scheduled, "it handled a value; " + due(o, f)
 	case f.Registered:
 		return Ran, "it handled a value; the current value is not known here (no state observed, or it reads related objects)"
 	}
@@ -151,9 +151,13 @@ func held(o *Object) string {
 	return "the current state waits behind another state of the object: " + strings.Join(parts, ", ")
 }
 
-func due(o *Object, t *Timer) string {
+func due(o *Object, f *Facts) string {
+	t := f.Timer
 	what := fmt.Sprintf("On.Every %v", t.Every)
-	if t.Again {
+	switch {
+	case !f.Registered:
+		what = fmt.Sprintf("a schedule (On.Every or Event.Again) of %v", t.Every)
+	case t.Again:
 		what = fmt.Sprintf("Event.Again(%v)", t.Every)
 	}
 	return fmt.Sprintf("%s: next run due %s", what, when(o.Now, t.Next.UTC()))

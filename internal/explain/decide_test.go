@@ -67,7 +67,6 @@ func TestReportString(t *testing.T) {
 	want := `Pod p (from the record)
 incarnation: u1
 ended incarnation: u0
-observed: no current state known
 queue: 2 queued, running, coalesced
 h: failed
   d

@@ -30,7 +30,7 @@ func (r *Report) String() string {
 	switch {
 	case r.Deleted:
 		b.WriteString("observed: deleted\n")
-	case !r.Observed:
+	case !r.Observed && r.Source != "record": // a record never holds it
 		b.WriteString("observed: no current state known\n")
 	}
 	if q := r.Queue; q != (Queue{}) {

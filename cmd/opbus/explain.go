@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/internal/explain"
+	"github.com/opbus/opbus/internal/record"
+)
+
+// explainCmd runs "opbus explain".
+func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("opbus explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("store", "", "the FileStore directory the operator keeps its records in")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *dir == "" {
+		return fmt.Errorf("%w: -store is missing: expected the FileStore directory", errUsage)
+	}
+	key, err := parseKey(fs.Args())
+	if err != nil {
+		return err
+	}
+	r, err := explainFileStore(ctx, *dir, key, time.Now())
+	if err != nil {
+		return err
+	}
+	return printReport(stdout, r, *asJSON)
+}
+
+// parseKey reads KIND [NAMESPACE/]NAME.
+func parseKey(args []string) (opbus.Key, error) {
+	if len(args) != 2 {
+		return opbus.Key{}, fmt.Errorf("%w: got %d arguments %q: expected KIND and [NAMESPACE/]NAME", errUsage, len(args), args)
+	}
+	key := opbus.Key{Kind: args[0], Name: args[1]}
+	if ns, name, ok := strings.Cut(args[1], "/"); ok {
+		key.Namespace, key.Name = ns, name
+	}
+	if key.Kind == "" || key.Name == "" {
+		return opbus.Key{}, fmt.Errorf("%w: kind %q, name %q: expected both non-empty", errUsage, key.Kind, key.Name)
+	}
+	return key, nil
+}
+
+// explainFileStore explains the record of key in the FileStore at dir.
+func explainFileStore(ctx context.Context, dir string, key opbus.Key, now time.Time) (*explain.Report, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("opbus explain: -store %s: not a directory (a FileStore keeps its records in one)", dir)
+	}
+	store, err := opbus.NewFileStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	data, err := store.Load(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("opbus explain: %v: %w", key, err)
+	}
+	if data == nil {
+		return nil, fmt.Errorf("opbus explain: %v: no record in %s: the operator has not committed anything for this object (check the kind, namespace and name)", key, dir)
+	}
+	return explainRecord(key, data, now)
+}
+
+// explainRecord explains a stored record of key.
+func explainRecord(key opbus.Key, data []byte, now time.Time) (*explain.Report, error) {
+	w, err := record.Parse[map[string]explain.Status](data)
+	if err != nil {
+		return nil, fmt.Errorf("opbus explain: the record of %v: %v", key, err)
+	}
+	r := explain.FromWire(explain.Key(key), w, now)
+	// The overall status as the bus folds it: parsed again as its slots.
+	if s, err := record.Parse[opbus.Slots](data); err == nil && len(s.Slots) > 0 {
+		sum := s.Slots.Summary()
+		word, _ := sum.Level.MarshalText()
+		r.Status = &explain.Status{Level: string(word), Message: sum.Message, Reason: sum.Reason}
+	}
+	return r, nil
+}
+
+func printReport(w io.Writer, r *explain.Report, asJSON bool) error {
+	if !asJSON {
+		_, err := fmt.Fprint(w, r)
+		return err
+	}
+	data, err := r.JSON()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
+}
