@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/internal/explain"
 	"github.com/opbus/opbus/opbustest"
 )
 
@@ -299,5 +300,31 @@ func TestExplainRelated(t *testing.T) {
 	}
 	if h.Reason != opbus.ReasonRan || len(r.Notes) == 0 {
 		t.Errorf("a reads related objects: got %s, notes %v; want ran with a note", h.Reason, r.Notes)
+	}
+}
+
+// TestExplainSummaryMatchesSlots: the overall status opbus explain folds
+// from a stored record is the one Slots.Summary folds.
+func TestExplainSummaryMatchesSlots(t *testing.T) {
+	for _, slots := range []opbus.Slots{
+		{},
+		{"a": opbus.Active("")},
+		{"b": opbus.Waiting("w").WithReason("Rolling"), "a": opbus.Active("up")},
+		{"c": opbus.Blocked("c"), "a": opbus.Blocked("a").WithReason("NoConfig"), "b": opbus.ErrorStatus("").WithReason("Crash"), "d": opbus.ErrorStatus("d")},
+		{"m": opbus.Maintenance(""), "n": opbus.Maintenance("").WithReason("Upgrade")},
+	} {
+		data, err := json.Marshal(slots)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored map[string]explain.Status
+		if err := json.Unmarshal(data, &stored); err != nil {
+			t.Fatal(err)
+		}
+		want := slots.Summary()
+		word, _ := want.Level.MarshalText()
+		if got := explain.Summary(stored); got != (explain.Status{Level: string(word), Message: want.Message, Reason: want.Reason}) && len(slots) > 0 {
+			t.Errorf("%v: got %+v, want %+v", slots, got, want)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/internal/explain"
-	"github.com/opbus/opbus/internal/record"
 )
 
 // explainCmd runs "opbus explain".
@@ -68,21 +67,9 @@ func explainFileStore(ctx context.Context, dir string, key opbus.Key, now time.T
 	if data == nil {
 		return nil, fmt.Errorf("opbus explain: %v: no record in %s: the operator has not committed anything for this object (check the kind, namespace and name)", key, dir)
 	}
-	return explainRecord(key, data, now)
-}
-
-// explainRecord explains a stored record of key.
-func explainRecord(key opbus.Key, data []byte, now time.Time) (*explain.Report, error) {
-	w, err := record.Parse[map[string]explain.Status](data)
+	r, err := explain.Read(explain.Key(key), data, now)
 	if err != nil {
-		return nil, fmt.Errorf("opbus explain: the record of %v: %v", key, err)
-	}
-	r := explain.FromWire(explain.Key(key), w, now)
-	// The overall status as the bus folds it: parsed again as its slots.
-	if s, err := record.Parse[opbus.Slots](data); err == nil && len(s.Slots) > 0 {
-		sum := s.Slots.Summary()
-		word, _ := sum.Level.MarshalText()
-		r.Status = &explain.Status{Level: string(word), Message: sum.Message, Reason: sum.Reason}
+		return nil, fmt.Errorf("opbus explain: %w", err)
 	}
 	return r, nil
 }
