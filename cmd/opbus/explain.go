@@ -19,6 +19,7 @@ func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	dir := fs.String("store", "", "the FileStore directory the operator keeps its records in")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	at := fs.String("now", "", "explain as of this time, RFC 3339 (default: now), for a reproducible report")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -29,7 +30,15 @@ func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	r, err := explainFileStore(ctx, *dir, key, time.Now())
+	now := time.Now()
+	if *at != "" {
+		t, err := time.Parse(time.RFC3339, *at)
+		if err != nil {
+			return fmt.Errorf("%w: -now %q: expected an RFC 3339 time such as 2026-11-30T10:00:00Z", errUsage, *at)
+		}
+		now = t
+	}
+	r, err := explainFileStore(ctx, *dir, key, now)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	opbus explain -store DIR [-json] KIND [NAMESPACE/]NAME
+//	opbus explain -store DIR [-json] [-now TIME] KIND [NAMESPACE/]NAME
 //
 // explain prints, for the object of the key given, why each handler its
 // stored record names did or did not run: its failure (attempts, next
@@ -31,7 +31,7 @@ func main() {
 
 // usage is printed for a missing or unknown subcommand.
 const usage = `usage:
-  opbus explain -store DIR [-json] KIND [NAMESPACE/]NAME
+  opbus explain -store DIR [-json] [-now TIME] KIND [NAMESPACE/]NAME
       why each handler of the object did or did not run, from its record
       in the FileStore directory DIR
 `

@@ -152,6 +152,7 @@ func TestExplainErrors(t *testing.T) {
 		{[]string{"explian"}, 2, `unknown subcommand "explian"`},
 		{[]string{"explain", "WebApp", "x"}, 2, "-store is missing"},
 		{[]string{"explain", "-store", dir, "WebApp"}, 2, "expected KIND and [NAMESPACE/]NAME"},
+		{[]string{"explain", "-store", dir, "-now", "yesterday", "WebApp", "shop/front"}, 2, `-now "yesterday": expected an RFC 3339 time`},
 		{[]string{"explain", "-store", dir + "/nothing", "WebApp", "x"}, 1, "not a directory"},
 		{[]string{"explain", "-store", dir, "WebApp", "shop/back"}, 1, "WebApp shop/back: no record in"},
 	} {

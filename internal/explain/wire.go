@@ -15,7 +15,8 @@ const SlotOnly Reason = "slot-only"
 
 // RecordNote says what a report made from a record alone cannot tell.
 const RecordNote = "made from the stored record alone: handlers' kinds, event types, On.When, Options.Runs and fields are not stored, " +
-	"so whether a handled value is the current one, and filters, cannot be told; a running bus's Bus.Explain can"
+	"so whether a handled value is the current one, and filters, cannot be told, and a handler that has recorded nothing for the object is not listed; " +
+	"a running bus's Bus.Explain can tell"
 
 // FromWire explains the stored record w of key as of now, for the
 // handlers it names: those with a digest, a failure, a schedule, a kept
