@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,21 +15,15 @@ import (
 )
 
 // explainCmd runs "opbus explain".
-func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func explainCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("opbus explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("store", "", "the FileStore directory the operator keeps its records in")
+	juju := fs.String("juju-state", "", `a file ("-": standard input) holding what state-get prints for a Juju unit's opbus state key`)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	at := fs.String("now", "", "explain as of this time, RFC 3339 (default: now), for a reproducible report")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if *dir == "" {
-		return fmt.Errorf("%w: -store is missing: expected the FileStore directory", errUsage)
-	}
-	key, err := parseKey(fs.Args())
-	if err != nil {
-		return err
 	}
 	now := time.Now()
 	if *at != "" {
@@ -37,6 +32,30 @@ func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("%w: -now %q: expected an RFC 3339 time such as 2026-11-30T10:00:00Z", errUsage, *at)
 		}
 		now = t
+	}
+	switch {
+	case *dir != "" && *juju != "":
+		return fmt.Errorf("%w: -store and -juju-state both given: expected one", errUsage)
+	case *juju != "":
+		var keys []opbus.Key
+		switch args := fs.Args(); len(args) {
+		case 0:
+		case 2: // a Juju name holds a slash: no namespace
+			keys = []opbus.Key{{Kind: args[0], Name: args[1]}}
+		default:
+			return fmt.Errorf("%w: got %d arguments %q: expected none (every record) or KIND NAME, such as unit app/0", errUsage, len(args), args)
+		}
+		rs, err := explainJuju(*juju, stdin, keys, now)
+		if err != nil {
+			return err
+		}
+		return printReports(stdout, rs, *asJSON)
+	case *dir == "":
+		return fmt.Errorf("%w: -store or -juju-state is missing: expected where the records are", errUsage)
+	}
+	key, err := parseKey(fs.Args())
+	if err != nil {
+		return err
 	}
 	r, err := explainFileStore(ctx, *dir, key, now)
 	if err != nil {
@@ -94,4 +113,26 @@ func printReport(w io.Writer, r *explain.Report, asJSON bool) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", data)
 	return err
+}
+
+// printReports prints reports one after another (text), or as a JSON
+// array.
+func printReports(w io.Writer, rs []*explain.Report, asJSON bool) error {
+	if asJSON {
+		data, err := json.MarshalIndent(rs, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
+	}
+	for i, r := range rs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := printReport(w, r, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@
 // Usage:
 //
 //	opbus explain -store DIR [-json] [-now TIME] KIND [NAMESPACE/]NAME
+//	opbus explain -juju-state FILE [-json] [-now TIME] [KIND NAME]
 //
 // explain prints, for the object of the key given, why each handler its
 // stored record names did or did not run: its failure (attempts, next
@@ -15,6 +16,15 @@
 // directory (opbus.NewFileStore) and writes nothing. From a record alone it
 // cannot know the handlers' kinds, types, On.When or fields, and says so;
 // a running operator's Bus.Explain knows them.
+//
+// With -juju-state it reads instead the records of a Juju unit, as the
+// state-get hook tool prints the charm's state key (juju.DefaultStateKey,
+// "opbus"), through juju exec or juju ssh:
+//
+//	juju exec --unit app/0 -- state-get opbus | opbus explain -juju-state -
+//
+// and explains the unit's and its application's records, or the one of
+// KIND NAME ("unit app/0", "application app").
 package main
 
 import (
@@ -26,7 +36,7 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // usage is printed for a missing or unknown subcommand.
@@ -34,6 +44,10 @@ const usage = `usage:
   opbus explain -store DIR [-json] [-now TIME] KIND [NAMESPACE/]NAME
       why each handler of the object did or did not run, from its record
       in the FileStore directory DIR
+  opbus explain -juju-state FILE [-json] [-now TIME] [KIND NAME]
+      the same for the records of a Juju unit, from what state-get prints
+      for the charm's state key (FILE "-" reads standard input), e.g.
+      juju exec --unit app/0 -- state-get opbus | opbus explain -juju-state -
 `
 
 // errUsage is a command line that cannot be used; the message is printed
@@ -42,13 +56,13 @@ var errUsage = errors.New("opbus: bad usage")
 
 // run runs the command line args and returns the exit status: 0 done, 1
 // failed, 2 bad usage.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	switch {
 	case len(args) == 0:
 		err = fmt.Errorf("%w: expected a subcommand", errUsage)
 	case args[0] == "explain":
-		err = explainCmd(ctx, args[1:], stdout, stderr)
+		err = explainCmd(ctx, args[1:], stdin, stdout, stderr)
 	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

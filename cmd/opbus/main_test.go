@@ -27,7 +27,14 @@ func TestMain(m *testing.M) {
 // command runs the opbus command with args as a process.
 func command(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return commandIn(t, "", args...)
+}
+
+// commandIn is command with stdin as its standard input.
+func commandIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = append(os.Environ(), "OPBUS_TEST_RUN_COMMAND=1")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -150,7 +157,7 @@ func TestExplainErrors(t *testing.T) {
 	}{
 		{nil, 2, "expected a subcommand"},
 		{[]string{"explian"}, 2, `unknown subcommand "explian"`},
-		{[]string{"explain", "WebApp", "x"}, 2, "-store is missing"},
+		{[]string{"explain", "WebApp", "x"}, 2, "-store or -juju-state is missing"},
 		{[]string{"explain", "-store", dir, "WebApp"}, 2, "expected KIND and [NAMESPACE/]NAME"},
 		{[]string{"explain", "-store", dir, "-now", "yesterday", "WebApp", "shop/front"}, 2, `-now "yesterday": expected an RFC 3339 time`},
 		{[]string{"explain", "-store", dir + "/nothing", "WebApp", "x"}, 1, "not a directory"},
