@@ -44,8 +44,8 @@ const (
 // observed of key is handled at the handler's fields, and if not why not
 // (see the Explain rules in docs/semantics.md). It reads the record from
 // the store, as [Bus.Status] does for an object not dispatched, and the
-// queue and latest state from memory; it runs no user code and writes
-// nothing. A record that cannot be read is a *[RecordError].
+// queue and latest state from memory; it runs no handler, collector or
+// When, and writes nothing. A record that cannot be read is a *[RecordError].
 func (b *Bus) Explain(ctx context.Context, key Key) (*Explanation, error) {
 	if err := key.validate(); err != nil {
 		return nil, err

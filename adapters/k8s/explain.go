@@ -44,11 +44,14 @@ func ExplainObject(u *unstructured.Unstructured, operator string, now time.Time)
 	return r, nil
 }
 
-// explainHandler serves GET /explain?kind=K&namespace=NS&name=N: the
-// explanation ([opbus.Bus.Explain]) of that object, as JSON, from the bus
-// Run runs. It writes nothing. 400 for a missing name or kind, 503 before
-// Run.
-func (s *Source) explainHandler() http.Handler {
+// ExplainHandler serves GET ?kind=K&namespace=NS&name=N: the explanation
+// ([opbus.Bus.Explain]) of that object, as JSON, from the bus Run runs;
+// 400 for a missing kind or name, 503 before Run. It writes nothing, and
+// shows digests, statuses and times, never object values. [Source.Serve]
+// mounts it at /explain with [Flags].ServeExplain; inside a
+// controller-runtime manager, mount it on the manager's metrics server
+// (metricsserver.Options.ExtraHandlers["/explain"]).
+func (s *Source) ExplainHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -105,7 +105,7 @@ func (s *Source) Serve(ctx context.Context, f Flags) (*Servers, error) {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", s.opts.Metrics.Handler())
 		if f.ServeExplain {
-			mux.Handle("/explain", s.explainHandler())
+			mux.Handle("/explain", s.ExplainHandler())
 		}
 		servers = append(servers, server{f.MetricsBindAddress, mux, &sv.Metrics})
 	}
