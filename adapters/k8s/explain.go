@@ -46,8 +46,11 @@ func ExplainObject(u *unstructured.Unstructured, operator string, now time.Time)
 
 // ExplainHandler serves GET ?kind=K&namespace=NS&name=N: the explanation
 // ([opbus.Bus.Explain]) of that object, as JSON, from the bus Run runs;
-// 400 for a missing kind or name, 503 before Run. It writes nothing, and
-// shows digests, statuses and times, never object values. [Source.Serve]
+// 400 for a missing kind or name, 503 before Run. Without a query it
+// serves an HTML page listing the watched objects (the first 500, in key
+// order) whose handlers fail, retry, wait for an Again or are held, each
+// linking to its explanation. It writes nothing, and shows digests,
+// statuses, times and error texts, never object values. [Source.Serve]
 // mounts it at /explain with [Flags].ServeExplain; inside a
 // controller-runtime manager, mount it on the manager's metrics server
 // (metricsserver.Options.ExtraHandlers["/explain"]).
@@ -60,13 +63,16 @@ func (s *Source) ExplainHandler() http.Handler {
 		}
 		q := r.URL.Query()
 		key := opbus.Key{Kind: q.Get("kind"), Namespace: q.Get("namespace"), Name: q.Get("name")}
-		if key.Kind == "" || key.Name == "" {
-			http.Error(w, "k8s: /explain: expected ?kind=KIND&namespace=NAMESPACE&name=NAME, kind as in opbus keys (\"Pod\", \"Widget.example.com\")", http.StatusBadRequest)
-			return
-		}
 		bus := s.bus.Load()
-		if bus == nil {
+		switch {
+		case bus == nil:
 			http.Error(w, "k8s: /explain: the operator is not running yet", http.StatusServiceUnavailable)
+			return
+		case len(q) == 0:
+			s.servePage(r.Context(), w, bus)
+			return
+		case key.Kind == "" || key.Name == "":
+			http.Error(w, "k8s: /explain: expected ?kind=KIND&namespace=NAMESPACE&name=NAME, kind as in opbus keys (\"Pod\", \"Widget.example.com\"), or no query for the page of objects with failing, retrying or waiting handlers", http.StatusBadRequest)
 			return
 		}
 		why, err := bus.Explain(r.Context(), key)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
+	neturl "net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +25,9 @@ import (
 // (Again). GET /explain on the metrics server answers with the bus's
 // explanation as JSON; ExplainObject reads the same from the record
 // annotation of the Widget as the API server returns it. Without
-// ServeExplain, /explain is not served.
+// ServeExplain, /explain is not served. /explain without a query is an
+// HTML page that lists w (failing, polling), not fine (all handled), and
+// links to w's explanation.
 func TestExplainReal(t *testing.T) {
 	t.Parallel()
 	env := kubetest.Shared(t)
@@ -40,10 +45,17 @@ func TestExplainReal(t *testing.T) {
 		must(t, b.Handle("size", func(context.Context, *opbus.Event) (opbus.Status, error) {
 			return opbus.Active("sized"), nil
 		}, on))
-		must(t, b.Handle("quota", func(context.Context, *opbus.Event) (opbus.Status, error) {
+		big := func(ev *opbus.Event) bool { size, _ := opbus.Get[int](ev.New, "spec.size"); return size > 1 }
+		must(t, b.Handle("quota", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
+			if !big(ev) {
+				return opbus.Status{}, nil
+			}
 			return opbus.Status{}, opbus.RetryAfter(time.Hour, errors.New("quota exceeded"))
 		}, on))
 		must(t, b.Handle("poll", func(_ context.Context, ev *opbus.Event) (opbus.Status, error) {
+			if !big(ev) {
+				return opbus.Active("rolled out"), nil
+			}
 			ev.Again(time.Hour)
 			return opbus.Waiting("rolling out"), nil
 		}, on))
@@ -52,7 +64,8 @@ func TestExplainReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	createWidget(t, c, ns, "w", `{"size":1}`)
+	createWidget(t, c, ns, "fine", `{"size":1}`)
+	createWidget(t, c, ns, "w", `{"size":2}`)
 
 	url := "http://" + sv.Metrics.String() + "/explain?kind=" + widgetKind + "&namespace=" + ns + "&name=w"
 	var why opbus.Explanation
@@ -79,6 +92,40 @@ func TestExplainReal(t *testing.T) {
 	}
 	if code, body := httpGet(t, "http://"+sv.Metrics.String()+"/explain?kind="+widgetKind); code != 400 || !strings.Contains(body, "expected ?kind=") {
 		t.Errorf("/explain without a name: got %d %q, want 400", code, body)
+	}
+
+	// The page lists w, not fine, and links to w's explanation.
+	base := "http://" + sv.Metrics.String() + "/explain"
+	var page string
+	eventually(t, "the page lists w", func() bool {
+		code, body := httpGet(t, base)
+		page = body
+		return code == 200 && strings.Contains(body, ">Widget.test.opbus.dev "+ns+"/w</a>")
+	})
+	for _, want := range []string{"2 objects watched; 1 listed", `<td>quota</td><td class="failed">failed</td>`, "error: quota exceeded", `<td>poll</td><td class="scheduled">scheduled</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "/fine<") {
+		t.Errorf("page lists fine, whose handlers are all handled:\n%s", page)
+	}
+	link := regexp.MustCompile(`<a href="([^"]+)">`).FindStringSubmatch(page)
+	if link == nil {
+		t.Fatalf("page: no link:\n%s", page)
+	}
+	target, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := neturl.Parse(html.UnescapeString(link[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := httpGet(t, target.ResolveReference(ref).String())
+	var linked opbus.Explanation
+	if code != 200 || json.Unmarshal([]byte(body), &linked) != nil || linked.Key.Name != "w" || reasons(linked.Handlers)["quota"].Reason != opbus.ReasonFailed {
+		t.Errorf("the page's link %s: got %d %s", link[1], code, body)
 	}
 
 	// The record on the object, as a client reads it.
