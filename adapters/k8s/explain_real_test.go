@@ -20,26 +20,22 @@ import (
 	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
-// TestExplainReal runs an operator with ServeExplain against a real API
-// server: a Widget's handlers succeed, fail (retried in an hour) and poll
-// (Again). GET /explain on the metrics server answers with the bus's
-// explanation as JSON; ExplainObject reads the same from the record
-// annotation of the Widget as the API server returns it. Without
-// ServeExplain, /explain is not served. /explain without a query is an
-// HTML page that lists w (failing, polling), not fine (all handled), and
-// links to w's explanation.
-func TestExplainReal(t *testing.T) {
-	t.Parallel()
+// explainOperator runs an operator with ServeExplain on Widgets of a new
+// namespace: size succeeds; quota fails (retried in an hour) and poll
+// asks Again on Widgets of size 2 or more. It creates fine (size 1) and
+// w (size 2) and returns the metrics server's servers.
+func explainOperator(t *testing.T) (op *operator, sv *k8s.Servers, ns string, c dynamic.Interface) {
+	t.Helper()
 	env := kubetest.Shared(t)
 	ensureWidgets(t, env)
-	ns := env.Namespace(t)
-	c := dynClient(t, env.AdminConfig())
+	ns = env.Namespace(t)
+	c = dynClient(t, env.AdminConfig())
 
 	m, err := k8s.NewMetrics(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := start(t, k8s.Options{Config: env.AdminConfig(), Metrics: m,
+	op = start(t, k8s.Options{Config: env.AdminConfig(), Metrics: m,
 		Resources: []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{ns}}}}, func(b *opbus.Bus) {
 		on := opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec.size"}}
 		must(t, b.Handle("size", func(context.Context, *opbus.Event) (opbus.Status, error) {
@@ -60,12 +56,26 @@ func TestExplainReal(t *testing.T) {
 			return opbus.Waiting("rolling out"), nil
 		}, on))
 	})
-	sv, err := op.src.Serve(t.Context(), k8s.Flags{MetricsBindAddress: "127.0.0.1:0", HealthProbeBindAddress: "0", ServeExplain: true})
+	sv, err = op.src.Serve(t.Context(), k8s.Flags{MetricsBindAddress: "127.0.0.1:0", HealthProbeBindAddress: "0", ServeExplain: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	createWidget(t, c, ns, "fine", `{"size":1}`)
 	createWidget(t, c, ns, "w", `{"size":2}`)
+	return op, sv, ns, c
+}
+
+// TestExplainReal runs an operator with ServeExplain against a real API
+// server: a Widget's handlers succeed, fail (retried in an hour) and poll
+// (Again). GET /explain on the metrics server answers with the bus's
+// explanation as JSON; ExplainObject reads the same from the record
+// annotation of the Widget as the API server returns it. Without
+// ServeExplain, /explain is not served. /explain without a query is an
+// HTML page that lists w (failing, polling), not fine (all handled), and
+// links to w's explanation.
+func TestExplainReal(t *testing.T) {
+	t.Parallel()
+	op, sv, ns, c := explainOperator(t)
 
 	url := "http://" + sv.Metrics.String() + "/explain?kind=" + widgetKind + "&namespace=" + ns + "&name=w"
 	var why opbus.Explanation
