@@ -37,6 +37,7 @@ const (
 	ReasonCoalesced         = explain.Coalesced         // held, earlier states coalesced away
 	ReasonChanged           = explain.Changed           // value changed; runs at the next pass
 	ReasonCollector         = explain.Collector         // a collector, run at every commit
+	ReasonSlotOnly          = explain.SlotOnly          // from a record alone: a slot with nothing else
 )
 
 // Explain reports, for every handler and collector registered on b, why
