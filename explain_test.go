@@ -328,3 +328,49 @@ func TestExplainSummaryMatchesSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainWhileRunning calls Explain while Run handles a stream of
+// states of the object (run with -race): every report has its handler
+// and a reason, and once Wait returns the handler is handled.
+func TestExplainWhileRunning(t *testing.T) {
+	b := explainBus(t, &opbus.Options{MaxBacklog: 4}, map[string]opbus.On{"a": {Fields: []string{"spec.replicas"}}}, ok)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	observed := make(chan error, 1)
+	go func() {
+		for n := range 200 {
+			if err := b.Observe(ctx, explainKey, webapp(n, false)); err != nil {
+				observed <- err
+				return
+			}
+		}
+		observed <- nil
+	}()
+	for range 50 {
+		r, err := b.Explain(ctx, explainKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Handlers) != 1 || r.Handlers[0].Reason == "" {
+			t.Fatalf("report while running: %+v", r.Handlers)
+		}
+	}
+	if err := <-observed; err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Wait returns once no key is busy, and a key stays busy until its
+	// record is written (rule 43): the record is the last pass's.
+	if _, h := explainOf(t, b, "a"); h.Reason != opbus.ReasonHandled {
+		t.Errorf("once the bus is idle: got %s (%s), want handled", h.Reason, h.Detail)
+	}
+}
