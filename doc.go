@@ -142,6 +142,13 @@
 // records, so the next run handles them. [Bus.Dispatch] handles one state
 // synchronously, for one-shot programs such as Juju hooks.
 //
+// # Explaining
+//
+// [Bus.Explain] tells why each handler did or did not run for an object:
+// handled, failed (attempt, next retry, error), scheduled, skipped by
+// When, filtered, held, coalesced, never ran; the command opbus explain
+// (cmd/opbus) tells the same from a stored record.
+//
 // # Writing an adapter
 //
 // An adapter is a source, a [Store] and a [StatusSink]. The source calls

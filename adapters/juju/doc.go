@@ -172,6 +172,13 @@
 // every hook without running a handler and is never overwritten, until it
 // is repaired or removed with the state-delete hook tool.
 //
+// "Why did this handler run, or not?": juju exec --unit app/0 --
+// ./dispatch explain runs the charm's binary with the argument
+// [ExplainArg]; [Main] then runs [Explain], which reads the records with
+// state-get and explains them with the handlers the charm registers,
+// writing nothing. Without the charm's binary, opbus explain -juju-state
+// (cmd/opbus) reads what state-get prints.
+//
 // # Status
 //
 // At the end of a successful run, the overall status of the unit's slots

@@ -296,9 +296,17 @@ func (r *run) logFailure(ctx context.Context, err error) {
 // cancel the hook's context. A charm's main is
 //
 //	func main() { juju.Main(setup, nil) }
+//
+// Given the argument [ExplainArg] (./dispatch explain), it runs [Explain]
+// on standard output instead of a hook.
 func Main(setup func(*opbus.Bus) error, opts *Options) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := Run(ctx, setup, opts)
+	var err error
+	if len(os.Args) == 2 && os.Args[1] == ExplainArg {
+		err = Explain(ctx, os.Stdout, setup, opts)
+	} else {
+		err = Run(ctx, setup, opts)
+	}
 	stop()
 	if err != nil {
 		w := io.Writer(os.Stderr)

@@ -428,6 +428,19 @@
 //	err = src.Run(ctx, bus)
 //	err = servers.Wait()
 //
+// # Explaining an object
+//
+// "Why did this handler run, or not?" From outside, the command
+// kubectl-opbus (the kubectl plugin "kubectl opbus explain RESOURCE
+// NAME", in cmd/kubectl-opbus) reads an object's record through the
+// kubeconfig and explains it ([ExplainObject]). On the operator,
+// --serve-explain ([Flags].ServeExplain, off by default) serves
+// [Source.ExplainHandler] at /explain on the metrics server: an object's
+// [opbus.Bus.Explain] as JSON, and without a query a page of the objects
+// whose handlers fail, retry or wait, each linking to its explanation.
+// It writes nothing and shows no object values: expose it where metrics
+// are.
+//
 // # Inside a controller-runtime manager
 //
 // The module github.com/opbus/opbus/adapters/k8s/ctrlmgr runs a Source as a

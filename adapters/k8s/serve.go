@@ -24,6 +24,12 @@ type Flags struct {
 	// LeaderElect turns on leader election (--leader-elect, default
 	// false); see [Flags.LeaderElection].
 	LeaderElect bool
+	// ServeExplain serves GET /explain?kind=K&namespace=NS&name=N on the
+	// metrics server: why each handler did or did not run for that
+	// object ([opbus.Bus.Explain]), as JSON (--serve-explain, default
+	// false). It writes nothing and shows digests, statuses and times,
+	// never object values: expose it only where metrics are.
+	ServeExplain bool
 }
 
 // Default bind addresses of [Flags], as controller-runtime's.
@@ -41,6 +47,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", DefaultMetricsBindAddress, `The address the metrics endpoint binds to; "0" disables it.`)
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeBindAddress, `The address the probe endpoints (/healthz, /readyz) bind to; "0" disables them.`)
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Enable leader election, so that only one replica handles at a time.")
+	fs.BoolVar(&f.ServeExplain, "serve-explain", false, "Serve /explain?kind=&namespace=&name= on the metrics server: why each handler did or did not run for an object, as JSON.")
 }
 
 // LeaderElection returns &le if f.LeaderElect is set, else nil: the value
@@ -76,7 +83,8 @@ func (sv *Servers) Wait() error {
 const shutdownTimeout = 5 * time.Second
 
 // Serve listens on the addresses of f and serves the Source's metrics
-// (/metrics, from [Options].Metrics) and probes ([Source.Probes]) until ctx
+// (/metrics, from [Options].Metrics; with [Flags].ServeExplain, /explain
+// beside it) and probes ([Source.Probes]) until ctx
 // ends, then shuts the servers down, letting requests under way finish
 // (for at most 5s). An address of "0" or "" serves nothing there. Serve
 // returns once it listens, or an error naming an address it could not
@@ -96,7 +104,13 @@ func (s *Source) Serve(ctx context.Context, f Flags) (*Servers, error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", s.opts.Metrics.Handler())
+		if f.ServeExplain {
+			mux.Handle("/explain", s.ExplainHandler())
+		}
 		servers = append(servers, server{f.MetricsBindAddress, mux, &sv.Metrics})
+	}
+	if f.ServeExplain && !on(f.MetricsBindAddress) {
+		return nil, fmt.Errorf("k8s: Serve: ServeExplain is set but the metrics address is %q: /explain is served on the metrics server; give it an address", f.MetricsBindAddress)
 	}
 	if on(f.HealthProbeBindAddress) {
 		servers = append(servers, server{f.HealthProbeBindAddress, s.Probes(), &sv.Probes})

@@ -23,16 +23,16 @@ func TestFlags(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if f.MetricsBindAddress != ":8080" || f.HealthProbeBindAddress != ":8081" || f.LeaderElect {
-		t.Errorf("defaults: got %+v, want :8080, :8081, false", f)
+	if f.MetricsBindAddress != ":8080" || f.HealthProbeBindAddress != ":8081" || f.LeaderElect || f.ServeExplain {
+		t.Errorf("defaults: got %+v, want :8080, :8081, false, false", f)
 	}
 	if le := f.LeaderElection(k8s.LeaderElection{Namespace: "ns", Name: "op"}); le != nil {
 		t.Errorf("LeaderElection without --leader-elect: got %+v, want nil", le)
 	}
-	if err := fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address", "127.0.0.1:9", "--leader-elect"}); err != nil {
+	if err := fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address", "127.0.0.1:9", "--leader-elect", "--serve-explain"}); err != nil {
 		t.Fatal(err)
 	}
-	if f.MetricsBindAddress != "0" || f.HealthProbeBindAddress != "127.0.0.1:9" || !f.LeaderElect {
+	if f.MetricsBindAddress != "0" || f.HealthProbeBindAddress != "127.0.0.1:9" || !f.LeaderElect || !f.ServeExplain {
 		t.Errorf("parsed: got %+v", f)
 	}
 	if le := f.LeaderElection(k8s.LeaderElection{Namespace: "ns", Name: "op"}); le == nil || le.Name != "op" {
@@ -103,11 +103,15 @@ func TestServe(t *testing.T) {
 }
 
 // TestServeRefuses checks Serve's errors: a metrics address without
-// Metrics, an address it cannot listen on; "0" serves nothing.
+// Metrics, ServeExplain without a metrics address, an address it cannot
+// listen on; "0" serves nothing.
 func TestServeRefuses(t *testing.T) {
 	s := newOfflineSource(t, nil)
 	if _, err := s.Serve(t.Context(), k8s.Flags{MetricsBindAddress: ":8080", HealthProbeBindAddress: "0"}); err == nil || !strings.Contains(err.Error(), `metrics address ":8080" is set but Options.Metrics is nil`) {
 		t.Errorf("metrics without Metrics: got %v", err)
+	}
+	if _, err := s.Serve(t.Context(), k8s.Flags{MetricsBindAddress: "0", HealthProbeBindAddress: "0", ServeExplain: true}); err == nil || !strings.Contains(err.Error(), `ServeExplain is set but the metrics address is "0"`) {
+		t.Errorf("ServeExplain without a metrics server: got %v", err)
 	}
 	if _, err := s.Serve(t.Context(), k8s.Flags{MetricsBindAddress: "0", HealthProbeBindAddress: "127.0.0.1:bad"}); err == nil || !strings.Contains(err.Error(), `listening on "127.0.0.1:bad"`) {
 		t.Errorf("bad address: got %v, want an error naming it", err)

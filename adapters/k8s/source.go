@@ -56,8 +56,9 @@ type Source struct {
 	ignored     []string // the bus's Ignore, as BusOptions saw it
 	userRelated bool     // the bus has a Related function of the user's, as BusOptions saw it
 
-	probe probeState            // what /readyz reports (probes.go)
-	fence atomic.Pointer[fence] // the lead's check of its Lease (fence.go); nil without election
+	probe probeState                // what /readyz reports (probes.go)
+	bus   atomic.Pointer[opbus.Bus] // the bus Run runs, for /explain (explain.go); nil before Run
+	fence atomic.Pointer[fence]     // the lead's check of its Lease (fence.go); nil without election
 
 	names *names          // what it writes, after its name
 	ours  map[string]bool // condition types the sink writes; set by Run before the bus starts
@@ -277,6 +278,7 @@ func (s *Source) Run(ctx context.Context, bus *opbus.Bus) error {
 	}
 	s.ran = true
 	s.mu.Unlock()
+	s.bus.Store(bus)
 	s.probe.set(func(p *probeState) { p.started, p.electing = true, s.opts.LeaderElection != nil })
 	defer s.probe.set(func(p *probeState) { p.stopped = true })
 

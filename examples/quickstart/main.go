@@ -18,16 +18,21 @@
 //     nothing changes (kopf's @timer), and one that is not done yet and
 //     says "look again later" without failing (what ops' event.defer()
 //     is used for).
+//  5. Why a handler did or did not run: Bus.Explain on a WebApp whose
+//     handlers fail, succeed and are skipped. With -store DIR its record
+//     stays in the FileStore DIR, for the opbus explain command.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
 	"os"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/opbus/opbus"
@@ -35,6 +40,11 @@ import (
 
 func main() {
 	ctx := context.Background()
+	fs := flag.NewFlagSet("quickstart", flag.ExitOnError)
+	store := fs.String("store", "", "keep section 5's FileStore in this directory, for opbus explain")
+	if !testing.Testing() { // Example_main runs main with the test's own arguments
+		_ = fs.Parse(os.Args[1:])
+	}
 	if err := podCrash(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -48,6 +58,10 @@ func main() {
 	}
 	fmt.Println()
 	if err := timers(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println()
+	if err := whyNot(ctx, *store); err != nil {
 		log.Fatal(err)
 	}
 }

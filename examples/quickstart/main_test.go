@@ -53,4 +53,17 @@ func Example_main() {
 	//    heartbeat: ran when due, twice or more
 	//    overall: active
 	//    failures counted: 0
+	//
+	// == 5. why did a handler run, or not?
+	// WebApp shop/front (from the bus, at 2026-11-30T10:00:00Z)
+	// status: error "image registry unreachable"
+	// deploy: failed
+	//   it failed (attempt 1); next retry at 2026-11-30T10:00:10Z (in 10s)
+	//   error: image registry unreachable
+	//   slot: error "image registry unreachable"
+	// scale: handled
+	//   the current value at its fields is the one it last handled
+	//   slot: active "3 replicas"
+	// backup: skipped-by-when
+	//   the current value differs from the one it last handled, and its On.When returned false for it: it runs once When holds
 }

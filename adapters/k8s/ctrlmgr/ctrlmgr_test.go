@@ -2,6 +2,7 @@ package ctrlmgr_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,6 +115,9 @@ func newReplica(t *testing.T, cfg *rest.Config, ns, name string, m *k8s.Metrics)
 	if err := ctrlmgr.Add(r.mgr, r.src, bus); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.mgr.AddMetricsServerExtraHandler("/explain", r.src.ExplainHandler()); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
@@ -183,7 +187,9 @@ func createConfigMap(t *testing.T, c kubernetes.Interface, ns, name string) {
 // its status annotation is written, the manager's /metrics shows
 // opbus_handler_runs_total and the opbus_handler_duration_seconds
 // histogram next to controller-runtime's own metrics, and its /readyz
-// passes with the opbus check listed. The second, a standby, is ready and
+// passes with the opbus check listed; /explain, mounted on the manager's
+// metrics server with AddMetricsServerExtraHandler, explains the
+// ConfigMap's handler as handled. The second, a standby, is ready and
 // runs no handler; once the first stops (releasing the Lease), the second
 // leads and handles a ConfigMap created then, and not again the one the
 // first handled (its record is on the object).
@@ -248,6 +254,21 @@ func TestManagerReal(t *testing.T) {
 			if !strings.Contains(body, want) {
 				return fmt.Errorf("/metrics lacks %s", want)
 			}
+		}
+		return nil
+	})
+
+	eventually(t, "the manager's metrics server explains ConfigMap one", func() error {
+		code, body, err := get(first.metrics + "/explain?kind=ConfigMap&namespace=" + ns + "&name=one")
+		if err != nil {
+			return err
+		}
+		var why opbus.Explanation
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &why) != nil {
+			return fmt.Errorf("/explain: %d %s", code, body)
+		}
+		if len(why.Handlers) != 1 || why.Handlers[0].Reason != opbus.ReasonHandled || why.Handlers[0].Slot == nil || why.Handlers[0].Slot.Message != "noted" {
+			return fmt.Errorf("/explain: got %+v, want note handled, its slot noted", why.Handlers)
 		}
 		return nil
 	})

@@ -57,6 +57,10 @@
 //     one process shares them (a second manager, a restart, go test
 //     -count=2): opbus_leader is 1 while any of them leads, and
 //     opbus_queue_depth sums their queues.
+//   - Explain: mgr.AddMetricsServerExtraHandler("/explain",
+//     src.ExplainHandler()) serves an object's [opbus.Bus.Explain] as JSON
+//     on the manager's metrics server, as [k8s.Flags].ServeExplain does
+//     standalone; off unless added.
 //   - Probes: [Add] registers a check named [CheckName] with the manager's
 //     /readyz (--health-probe-bind-address, default :8081), which passes on
 //     a standby and, on the leader, once the Source's handlers have been
