@@ -58,9 +58,10 @@ func (b *Bus) Explain(ctx context.Context, key Key) (*Explanation, error) {
 	b.mu.Lock()
 	index, handlers, collectors := b.reg.index, b.reg.handlers, b.reg.collectors
 	if ks := b.q.keys[key]; ks != nil {
-		cur, o.Queue = ks.last, explain.Queue{Queued: len(ks.queue), Running: ks.busy, Blocked: ks.blocked}
-		for _, q := range ks.queue {
-			o.Queue.Coalesced, o.Deleted = o.Queue.Coalesced || q.coalesced, q.deleted
+		items := b.q.kq.Items(ks)
+		cur, o.Queue = ks.last, explain.Queue{Queued: len(items), Running: b.q.kq.Held(ks), Blocked: b.q.kq.Blocked(ks)}
+		for _, q := range items {
+			o.Queue.Coalesced, o.Deleted = o.Queue.Coalesced || q.Value.coalesced, q.Value.deleted
 		}
 		if ks.shown {
 			published = ks.published.clone()

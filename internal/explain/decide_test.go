@@ -56,7 +56,7 @@ func TestDecideOrder(t *testing.T) {
 // TestReportString: the text names every part the report holds.
 func TestReportString(t *testing.T) {
 	r := &Report{
-		Key: Key{Kind: "Pod", Name: "p"}, Source: "record", Incarnation: "u1", Ended: "u0",
+		Key: Key{Kind: "Pod", Name: "p"}, Source: "record", Incarnation: "u1", Ended: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC),
 		Queue:    Queue{Queued: 2, Running: true, Coalesced: true},
 		Pending:  []Pending{{}, {Deleted: true}},
 		Related:  []Related{{Key: "Deployment default/d"}},
@@ -66,7 +66,7 @@ func TestReportString(t *testing.T) {
 	}
 	want := `Pod p (from the record)
 incarnation: u1
-ended incarnation: u0
+deletion finished: 2026-12-03T10:00:00Z (a tombstone)
 queue: 2 queued, running, coalesced
 h: failed
   d

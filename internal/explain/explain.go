@@ -90,10 +90,10 @@ type Report struct {
 	At time.Time `json:"at"`
 	// Status is the overall status of the slots.
 	Status *Status `json:"status,omitempty"`
-	// Incarnation is the record's incarnation; Ended the incarnation
-	// whose deletion finished.
-	Incarnation string `json:"incarnation,omitempty"`
-	Ended       string `json:"ended,omitempty"`
+	// Incarnation is the record's incarnation; Ended, when the record is
+	// a tombstone, when that incarnation's deletion finished.
+	Incarnation string    `json:"incarnation,omitempty"`
+	Ended       time.Time `json:"ended,omitzero"`
 	// Observed reports that a current state of the object is known.
 	Observed bool `json:"observed"`
 	// Deleted reports that the latest observed state is a deletion.

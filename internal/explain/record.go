@@ -2,6 +2,7 @@ package explain
 
 import (
 	"maps"
+	"time"
 
 	"github.com/opbus/opbus/internal/record"
 )
@@ -9,11 +10,14 @@ import (
 // AddRecord adds to r what rec holds of the object as a whole: its
 // incarnations, pending states, related objects and named values.
 func AddRecord[D ~[16]byte, S any, T any](r *Report, rec *record.Record[D, S, T]) {
-	r.Incarnation, r.Ended, r.Values = rec.Inc, rec.Ended, maps.Clone(rec.Values)
+	r.Incarnation, r.Values = rec.Inc, maps.Clone(rec.Values)
+	if ms := rec.EndedAt(); ms != 0 {
+		r.Ended = time.UnixMilli(ms)
+	}
 	for _, p := range rec.States() {
 		r.Pending = append(r.Pending, Pending{Deleted: p.Deleted})
 	}
-	for k, d := range rec.Related {
+	for k, d := range rec.Related() {
 		r.AddRelated(Related{Key: k, Digest: record.EncodeDigest(d)})
 	}
 }

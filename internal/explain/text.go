@@ -24,8 +24,8 @@ func (r *Report) String() string {
 	if r.Incarnation != "" {
 		fmt.Fprintf(&b, "incarnation: %s\n", r.Incarnation)
 	}
-	if r.Ended != "" {
-		fmt.Fprintf(&b, "ended incarnation: %s\n", r.Ended)
+	if !r.Ended.IsZero() {
+		fmt.Fprintf(&b, "deletion finished: %s (a tombstone)\n", r.Ended.UTC().Format(time.RFC3339))
 	}
 	switch {
 	case r.Deleted:

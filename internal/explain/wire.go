@@ -45,7 +45,10 @@ func FromWire(key Key, w *record.Wire[map[string]Status], now time.Time) *Report
 		}
 		r.Handlers = append(r.Handlers, h)
 	}
-	r.Incarnation, r.Ended, r.Values = w.Inc, w.Ended, w.Values
+	r.Incarnation, r.Values = w.Inc, w.Values
+	if w.Ended != 0 {
+		r.Ended = time.UnixMilli(w.Ended)
+	}
 	for _, p := range w.Pending {
 		r.Pending = append(r.Pending, Pending{Deleted: p.Deleted})
 	}
