@@ -2,28 +2,47 @@ package opbus
 
 import (
 	"reflect"
+
+	"github.com/opbus/opbus/internal/jsondiff"
 )
 
-// A preDiff was what Observe found comparing an update with the state
-// observed before it, base: the changes within the subscribed subtrees,
-// found by a walk that also checked the update at the door, for a pass
-// whose state before is base to take instead of comparing again. Nothing
-// makes one any more: that third mode of the diff walk cost more
-// allocations per Dispatch (23 against 22, 58 against 51 for a typed
-// document) than the second walk it saved, with no difference in time
-// the benchmarks could show (BenchmarkDispatch, figures in the commit
-// that retired it). An update is admitted by the door's own check and a
-// pass compares it (rule 5c). The type and the call that returns none
-// stay until admit (queue.go) and the pass (pass.go) drop their use.
+// A preDiff is what Observe found comparing a state with the one observed
+// before it, base: the changes within the subscribed subtrees (as
+// dispatch.subscribed computes them), found by the walk that checks the
+// state at the door. A pass whose state before is base, under the same
+// Comparer, takes them instead of walking both states again.
 type preDiff struct {
 	base map[string]any
 	cmp  *Comparer
 	diff Diff
 }
 
-// precompare returns nil: see [preDiff].
-func (b *Bus) precompare(string, *Comparer, map[string]any, map[string]any) *preDiff {
-	return nil
+// precompare admits new, the state of key after base, in one walk with
+// the diff of the subscribed subtrees. It returns nil, having admitted
+// nothing, when some handler reads the whole object, or when
+// Comparer.precompare declines. The admission walk and the comparison
+// each cost about a walk of a Pod (bench BenchmarkDispatch); together
+// they cost one.
+func (b *Bus) precompare(kind string, cmp *Comparer, base, new map[string]any) *preDiff {
+	s := b.subscribedOf(kind)
+	if s.whole {
+		return nil
+	}
+	diff, ok := cmp.precompare(base, new, s.tree)
+	if !ok {
+		return nil
+	}
+	return &preDiff{base: base, cmp: cmp, diff: diff}
+}
+
+// precompare returns c.compareIn(base, new, t) and whether new is plain
+// (as admitDocument checks it), in one walk: see
+// [jsondiff.Walker.Precompare].
+func (c *Comparer) precompare(base, new map[string]any, t *keyTree) (Diff, bool) {
+	w := walkers.Get().(*jsondiff.Walker[Change])
+	out, ok := w.Precompare(&c.m, base, new, &t.t)
+	walkers.Put(w)
+	return out, ok
 }
 
 // sameMap reports whether a and b are the same map, not only equal ones.

@@ -23,6 +23,10 @@ type Walker[C any] struct {
 	out  []C
 	tmp  []C    // scratch for reordering sibling changes
 	span []span // scratch for sibling spans
+	// check makes the walk also check the new side as admission does
+	// (see Walker.Precompare); bad records that it holds a value
+	// admission would convert or report.
+	check, bad bool
 }
 
 // span is the run out[from:to] of changes below one map key or list element.
@@ -55,6 +59,7 @@ func (w *Walker[C]) done() []C {
 	clear(w.tmp[:cap(w.tmp)])
 	w.tmp = w.tmp[:0]
 	w.span = w.span[:0]
+	w.check, w.bad = false, false
 	return out
 }
 
@@ -63,6 +68,9 @@ func (w *Walker[C]) done() []C {
 // content is all ignored counts as absent, so a map that appears only to
 // hold the library's own annotation is no change.
 func (w *Walker[C]) emit(op Op, old, new any, mask uint64, listKey string) {
+	if w.check && op != Remove && !w.c.Plain(new, mask, len(w.path), listKey) {
+		w.bad = true
+	}
 	if mask&w.c.ignores != 0 {
 		var inOld, inNew bool
 		old, inOld = w.c.Strip(old, mask, len(w.path), listKey)
@@ -90,10 +98,10 @@ func (w *Walker[C]) emitAt(s Segment, op Op, old, new any, mask uint64) {
 	w.path = w.path[:len(w.path)-1]
 }
 
-// equal is jsonvalue.Equal for values at the current path, whose depth
-// counts towards the nesting bound.
+// equal is jsonvalue.Equal for the walker: in a checking walk it also
+// requires b to hold only what jsonvalue.Plain accepts.
 func (w *Walker[C]) equal(a, b any) bool {
-	return jsonvalue.EqualAt(a, b, len(w.path))
+	return jsonvalue.EqualAt(a, b, w.check, len(w.path))
 }
 
 func (w *Walker[C]) diffKeyed(a, b any, mask uint64, listKey string) {
@@ -108,11 +116,20 @@ func (w *Walker[C]) diffKeyed(a, b any, mask uint64, listKey string) {
 			if listKey != "" && w.diffKeyedList(x, y, mask, listKey) {
 				return
 			}
+			if w.check && listKey != "" && mask&w.c.ignores != 0 && !w.c.Plain(y, mask, len(w.path), listKey) {
+				// Admission names the elements of a list it cannot key by
+				// their keys where they have one, the walk below by index:
+				// what each ignores may differ, so admission's check it is.
+				w.bad = true
+			}
 			w.diffList(x, y, mask)
 			return
 		}
 	default:
 		if k := jsonvalue.KindOf(b); k != jsonvalue.KindMap && k != jsonvalue.KindList && jsonvalue.Equal(a, b) {
+			if w.check && !jsonvalue.Plain(b, 0) {
+				w.bad = true
+			}
 			return
 		}
 	}

@@ -48,6 +48,25 @@ func (w *Walker[C]) CompareIn(c *Patterns, old, new map[string]any, t *KeyTree) 
 	return out, true
 }
 
+// Precompare is CompareIn that also checks new as admission does
+// ([Patterns.Plain] from the root): the subtrees of t as the diff walks
+// them, the rest of new by plainOutside. It reports false when new is not
+// plain, or CompareIn declines (then the parts of new it did not reach
+// are unchecked). A third mode of the walk, it saves the admission walk
+// of a state whose diff is needed anyway.
+func (w *Walker[C]) Precompare(c *Patterns, old, new map[string]any, t *KeyTree) ([]C, bool) {
+	if !c.plainOutside(new, t, c.all, 0) {
+		return nil, false
+	}
+	w.c, w.check = c, true
+	ok := w.within(old, new, t, c.all) && !w.bad
+	out := w.done()
+	if !ok {
+		return nil, false
+	}
+	return out, true
+}
+
 // within walks the keys of t in a and b, the maps at w.path with pattern
 // state mask, as the full walk would.
 func (w *Walker[C]) within(a, b map[string]any, t *KeyTree, mask uint64) bool {
@@ -106,4 +125,44 @@ func sameLevel(a, b any) bool {
 	_, al := a.([]any)
 	_, bl := b.([]any)
 	return (al && bl) || jsonvalue.Equal(a, b)
+}
+
+// plainOutside is c.Plain for the parts of the map m, at depth with
+// pattern state mask, that lie outside the paths of t: a value at a path
+// of t is left to the walk that compares it, a map on the way to one is
+// walked with the tree below, and whatever else is on the way (a list
+// where t goes on below) is checked whole.
+func (c *Patterns) plainOutside(m map[string]any, t *KeyTree, mask uint64, depth int) bool {
+	for k, e := range m {
+		var sub *KeyTree
+		i, inTree := slices.BinarySearch(t.keys, k)
+		if inTree {
+			if sub = t.kids[i]; sub == nil {
+				continue // compared, and checked, by within
+			}
+		}
+		var next uint64
+		var field string
+		if mask&c.ignores != 0 {
+			// Else no ignore pattern is alive here or below: c.Plain
+			// needs no state.
+			var ignored bool
+			if next, ignored, field = c.Step(mask, depth, Segment{Kind: pathsyntax.Key, Key: k}); ignored {
+				continue
+			}
+		}
+		if em, ok := e.(map[string]any); ok && sub != nil {
+			if !c.plainOutside(em, sub, next, depth+1) {
+				return false
+			}
+			continue
+		}
+		if _, ok := e.(string); ok {
+			continue
+		}
+		if !c.Plain(e, next, depth+1, field) {
+			return false
+		}
+	}
+	return true
 }

@@ -45,12 +45,14 @@ func KindOf(v any) Kind {
 }
 
 // Equal is EqualAt for values at the root.
-func Equal(a, b any) bool { return EqualAt(a, b, 0) }
+func Equal(a, b any) bool { return EqualAt(a, b, false, 0) }
 
 // EqualAt reports whether a and b, values at depth, are equal, numbers
-// compared by value. Past [MaxNesting] it answers false: a value there
-// may contain itself.
-func EqualAt(a, b any, depth int) bool {
+// compared by value; with plainB it also requires b to hold only the
+// values [Plain] accepts (for a that does: a number of another Go type
+// equal to one of a's is a value admission converts). Past [MaxNesting]
+// it answers false: a value there may contain itself.
+func EqualAt(a, b any, plainB bool, depth int) bool {
 	if depth > MaxNesting {
 		return false
 	}
@@ -72,7 +74,7 @@ func EqualAt(a, b any, depth int) bool {
 				}
 				continue
 			}
-			if !EqualAt(xv, yv, depth+1) {
+			if !EqualAt(xv, yv, plainB, depth+1) {
 				return false
 			}
 		}
@@ -83,13 +85,16 @@ func EqualAt(a, b any, depth int) bool {
 			return false
 		}
 		for i := range x {
-			if !EqualAt(x[i], y[i], depth+1) {
+			if !EqualAt(x[i], y[i], plainB, depth+1) {
 				return false
 			}
 		}
 		return true
 	}
-	return SameScalar(a, b) || scalarEqual(a, b)
+	if SameScalar(a, b) {
+		return true // of one of Plain's types, as a
+	}
+	return scalarEqual(a, b) && (!plainB || Plain(b, 0))
 }
 
 func scalarEqual(a, b any) bool {
