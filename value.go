@@ -59,6 +59,8 @@ func (c *Comparer) admitDocument(obj map[string]any) (map[string]any, error) {
 	return canonicalDocument(obj)
 }
 
+// validate reports, as a *ValueError, the first value of v (at the path
+// at) that is not in the form handlers see: see [canonical.Validate].
 func validate(v any, at Path) error {
 	if err := canonical.Validate(v, at.syntax()); err != nil {
 		return valueError(err)
@@ -66,6 +68,7 @@ func validate(v any, at Path) error {
 	return nil
 }
 
+// clonePath returns a copy of p, nil for the root.
 func clonePath(p Path) Path {
 	if len(p) == 0 {
 		return nil
