@@ -26,7 +26,10 @@ func TestPebbleThatStopsAnsweringFailsTheHook(t *testing.T) {
 		}
 		return opbus.Active(""), w.Replan(ctx)
 	}, juju.OnHook()})
-	c.Options = &juju.Options{PebbleTimeout: 50 * time.Millisecond}
+	// 1 s, not less: the calls before the one that hangs must answer
+	// within it on a loaded machine under -race (50 ms did not: "add
+	// layer" timed out once).
+	c.Options = &juju.Options{PebbleTimeout: time.Second}
 	c.CharmDir, c.PebbleDir = charmDir, pebbleDir
 	m := newModel()
 	workload.StopAnswering("GET /v1/changes")
@@ -34,7 +37,7 @@ func TestPebbleThatStopsAnsweringFailsTheHook(t *testing.T) {
 	defer cancel()
 	out, err := c.Run(ctx, "workload-pebble-ready", m)
 	workload.Answer()
-	want := `container "workload" (socket ` + workload.Socket + `): replan: pebble did not answer within 50ms`
+	want := `container "workload" (socket ` + workload.Socket + `): replan: pebble did not answer within 1s`
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, juju.ErrPebbleTimeout) || out.HookError == "" {
 		t.Fatalf("got %v (hook error %q), want the hook failed with %s", err, out.HookError, want)
 	}

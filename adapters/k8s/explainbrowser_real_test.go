@@ -16,7 +16,8 @@ import (
 
 // chromium returns the headless Chromium to load pages with: OPBUS_CHROMIUM,
 // or Debian's chromium-headless-shell or chromium on the PATH. The test is
-// skipped without one (apt-get install chromium-headless-shell).
+// skipped without one (apt-get install chromium-headless-shell), except
+// under CI=true, where it fails: .ci/run installs it.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if path := os.Getenv("OPBUS_CHROMIUM"); path != "" {
@@ -26,6 +27,9 @@ func chromium(t *testing.T) string {
 		if path, err := exec.LookPath(name); err == nil {
 			return path
 		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no headless Chromium under CI=true: .ci/run installs Debian's chromium-headless-shell")
 	}
 	t.Skip("no headless Chromium: set OPBUS_CHROMIUM or install Debian's chromium-headless-shell")
 	return ""
