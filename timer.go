@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	stored "github.com/opbus/opbus/internal/record"
 	"github.com/opbus/opbus/internal/timegrid"
 )
 
@@ -44,7 +45,7 @@ type schedule struct {
 // that, and for a stored period beyond the bound, the arithmetic below
 // saturates at the end of time instead of wrapping: such a schedule is
 // never due.
-const maxPeriod = 100 * 365 * 24 * time.Hour
+const maxPeriod = stored.MaxPeriod
 
 // period returns s's period in nanoseconds (see [timegrid.Period]).
 func (s *schedule) period() int64 { return timegrid.Period(int64(s.every)) }

@@ -35,9 +35,6 @@ func validDocument(v any) error {
 // would overflow the stack of every recursive walk, into an error.
 const maxNesting = jsonvalue.MaxNesting
 
-// shownPrefix is how many segments of a too-deep path an error names.
-const shownPrefix = canonical.ShownPrefix
-
 // admitDocument returns obj as it enters the bus as an object's state: a
 // non-nil map holding only JSON-like values, nested at most maxNesting
 // levels deep, in canonical form (see canonicalDocument: obj itself when

@@ -31,6 +31,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // Version is the newest version of the record format. Versions 1 to 4 are
@@ -39,7 +41,7 @@ const Version = 4
 
 // MaxNesting is how deep a document nests at most: the snapshot decoder
 // refuses deeper input, as the bus refuses deeper values.
-const MaxNesting = 1000
+const MaxNesting = jsonvalue.MaxNesting
 
 // MaxPeriod bounds a stored timer's period: 100 years, so that a due time
 // in Unix nanoseconds stays inside an int64 for every anchor before 2162.
