@@ -1,0 +1,45 @@
+package k8s_test
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/adapters/k8s"
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
+)
+
+// TestHeldStatusNotUndone: a handler's status fields held for a write
+// alone that lands after a newer status of the same handler (it met a
+// conflict and tried again, or was given back after a failure) are
+// dropped, not written over the newer ones. Before, the older write
+// landed last: a CronJob's status.lastScheduleTime went back a minute,
+// and its status.active lost a Job, for good (the handler, its value
+// handled, did not run again).
+func TestHeldStatusNotUndone(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	var r runs
+	op := startBus(t, k8s.Options{Config: env.AdminConfig(), Resources: []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{ns}}}},
+		opbus.Options{}, func(b *opbus.Bus) {
+			must(t, b.Handle("h", r.handler(nil), opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec"}, Writes: []string{"status.step"}}))
+		})
+	dyn := dynClient(t, env.AdminConfig())
+	createWidget(t, dyn, ns, "w", `{"size":1}`)
+	eventually(t, "the handler's run", func() bool { return r.count("h", "w") == 1 })
+	key := opbus.Key{Kind: widgetKind, Namespace: ns, Name: "w"}
+	if err := k8s.WriteHeldOutOfOrder(t.Context(), op.src, key, "h", map[string]any{"step": int64(1)}, map[string]any{"step": int64(2)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dyn.Resource(widgetsGVR).Namespace(ns).Get(t.Context(), "w", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step, _, _ := unstructured.NestedInt64(got.Object, "status", "step"); step != 2 {
+		t.Errorf("status.step is %d after the newer status (2) landed and then the older (1) was written, want 2", step)
+	}
+}
