@@ -55,3 +55,29 @@ func WriteHeldOutOfOrder(ctx context.Context, s *Source, key opbus.Key, handler 
 	_, err = s.sink.applyHeld(ctx, r, key, nil, first, nil)
 	return err
 }
+
+// HoldInFlight holds a status of handler's field manager for key and
+// takes it, as a write alone about to start does, and returns the write,
+// to be made later (as after a conflict), and the status's place in the
+// order of held statuses (see StatusesLanded).
+func HoldInFlight(s *Source, key opbus.Key, handler string, status map[string]any) (func(ctx context.Context) error, uint64, error) {
+	r, err := s.resourceFor(key)
+	if err != nil {
+		return nil, 0, err
+	}
+	data, _ := json.Marshal(status)
+	h := &heldStatus{handler: handler, status: status, data: string(data), done: true,
+		self: appliedKey{manager: FieldManager(s.name, handler), gvr: r.gvr, namespace: key.Namespace, name: key.Name, status: true}}
+	s.sink.hold(key, h)
+	hs := s.sink.take(key)
+	return func(ctx context.Context) error {
+		_, err := s.sink.applyHeld(ctx, r, key, nil, hs, nil)
+		return err
+	}, h.seq, nil
+}
+
+// StatusesLanded returns the place in the order of held statuses of the
+// newest status of handler that landed on key.
+func StatusesLanded(s *Source, key opbus.Key, handler string) uint64 {
+	return s.sink.landedSeq(key, FieldManager(s.name, handler))
+}

@@ -73,6 +73,9 @@ func (sk *sink) hold(key opbus.Key, h *heldStatus) {
 	sk.held.seq++
 	h.seq = sk.held.seq
 	sk.held.by[key][h.self.manager] = h
+	// Until it lands, what the manager applied last is not what the
+	// object will show: an apply of what it shows now is not skipped.
+	sk.s.forgetSent(h.self)
 }
 
 // superseded reports whether a status of h's manager newer than h has
@@ -96,6 +99,14 @@ func (sk *sink) landed(key opbus.Key, h *heldStatus) {
 	if h.seq > sk.held.written[key][h.self.manager] {
 		sk.held.written[key][h.self.manager] = h.seq
 	}
+}
+
+// landedSeq returns the seq of the newest status of manager that landed
+// on key.
+func (sk *sink) landedSeq(key opbus.Key, manager string) uint64 {
+	sk.held.mu.Lock()
+	defer sk.held.mu.Unlock()
+	return sk.held.written[key][manager]
 }
 
 // forgetHeld drops what the sink keeps of key, which is gone.
