@@ -587,6 +587,18 @@ func (s *Source) sent(k appliedKey, data string, err error) {
 	s.applied.last[o][by] = sha256.Sum256([]byte(data))
 }
 
+// forgetSent forgets what k's manager applied to k's object last: an
+// apply of it is sent in any case.
+func (s *Source) forgetSent(k appliedKey) {
+	s.applied.mu.Lock()
+	defer s.applied.mu.Unlock()
+	o := k.object()
+	delete(s.applied.last[o], k.who())
+	if len(s.applied.last[o]) == 0 {
+		delete(s.applied.last, o)
+	}
+}
+
 // forgetApplied drops what was applied to the object of gvr, namespace
 // and name, which is gone: an apply to it is sent in any case (the cache
 // no longer holds it), and so what the Source keeps stays bounded by the

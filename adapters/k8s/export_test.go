@@ -1,5 +1,12 @@
 package k8s
 
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/opbus/opbus"
+)
+
 // SetEventBurst raises the per-object Event burst of s, for tests whose
 // objects change status more often than the default allows and that are not
 // about the limit.
@@ -24,4 +31,53 @@ func AppliedKept(s *Source) int {
 	s.applied.mu.Lock()
 	defer s.applied.mu.Unlock()
 	return len(s.applied.last)
+}
+
+// WriteHeldOutOfOrder holds a status of handler's field manager for key
+// (older) and takes it, as a write alone that is about to start does;
+// holds and writes a newer one (newer), as the next pass does; then
+// writes the older one, as that first write does after a conflict. It
+// returns the older write's error.
+func WriteHeldOutOfOrder(ctx context.Context, s *Source, key opbus.Key, handler string, older, newer map[string]any) error {
+	r, err := s.resourceFor(key)
+	if err != nil {
+		return err
+	}
+	held := func(st map[string]any) *heldStatus {
+		data, _ := json.Marshal(st)
+		return &heldStatus{handler: handler, status: st, data: string(data), done: true,
+			self: appliedKey{manager: FieldManager(s.name, handler), gvr: r.gvr, namespace: key.Namespace, name: key.Name, status: true}}
+	}
+	s.sink.hold(key, held(older))
+	first := s.sink.take(key)
+	s.sink.hold(key, held(newer))
+	s.sink.flush(ctx, key)
+	_, err = s.sink.applyHeld(ctx, r, key, nil, first, nil)
+	return err
+}
+
+// HoldInFlight holds a status of handler's field manager for key and
+// takes it, as a write alone about to start does, and returns the write,
+// to be made later (as after a conflict), and the status's place in the
+// order of held statuses (see StatusesLanded).
+func HoldInFlight(s *Source, key opbus.Key, handler string, status map[string]any) (func(ctx context.Context) error, uint64, error) {
+	r, err := s.resourceFor(key)
+	if err != nil {
+		return nil, 0, err
+	}
+	data, _ := json.Marshal(status)
+	h := &heldStatus{handler: handler, status: status, data: string(data), done: true,
+		self: appliedKey{manager: FieldManager(s.name, handler), gvr: r.gvr, namespace: key.Namespace, name: key.Name, status: true}}
+	s.sink.hold(key, h)
+	hs := s.sink.take(key)
+	return func(ctx context.Context) error {
+		_, err := s.sink.applyHeld(ctx, r, key, nil, hs, nil)
+		return err
+	}, h.seq, nil
+}
+
+// StatusesLanded returns the place in the order of held statuses of the
+// newest status of handler that landed on key.
+func StatusesLanded(s *Source, key opbus.Key, handler string) uint64 {
+	return s.sink.landedSeq(key, FieldManager(s.name, handler))
 }

@@ -38,6 +38,7 @@ type heldStatus struct {
 	gen     int64          // the generation and resource version of the
 	rv      string         // state the handler ran on
 	done    bool           // the handler has returned
+	seq     uint64         // the order in which statuses were held
 }
 
 // heldStatuses is what the sink holds, by object.
@@ -46,6 +47,12 @@ type heldStatuses struct {
 	by     map[opbus.Key]map[string]*heldStatus // by field manager
 	status map[opbus.Key]bool                   // SaveStatus said a status write follows the record's
 	timers map[opbus.Key]*time.Timer
+	seq    uint64
+	// written is, by object and field manager, the seq of the newest
+	// status that landed: an older one still being written (a write
+	// alone that met a conflict, one given back after a failure) is
+	// dropped instead of undoing it. Forgotten with the object.
+	written map[opbus.Key]map[string]uint64
 }
 
 // heldWait is how long after its handler returned a held status waits
@@ -63,7 +70,50 @@ func (sk *sink) hold(key opbus.Key, h *heldStatus) {
 	if sk.held.by[key] == nil {
 		sk.held.by[key] = map[string]*heldStatus{}
 	}
+	sk.held.seq++
+	h.seq = sk.held.seq
 	sk.held.by[key][h.self.manager] = h
+	// Until it lands, what the manager applied last is not what the
+	// object will show: an apply of what it shows now is not skipped.
+	sk.s.forgetSent(h.self)
+}
+
+// superseded reports whether a status of h's manager newer than h has
+// landed on key.
+func (sk *sink) superseded(key opbus.Key, h *heldStatus) bool {
+	sk.held.mu.Lock()
+	defer sk.held.mu.Unlock()
+	return sk.held.written[key][h.self.manager] > h.seq
+}
+
+// landed notes that h was written to key.
+func (sk *sink) landed(key opbus.Key, h *heldStatus) {
+	sk.held.mu.Lock()
+	defer sk.held.mu.Unlock()
+	if sk.held.written == nil {
+		sk.held.written = map[opbus.Key]map[string]uint64{}
+	}
+	if sk.held.written[key] == nil {
+		sk.held.written[key] = map[string]uint64{}
+	}
+	if h.seq > sk.held.written[key][h.self.manager] {
+		sk.held.written[key][h.self.manager] = h.seq
+	}
+}
+
+// landedSeq returns the seq of the newest status of manager that landed
+// on key.
+func (sk *sink) landedSeq(key opbus.Key, manager string) uint64 {
+	sk.held.mu.Lock()
+	defer sk.held.mu.Unlock()
+	return sk.held.written[key][manager]
+}
+
+// forgetHeld drops what the sink keeps of key, which is gone.
+func (sk *sink) forgetHeld(key opbus.Key) {
+	sk.held.mu.Lock()
+	defer sk.held.mu.Unlock()
+	delete(sk.held.written, key)
 }
 
 // unhold drops what manager holds for key.
@@ -152,7 +202,7 @@ func (sk *sink) giveBack(key opbus.Key, hs []*heldStatus) {
 		if sk.held.by[key] == nil {
 			sk.held.by[key] = map[string]*heldStatus{}
 		}
-		if _, newer := sk.held.by[key][h.self.manager]; !newer {
+		if _, newer := sk.held.by[key][h.self.manager]; !newer && sk.held.written[key][h.self.manager] < h.seq {
 			sk.held.by[key][h.self.manager] = h
 		}
 	}
@@ -247,6 +297,9 @@ func (sk *sink) applyHeld(ctx context.Context, r *resource, key opbus.Key, cur *
 			if h.uid != "" && string(cur.GetUID()) != h.uid {
 				return nil, errGone
 			}
+			if sk.superseded(key, h) {
+				continue // a newer status of its handler landed while this one waited
+			}
 			conds, _ := conditions(cur.Object)
 			if merge != nil {
 				conds = merge(cur.Object)
@@ -271,6 +324,7 @@ func (sk *sink) applyHeld(ctx context.Context, r *resource, key opbus.Key, cur *
 			if err != nil {
 				break
 			}
+			sk.landed(key, h)
 			cur = got
 		}
 		if err == nil || !apierrors.IsConflict(err) || attempt == maxStatusConflicts {

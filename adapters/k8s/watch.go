@@ -258,6 +258,7 @@ func (w *watch) deleted(r *resource, obj any) {
 	}
 	w.s.store.forget(key)
 	w.s.forgetApplied(r.gvr, key.Namespace, key.Name)
+	w.s.sink.forgetHeld(key)
 	if u != nil {
 		defer w.reRelate(r, u, nil)
 	}

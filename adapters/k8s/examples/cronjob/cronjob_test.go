@@ -67,6 +67,8 @@ func TestConcurrencyForbid(t *testing.T) {
 	c.createCronJob(t, "forbid", "* * * * *", map[string]any{"concurrencyPolicy": "Forbid"})
 	first := c.tick()
 	eventually(t, "the first run", c.wantJobs(t, jobName("forbid", first)))
+	// Seen by the operator (its informer), as it would be a minute later.
+	eventually(t, "the first Job active", c.wantStatus(t, "forbid", first, jobName("forbid", first)))
 	second := c.tick()
 	eventually(t, "the Schedule condition says the run waits", func() string {
 		if cond := c.condition(t, "forbid", "Schedule"); !strings.Contains(cond, "ConcurrencyForbidden") {
@@ -89,6 +91,7 @@ func TestConcurrencyReplace(t *testing.T) {
 	c.createCronJob(t, "replace", "* * * * *", map[string]any{"concurrencyPolicy": "Replace"})
 	first := c.tick()
 	eventually(t, "the first run", c.wantJobs(t, jobName("replace", first)))
+	eventually(t, "the first Job active", c.wantStatus(t, "replace", first, jobName("replace", first)))
 	second := c.tick()
 	eventually(t, "the second run replaces the first", c.wantJobs(t, jobName("replace", second)))
 	eventually(t, "status", c.wantStatus(t, "replace", second, jobName("replace", second)))

@@ -38,15 +38,17 @@ type cluster struct {
 }
 
 // newCluster starts from a namespace of the shared server with the CRD
-// installed, and a test clock a second ahead of the time of day (so that
-// a CronJob created now was created before it) and not at a whole minute.
+// installed, and a test clock a second ahead of the time of day, so that
+// a CronJob created now was created before it (createCronJob moves it
+// on if not), and not at a whole minute, which a CronJob created just
+// before it would count as a run missed.
 func newCluster(t kubetest.TB, env *kubetest.Env) *cluster {
 	t.Helper()
 	env.InstallCRDFiles(t, "crd.yaml")
 	cfg := env.AdminConfig()
 	start := time.Now().Truncate(time.Second).Add(time.Second)
 	if start.Equal(start.Truncate(time.Minute)) {
-		start = start.Add(time.Second)
+		start = start.Add(-time.Second)
 	}
 	return &cluster{cfg: cfg, ns: env.Namespace(t), dyn: dynamic.NewForConfigOrDie(cfg), kube: kubernetes.NewForConfigOrDie(cfg),
 		clock: opbustest.NewClock(start)}
@@ -102,7 +104,8 @@ func (c *cluster) tick() time.Time {
 }
 
 // createCronJob creates a CronJob running busybox on schedule, with the
-// spec fields given besides.
+// spec fields given besides, and moves the test clock to its creation if
+// the clock is behind it.
 func (c *cluster) createCronJob(t kubetest.TB, name, schedule string, spec map[string]any) {
 	t.Helper()
 	s := map[string]any{
@@ -123,9 +126,15 @@ func (c *cluster) createCronJob(t kubetest.TB, name, schedule string, spec map[s
 		"metadata": map[string]any{"name": name, "namespace": c.ns},
 		"spec":     s,
 	}}
-	if _, err := c.dyn.Resource(cronjobs).Namespace(c.ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+	got, err := c.dyn.Resource(cronjobs).Namespace(c.ns).Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatalf("creating CronJob %s: %v", name, err)
 	}
+	// Schedules count from the creation (as the tutorial's do): the test
+	// clock is not to lag behind it, or the next tick would be before the
+	// first scheduled time. (On a loaded machine the creation may come
+	// seconds after newCluster set the clock.)
+	c.clock.Set(got.GetCreationTimestamp().Time)
 }
 
 // patchCronJob merge-patches the CronJob's spec.
