@@ -1,8 +1,11 @@
 package explain
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,19 +13,62 @@ import (
 )
 
 // Read explains the stored record data of key as of now (see FromWire),
-// with the overall status folded from its slots as the bus folds them.
-// A record that cannot be parsed is an error naming key.
+// with the overall status folded from its slots as the bus folds them. It
+// reads the record as strictly as the bus does (internal/record's Decode):
+// a record the bus would report as corrupt is an error naming key, never
+// a plausible report. A version 1 record is explained by its slots: the
+// bus drops its digests.
 func Read(key Key, data []byte, now time.Time) (*Report, error) {
-	w, err := record.Parse[map[string]Status](data)
-	if err != nil {
-		return nil, fmt.Errorf("the record of %v: %v", key, err)
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("the record of %v: not a record: expected a JSON object: %v", key, err)
+	}
+	if _, err := record.Decode[[16]byte](data, nil, &strict); err != nil {
+		return nil, fmt.Errorf("the record of %v is corrupt (the bus reports it and does not use it): %v", key, err)
+	}
+	var w *record.Wire[map[string]Status]
+	if string(probe["v"]) == "1" {
+		w = &record.Wire[map[string]Status]{Version: 1}
+		var v1 struct {
+			Slots, Good map[string]Status
+			Values      map[string]string
+		}
+		_ = json.Unmarshal(data, &v1) // Decode has read it
+		w.Slots, w.Good, w.Values = v1.Slots, v1.Good, v1.Values
+	} else {
+		var err error
+		if w, err = record.Parse[map[string]Status](data); err != nil {
+			return nil, fmt.Errorf("the record of %v: %v", key, err)
+		}
 	}
 	r := FromWire(key, w, now)
+	if w.Version == 1 {
+		r.Notes = append(r.Notes, "a version 1 record: its digests are of an older encoding, which the bus drops, so every handler runs once more at the object's next pass")
+	}
 	if len(w.Slots) > 0 {
 		s := Summary(w.Slots)
 		r.Status = &s
 	}
 	return r, nil
+}
+
+// strict is what Read checks a record with, beside its form: slots the
+// bus reads (a known level, not empty), and timers and snapshots as the
+// bus reads them.
+var strict = record.Codec[map[string]Status, struct{}]{
+	CheckSlots: func(slots map[string]Status) error {
+		for _, id := range slices.Sorted(maps.Keys(slots)) {
+			switch s := slots[id]; {
+			case s == Status{}:
+				return fmt.Errorf("slot %q: empty status", id)
+			case !slices.Contains(levels, s.Level):
+				return fmt.Errorf("slot %q: unknown status level %q: expected one of %s", id, s.Level, strings.Join(levels, ", "))
+			}
+		}
+		return nil
+	},
+	NewTimer:    func(string, int64, time.Duration) struct{} { return struct{}{} },
+	ValidNumber: func(n json.Number) bool { _, err := strconv.ParseFloat(string(n), 64); return err == nil },
 }
 
 // levels are the stored level words, lowest first: the order in which
