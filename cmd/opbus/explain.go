@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/opbus/opbus"
+	"github.com/opbus/opbus/internal/cliflags"
 	"github.com/opbus/opbus/internal/explain"
 )
 
@@ -22,7 +24,11 @@ func explainCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	juju := fs.String("juju-state", "", `a file ("-": standard input) holding what state-get prints for a Juju unit's opbus state key`)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	at := fs.String("now", "", "explain as of this time, RFC 3339 (default: now), for a reproducible report")
-	if err := fs.Parse(args); err != nil {
+	args, err := cliflags.Parse(fs, args) // flags anywhere among the arguments
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h: the flag set printed its usage
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	now := time.Now()
@@ -38,7 +44,7 @@ func explainCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("%w: -store and -juju-state both given: expected one", errUsage)
 	case *juju != "":
 		var keys []opbus.Key
-		switch args := fs.Args(); len(args) {
+		switch len(args) {
 		case 0:
 		case 2: // a Juju name holds a slash: no namespace
 			keys = []opbus.Key{{Kind: args[0], Name: args[1]}}
@@ -53,7 +59,7 @@ func explainCmd(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case *dir == "":
 		return fmt.Errorf("%w: -store or -juju-state is missing: expected where the records are", errUsage)
 	}
-	key, err := parseKey(fs.Args())
+	key, err := parseKey(args)
 	if err != nil {
 		return err
 	}

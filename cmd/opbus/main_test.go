@@ -123,7 +123,7 @@ func TestExplainFileStore(t *testing.T) {
 		}
 	}
 
-	out, errOut, code = command(t, "explain", "-store", dir, "-json", "WebApp", "shop/front")
+	out, errOut, code = command(t, "explain", "WebApp", "shop/front", "-store", dir, "-json") // flags after the arguments
 	if code != 0 {
 		t.Fatalf("-json: exit %d: %s", code, errOut)
 	}

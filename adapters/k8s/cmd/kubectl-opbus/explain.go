@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/opbus/opbus/adapters/k8s"
+	"github.com/opbus/opbus/internal/cliflags"
 )
 
 // explainCmd runs "explain".
@@ -33,11 +34,12 @@ func explainCmd(ctx context.Context, prog string, args []string, stdout, stderr 
 	fs.StringVar(&ns, "n", "", "short for --namespace")
 	operator := fs.String("operator", "", "the operator's name (k8s.Options.Name; default: the default operator, whose record is opbus.dev/record)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
+	args, err := cliflags.Parse(fs, args) // flags anywhere, as kubectl takes them
+	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	if fs.NArg() != 2 {
-		return fmt.Errorf("%w: got %d arguments %q: expected RESOURCE and NAME", errUsage, fs.NArg(), fs.Args())
+	if len(args) != 2 {
+		return fmt.Errorf("%w: got %d arguments %q: expected RESOURCE and NAME", errUsage, len(args), args)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig
@@ -51,7 +53,7 @@ func explainCmd(ctx context.Context, prog string, args []string, stdout, stderr 
 			return fmt.Errorf("kubeconfig: %w", err)
 		}
 	}
-	mapping, err := resolve(cfg, fs.Arg(0))
+	mapping, err := resolve(cfg, args[0])
 	if err != nil {
 		return err
 	}
@@ -63,7 +65,7 @@ func explainCmd(ctx context.Context, prog string, args []string, stdout, stderr 
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		ri = dyn.Resource(mapping.Resource).Namespace(ns)
 	}
-	u, err := ri.Get(ctx, fs.Arg(1), metav1.GetOptions{})
+	u, err := ri.Get(ctx, args[1], metav1.GetOptions{})
 	if err != nil {
 		return err
 	}

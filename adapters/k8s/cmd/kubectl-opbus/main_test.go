@@ -136,6 +136,11 @@ func TestExplainKubernetes(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// The README's order: flags after the resource and name, as kubectl
+	// takes them.
+	if out2, errOut2, code2 := runPlugin(t, bin, "explain", "configmaps", "site", "-n", ns, "--kubeconfig="+kubeconfig); code2 != 0 || !strings.Contains(out2, "publish: failed-permanently") {
+		t.Errorf("flags after RESOURCE NAME: exit %d\n%s%s", code2, out2, errOut2)
+	}
 	for _, resource := range []string{"configmap", "ConfigMap", "cm"} {
 		out, errOut, code := runPlugin(t, bin, "explain", "--kubeconfig", kubeconfig, "--namespace", ns, "--json", resource, "site")
 		var r opbus.Explanation
