@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"html"
+	"net/http"
 	neturl "net/url"
 	"regexp"
 	"strings"
@@ -119,6 +120,24 @@ func TestExplainReal(t *testing.T) {
 	}
 	if strings.Contains(page, "/fine<") {
 		t.Errorf("page lists fine, whose handlers are all handled:\n%s", page)
+	}
+	// Read-only: a write method is refused, and reading the page and the
+	// explanation writes nothing to the object.
+	resp, err := http.Post(base+"?kind="+widgetKind+"&namespace="+ns+"&name=w", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /explain: got %d, want 405", resp.StatusCode)
+	}
+	before := get(t, c, widgetsGVR, ns, "w").GetResourceVersion()
+	for range 5 {
+		httpGet(t, base)
+		httpGet(t, base+"?kind="+widgetKind+"&namespace="+ns+"&name=w")
+	}
+	if after := get(t, c, widgetsGVR, ns, "w").GetResourceVersion(); after != before {
+		t.Errorf("w's resourceVersion went %s -> %s while its explanation was read: want no write", before, after)
 	}
 	link := regexp.MustCompile(`<a href="([^"]+)">`).FindStringSubmatch(page)
 	if link == nil {
