@@ -111,7 +111,8 @@ func TestExplainReal(t *testing.T) {
 	eventually(t, "the page lists w", func() bool {
 		code, body := httpGet(t, base)
 		page = body
-		return code == 200 && strings.Contains(body, ">Widget.test.opbus.dev "+ns+"/w</a>")
+		// fine is listed until its first pass has handled it: wait for both.
+		return code == 200 && strings.Contains(body, ">Widget.test.opbus.dev "+ns+"/w</a>") && strings.Contains(body, "2 objects watched; 1 listed")
 	})
 	for _, want := range []string{"2 objects watched; 1 listed", `<td>quota</td><td class="failed">failed</td>`, "error: quota exceeded", `<td>poll</td><td class="scheduled">scheduled</td>`} {
 		if !strings.Contains(page, want) {
