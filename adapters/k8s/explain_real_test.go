@@ -132,7 +132,16 @@ func TestExplainReal(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /explain: got %d, want 405", resp.StatusCode)
 	}
+	// The operator's own writes settle first: w's version stays for 2 s.
 	before := get(t, c, widgetsGVR, ns, "w").GetResourceVersion()
+	for stable := time.Now(); time.Since(stable) < 2*time.Second; time.Sleep(100 * time.Millisecond) {
+		if rv := get(t, c, widgetsGVR, ns, "w").GetResourceVersion(); rv != before {
+			before, stable = rv, time.Now()
+		}
+		if time.Since(stable) > waitFor {
+			t.Fatalf("w's version did not settle within %v", waitFor)
+		}
+	}
 	for range 5 {
 		httpGet(t, base)
 		httpGet(t, base+"?kind="+widgetKind+"&namespace="+ns+"&name=w")
