@@ -65,5 +65,5 @@ func Example_main() {
 	//   the current value at its fields is the one it last handled
 	//   slot: active "3 replicas"
 	// backup: skipped-by-when
-	//   the current value differs from the one it last handled, and its On.When returned false for it: it runs once When holds
+	//   it has handled no value of this incarnation, and its On.When returned false for the current one: it runs once When holds
 }

@@ -93,6 +93,8 @@ func decide(o *Object, f *Facts, h *Handler) (Reason, string) {
 		return Held, held(o)
 	case f.Registered && !f.RunsHere:
 		return NotRunHere, "Options.Runs passes it over on this bus"
+	case f.Registered && f.HasWhen && f.Stored == "":
+		return SkippedByWhen, "it has handled no value of this incarnation, and its On.When returned false for the current one: it runs once When holds"
 	case f.Registered && f.HasWhen:
 		return SkippedByWhen, "the current value differs from the one it last handled, and its On.When returned false for it: it runs once When holds"
 	}
