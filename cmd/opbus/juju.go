@@ -35,6 +35,9 @@ func explainJuju(file string, stdin io.Reader, keys []opbus.Key, now time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("opbus explain: -juju-state %s: %w", file, err)
 	}
+	if len(keys) == 0 && len(records) == 0 {
+		return nil, fmt.Errorf("opbus explain: -juju-state %s: no opbus records in it: expected what state-get prints for a unit whose charm runs opbus", file)
+	}
 	if len(keys) == 0 {
 		for _, k := range slices.Sorted(maps.Keys(records)) {
 			kind, name, _ := strings.Cut(k, " ")

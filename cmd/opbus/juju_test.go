@@ -93,6 +93,7 @@ func TestExplainJuju(t *testing.T) {
 		{plain, []string{"unit", "other/0"}, `no record of unit other/0: it holds`},
 		{"", nil, "empty: expected what state-get prints"},
 		{"[1]", nil, "not the records of opbus"},
+		{"{}", nil, "no opbus records in it"},
 	} {
 		_, errOut, code := commandIn(t, tc.stdin, append([]string{"explain", "-juju-state", "-"}, tc.args...)...)
 		if code != 1 || !strings.Contains(errOut, tc.want) {
