@@ -215,8 +215,7 @@ func (b *Bus) afterWrite(ks *keyState) {
 func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
 	w.done = make(chan struct{})
 	l.w = w
-	// The write's own context belongs to no lane: laneOf finds none.
-	go b.writeOut(context.WithValue(ctx, laneKey{}, (*lane)(nil)), w)
+	go b.writeOut(ctx, w) // its goroutine holds no lane
 }
 
 // writeOut makes the write w and, if its key is parked on it (no lane
@@ -279,10 +278,9 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 	return nil
 }
 
-// join waits for the write of ks that runs beside the pass of ctx, if one
-// does, and takes in its outcome, before that pass writes in turn.
-func (b *Bus) join(ctx context.Context, ks *keyState) {
-	l := laneOf(ctx, ks)
+// join waits for the write of ks that runs beside the pass in lane l, if
+// one does, and takes in its outcome, before that pass writes in turn.
+func (b *Bus) join(l *lane, ks *keyState) {
 	if l == nil || l.w == nil {
 		return
 	}
@@ -366,7 +364,7 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 			return parkNone
 		}
 		l.merge, l.pipe = false, true
-		b.flush(ctx, ks) // joins l.w, then writes beside
+		b.flush(ctx, l, ks) // joins l.w, then writes beside
 		l.pipe = false
 	}
 	return parkNone

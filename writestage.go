@@ -24,8 +24,10 @@ type lanes struct {
 	pipeAlways bool                      // tests: every write of Run's passes runs beside the next pass
 }
 
-// lane is what one of Run's goroutines holds; it lives in that goroutine's
-// context so that commit, deep in a pass, can find it.
+// lane is what one of Run's goroutines holds. The goroutine's loop
+// (passes) owns it and hands it, as an argument, to each pass it makes of
+// its key down to the pass's commit, which leaves its write to the
+// lane: merged into the next pass, beside it, or made inline.
 type lane struct {
 	ks       *keyState // the key of its pass; nil between passes
 	handling bool      // holds a handler slot
@@ -50,17 +52,6 @@ type lane struct {
 	flying bool
 }
 
-type laneKey struct{}
-
-// laneOf returns the lane of the pass of ks that ctx belongs to, or nil:
-// a Dispatch call holds no lane, even one made from inside a handler.
-func laneOf(ctx context.Context, ks *keyState) *lane {
-	if l, _ := ctx.Value(laneKey{}).(*lane); l != nil && l.ks == ks {
-		return l
-	}
-	return nil
-}
-
 // maxMerged bounds the passes of one key whose writes go as one.
 const maxMerged = 8
 
@@ -69,10 +60,10 @@ const maxMerged = 8
 // states keep coming while its writes are under way gets its turn.
 const maxTaken = 64
 
-// toWrite moves the pass of ctx from its handler slot to a write slot,
-// waiting for one while Options.Writers writes are under way.
-func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
-	l := laneOf(ctx, ks)
+// toWrite moves the pass of ks in lane l (nil for none: nothing to move)
+// from its handler slot to a write slot, waiting for one while
+// Options.Writers writes are under way.
+func (b *Bus) toWrite(l *lane, ks *keyState) {
 	if l == nil {
 		return
 	}
@@ -82,7 +73,7 @@ func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 		b.mu.Lock()
 		b.freeHandler(l)
 		b.mu.Unlock()
-		b.join(ctx, ks)
+		b.join(l, ks)
 	}
 	if l.writing {
 		return
@@ -131,14 +122,14 @@ func (b *Bus) runnable(ks *keyState) bool {
 	return len(ks.queue) > 0 && !ks.blocked && !ks.retryDue && !ks.awaitedHead()
 }
 
-// flush writes what the passes of ks left to a next pass that did not come
-// (its state went aside, or its record could not be read).
-func (b *Bus) flush(ctx context.Context, ks *keyState) {
+// flush writes what the passes of ks in lane l left to a next pass that
+// did not come (its state went aside, or its record could not be read).
+func (b *Bus) flush(ctx context.Context, l *lane, ks *keyState) {
 	if ks.rec == nil {
 		return
 	}
 	d := &pass{b: b, ks: ks, rec: ks.rec}
-	b.commit(ctx, d, false)
+	b.commit(ctx, l, d, false)
 	b.mu.Lock()
 	if !d.due.IsZero() {
 		b.retryAt(ks, d.due)
