@@ -21,7 +21,7 @@ func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
 	if finished {
 		b.toWrite(l, ks)
 		if l != nil {
-			l.owed = false // the incarnation's record goes with it
+			l.backlog.Forgive() // the incarnation's record goes with it
 		}
 		b.settleOwed(ks)
 		b.finishDelete(ctx, d)
@@ -54,12 +54,9 @@ func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
 	} else {
 		b.toWrite(l, ks)
 	}
-	if l != nil {
-		l.owed, l.unwritten = false, 0
-	}
 	var before []statusSnap
 	if l != nil {
-		before, l.statuses = l.statuses, nil
+		before = l.backlog.Take() // this write carries what was owed
 	}
 	switch {
 	case pipe:
@@ -105,7 +102,7 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 		b.mu.Unlock()
 	}
 	b.publish(ctx, d, false)
-	l.owed = true
+	l.backlog.Owe()
 	return true
 }
 

@@ -155,7 +155,8 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	if !held {
 		b.acquire(ks)
 		if l != nil {
-			l.w, l.owed, l.unwritten, l.statuses, l.flying = nil, false, 0, nil, false
+			l.w, l.flying = nil, false
+			l.backlog.Reset()
 		}
 	}
 	if l != nil {
@@ -194,9 +195,8 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 	l.taken = 0
 	for {
-		l.unwritten++
 		l.taken++
-		l.merge, l.deferred, l.pipe = l.unwritten < maxMerged, false, true
+		l.merge, l.deferred, l.pipe = l.backlog.Pass() < maxMerged, false, true
 		_, ok, err := b.stepIn(ctx, l, ks, false, nil, 0)
 		l.pipe = false
 		if err != nil {
@@ -216,7 +216,7 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		break
 	}
 	l.merge = false
-	if l.owed {
+	if l.backlog.Owed() {
 		b.flush(ctx, l, ks)
 	}
 	b.join(l, ks)

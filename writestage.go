@@ -2,7 +2,8 @@ package opbus
 
 import (
 	"context"
-	"sync/atomic"
+
+	"github.com/opbus/opbus/internal/writeq"
 )
 
 // Under Run, a pass runs its handlers in one of Options.Workers handler
@@ -16,11 +17,11 @@ import (
 type lanes struct {
 	handling   int                       // passes holding a handler slot
 	workTok    chan struct{}             // a ready key and a free handler slot may be there (wakeup.go)
-	writeSem   chan struct{}             // the write slots: one element per write under way (wakeup.go)
+	writeSem   writeq.Slots              // the write slots: one element per write under way (wakeup.go)
 	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
 	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write
 	parked     map[*keyState]parking     // busy keys that no lane holds while their write runs (pipeline.go)
-	writeCost  atomic.Int64              // a moving average of a write's time in ns (pipeline.go); atomic
+	writeCost  writeq.Cost               // the average time of a write (pipeline.go); atomic
 	pipeAlways bool                      // tests: every write of Run's passes runs beside the next pass
 }
 
@@ -33,20 +34,20 @@ type lane struct {
 	handling bool      // holds a handler slot
 	writing  bool      // holds a write slot
 	// merge lets this pass leave its write to the next pass of its key,
-	// which is queued (rule 22a); deferred says it did; owed that a
-	// write is still to be made (merged, or queued behind the write under
-	// way, rule 22c).
-	merge, deferred, owed bool
-	// unwritten counts the passes since the last write began (maxMerged,
-	// maxQueued), taken the passes since the lane took the key (maxTaken).
-	unwritten, taken int
+	// which is queued (rule 22a); deferred says it did.
+	merge, deferred bool
+	// backlog is what the key owes its next write: whether a write is
+	// still to be made (merged, or queued behind the write under way,
+	// rule 22c), the passes since the last write began (maxMerged,
+	// maxQueued), and the statuses of the passes queued behind it, for the
+	// sink (statusSnap).
+	backlog writeq.Backlog[statusSnap]
+	// taken counts the passes since the lane took the key (maxTaken).
+	taken int
 	// pipe lets this pass write beside the next pass of its key; w is
 	// such a write under way (pipeline.go).
 	pipe bool
 	w    *writeJob
-	// statuses are those of the passes that queued their write since it
-	// began, for the sink (statusSnap).
-	statuses []statusSnap
 	// flying says that Bus.flying keeps the state of the key's last pass
 	// while its write is owed or under way.
 	flying bool
