@@ -12,14 +12,16 @@ import (
 const busSlot = "opbus"
 
 // commit saves the record and publishes the status if they changed, and
-// finishes a deletion whose handlers are all done.
-func (b *Bus) commit(ctx context.Context, d *pass, finished bool) {
+// finishes a deletion whose handlers are all done. l is the lane of Run
+// whose loop holds the key, nil for a Dispatch or Wait call: with a lane,
+// the write may be merged into the next pass or run beside it.
+func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
 	ks := d.ks
 	b.dropOrphans(d)
 	if finished {
-		b.toWrite(ctx, ks)
-		if l := laneOf(ctx, ks); l != nil {
-			l.owed = false // the incarnation's record goes with it
+		b.toWrite(l, ks)
+		if l != nil {
+			l.backlog.Forgive() // the incarnation's record goes with it
 		}
 		b.settleOwed(ks)
 		b.finishDelete(ctx, d)
@@ -29,7 +31,6 @@ func (b *Bus) commit(ctx context.Context, d *pass, finished bool) {
 		ks.saved, ks.sunk = true, true // nothing to keep: rule 34a
 		return
 	}
-	l := laneOf(ctx, ks)
 	if merged := b.mergesWrite(l, d); (merged || b.queuesBehindWrite(l, d)) && b.owe(ctx, d, l) {
 		if merged {
 			l.deferred = true
@@ -48,17 +49,14 @@ func (b *Bus) commit(ctx context.Context, d *pass, finished bool) {
 			b.mu.Lock()
 			b.freeHandler(l)
 			b.mu.Unlock()
-			b.join(ctx, ks)
+			b.join(l, ks)
 		}
 	} else {
-		b.toWrite(ctx, ks)
-	}
-	if l != nil {
-		l.owed, l.unwritten = false, 0
+		b.toWrite(l, ks)
 	}
 	var before []statusSnap
 	if l != nil {
-		before, l.statuses = l.statuses, nil
+		before = l.backlog.Take() // this write carries what was owed
 	}
 	switch {
 	case pipe:
@@ -104,7 +102,7 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 		b.mu.Unlock()
 	}
 	b.publish(ctx, d, false)
-	l.owed = true
+	l.backlog.Owe()
 	return true
 }
 

@@ -110,8 +110,15 @@ func (d *pass) correlation() string {
 // observation it took (ok false if there was none) and the errors of its
 // pass. force is Dispatch's: take the queue even while it waits for a
 // retry, and run failing handlers whatever their backoff; own is its
-// state's seq (0 for a lane; see take).
+// state's seq (0 for a lane; see take). A Dispatch or Wait call holds no
+// lane: its pass writes inline.
 func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observation, own uint64) (o observation, ok bool, err error) {
+	return b.stepIn(ctx, nil, ks, force, given, own)
+}
+
+// stepIn is step in lane l, nil for none: the lane's loop (passes), which
+// holds ks, decides where the pass's write goes (writestage.go).
+func (b *Bus) stepIn(ctx context.Context, l *lane, ks *keyState, force bool, given *observation, own uint64) (o observation, ok bool, err error) {
 	b.mu.Lock()
 	if given != nil {
 		o, ok = *given, true
@@ -131,9 +138,9 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observa
 	if !ok {
 		return o, false, nil
 	}
-	err = b.loadAndProcess(ctx, ks, &o, force)
+	err = b.loadAndProcess(ctx, l, ks, &o, force)
 	b.mu.Lock()
-	if l := laneOf(ctx, ks); l == nil || (l.w == nil && !l.owed) {
+	if l == nil || (l.w == nil && !l.backlog.Owed()) {
 		delete(b.lanes.flying, ks)
 	} else {
 		// While its write is owed or runs beside, the state stays in
@@ -146,8 +153,8 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observa
 }
 
 // loadAndProcess loads the record of ks if needed and dispatches o, or the pending
-// states of the record, which go before it.
-func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation, force bool) error {
+// states of the record, which go before it, in lane l (nil for none).
+func (b *Bus) loadAndProcess(ctx context.Context, l *lane, ks *keyState, op *observation, force bool) error {
 	o := *op
 	if b.relatedAside(ks, o) {
 		return nil
@@ -191,15 +198,15 @@ func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation,
 			b.mu.Unlock()
 		}
 	}
-	err := b.process(ctx, ks, &o, force)
+	err := b.process(ctx, l, ks, &o, force)
 	*op = o
 	return err
 }
 
-// process dispatches one observation of ks, whose record is loaded. The
-// incarnation rules may replace *o with the deletion that must go first
-// (putting *o back at the head of the queue).
-func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force bool) error {
+// process dispatches one observation of ks, whose record is loaded, in
+// lane l (nil for none). The incarnation rules may replace *o with the
+// deletion that must go first (putting *o back at the head of the queue).
+func (b *Bus) process(ctx context.Context, l *lane, ks *keyState, o *observation, force bool) error {
 	b.stats.dispatched.Add(1)
 	if o.retry && ks.cur == nil && !ks.deleting {
 		return nil // a retry of a record load: the queue goes on
@@ -245,7 +252,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 			b.runCollectors(ctx, d)
 		}
 	}
-	b.commit(ctx, d, finished)
+	b.commit(ctx, l, d, finished)
 	if b.reg.periodic || ks.rec == nil || ks.rec.Timers() != nil || ks.x != nil {
 		b.armTick(ks, d.now) // schedules (timer.go)
 	}

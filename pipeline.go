@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/opbus/opbus/internal/writeq"
 )
 
 // Under Run, the write of a pass can run beside the next pass of its key
@@ -34,15 +36,14 @@ const pipeAfter = 100 * time.Microsecond
 // needs of the pass so that it can run while the next pass changes the
 // key's record.
 type writeJob struct {
-	d        *pass
-	data     []byte         // the record to save; nil if it is saved already
-	cur      map[string]any // the object, for the sink
-	summary  Status
-	slots    Slots
-	put      bool          // the status goes to the sink
-	before   []statusSnap  // statuses of queued passes, for the sink before this one's
-	done     chan struct{} // closed once a job run beside the next pass ends
-	finished bool          // it has returned; under Bus.mu
+	d       *pass
+	data    []byte         // the record to save; nil if it is saved already
+	cur     map[string]any // the object, for the sink
+	summary Status
+	slots   Slots
+	put     bool          // the status goes to the sink
+	before  []statusSnap  // statuses of queued passes, for the sink before this one's
+	flight  writeq.Flight // of a job run beside the next pass; Finished under Bus.mu
 
 	// What the write did, read once it is done.
 	together bool  // record and status went as one write (rule 22b)
@@ -54,7 +55,7 @@ type writeJob struct {
 // pipelines reports whether a write of a lane's pass goes beside the next
 // pass: writes have been slow enough to be worth it.
 func (b *Bus) pipelines() bool {
-	return b.lanes.pipeAlways || b.lanes.writeCost.Load() >= int64(pipeAfter)
+	return b.lanes.pipeAlways || b.lanes.writeCost.AtLeast(pipeAfter)
 }
 
 // statusSnap is a status that a pass queued behind a write (queuesBehindWrite)
@@ -73,11 +74,14 @@ func (b *Bus) noteQueuedStatus(l *lane, d *pass) {
 	if b.cfg.sink == nil || d.ks.sunk {
 		return
 	}
-	if n := len(l.statuses); n > 0 && l.statuses[n-1].slots.equal(d.rec.Slots) {
-		return
+	if last, ok := l.backlog.Last(); ok && last.slots.equal(d.rec.Slots) {
+		return // no clone for a status kept already
 	}
-	l.statuses = append(l.statuses, statusSnap{d.ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()})
+	l.backlog.Note(statusSnap{d.ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()}, sameStatus)
 }
+
+// sameStatus reports whether two queued statuses are one level.
+func sameStatus(a, b statusSnap) bool { return a.slots.equal(b.slots) }
 
 // prepareWrite notes the pass's status and returns the write its record
 // and status need, nil for none; before are the statuses of queued passes
@@ -153,11 +157,7 @@ func (w *writeJob) run(ctx context.Context, b *Bus) {
 			w.putErr = b.cfg.sink.PutStatus(ctx, ks.key, w.cur, w.summary, w.slots)
 		}
 	}
-	// A moving average over about eight writes; a lost update between
-	// two writers only delays it.
-	took := int64(time.Since(start))
-	avg := b.lanes.writeCost.Load()
-	b.lanes.writeCost.Store(avg + (took-avg)/8)
+	b.lanes.writeCost.Add(time.Since(start))
 }
 
 // finishWrite takes in the outcome of w: a failed write leaves the record
@@ -213,10 +213,9 @@ func (b *Bus) afterWrite(ks *keyState) {
 // slots are all taken or the write is slow, and other keys' writes wait
 // for no handler.
 func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
-	w.done = make(chan struct{})
+	w.flight.Start()
 	l.w = w
-	// The write's own context belongs to no lane: laneOf finds none.
-	go b.writeOut(context.WithValue(ctx, laneKey{}, (*lane)(nil)), w)
+	go b.writeOut(ctx, w) // its goroutine holds no lane
 }
 
 // writeOut makes the write w and, if its key is parked on it (no lane
@@ -229,14 +228,14 @@ func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 		w.run(ctx, b)
 		b.freeWriteSlot()
 		b.mu.Lock()
-		w.finished = true
+		w.flight.MarkFinished()
 		p, mine := b.lanes.parked[ks]
 		mine = mine && p.w == w
 		if mine {
 			delete(b.lanes.parked, ks)
 		}
 		b.mu.Unlock()
-		close(w.done)
+		w.flight.Close()
 		if !mine {
 			return // a lane holds the key: it joins w
 		}
@@ -255,15 +254,15 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 		b.retryAt(ks, w.d.due)
 	}
 	b.mu.Unlock()
-	if p.owed && !b.dropped(ks) && ks.rec != nil {
+	if p.backlog.Owed() && !b.dropped(ks) && ks.rec != nil {
 		d := &pass{b: b, ks: ks, rec: ks.rec}
-		next := b.prepareWrite(ctx, d, p.statuses)
+		next := b.prepareWrite(ctx, d, p.backlog.Take())
 		b.mu.Lock()
 		if !d.due.IsZero() {
 			b.retryAt(ks, d.due)
 		}
 		if next != nil {
-			next.done = make(chan struct{})
+			next.flight.Start()
 			b.lanes.parked[ks] = parking{w: next}
 			b.markReady(ks)
 			b.mu.Unlock()
@@ -279,15 +278,14 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 	return nil
 }
 
-// join waits for the write of ks that runs beside the pass of ctx, if one
-// does, and takes in its outcome, before that pass writes in turn.
-func (b *Bus) join(ctx context.Context, ks *keyState) {
-	l := laneOf(ctx, ks)
+// join waits for the write of ks that runs beside the pass in lane l, if
+// one does, and takes in its outcome, before that pass writes in turn.
+func (b *Bus) join(l *lane, ks *keyState) {
 	if l == nil || l.w == nil {
 		return
 	}
 	w := l.w
-	<-w.done
+	w.flight.Wait()
 	l.w = nil
 	b.finishWrite(w)
 	if w.d.storeFail {
@@ -306,12 +304,12 @@ func (b *Bus) join(ctx context.Context, ks *keyState) {
 // not: it waits for the write, in no handler slot, so that what is not
 // durable stays bounded.
 func (b *Bus) queuesBehindWrite(l *lane, d *pass) bool {
-	if l == nil || !l.pipe || l.unwritten > maxQueued || l.w == nil || d.storeFail {
+	if l == nil || !l.pipe || l.backlog.Over(maxQueued) || l.w == nil || d.storeFail {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !l.w.finished && !b.stopping
+	return !l.w.flight.Finished() && !b.stopping
 }
 
 // parking is a key that no lane holds while its write runs beside (rule
@@ -319,10 +317,8 @@ func (b *Bus) queuesBehindWrite(l *lane, d *pass) bool {
 // write that a queued pass owes, unless a state of the key comes first and a
 // lane takes the key over.
 type parking struct {
-	w        *writeJob
-	owed     bool         // a queued pass's write is to follow w
-	passes   int          // lane.unwritten
-	statuses []statusSnap // the queued passes' statuses for it (lane.statuses)
+	w       *writeJob
+	backlog writeq.Backlog[statusSnap] // the lane's: what the write after w owes
 }
 
 // Results of park.
@@ -346,27 +342,28 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 				b.lanes.handling++
 				l.handling = true
 			}
-			if !l.w.finished {
+			if !l.w.flight.Finished() {
 				b.stats.beside.Add(1)
 			}
 			b.mu.Unlock()
 			return parkRun
-		case !l.w.finished:
+		case !l.w.flight.Finished():
 			if b.lanes.parked == nil {
 				b.lanes.parked = map[*keyState]parking{}
 			}
-			b.lanes.parked[ks] = parking{w: l.w, owed: l.owed, passes: l.unwritten, statuses: l.statuses}
+			b.lanes.parked[ks] = parking{w: l.w, backlog: l.backlog}
 			b.markReady(ks) // a due retry, or the lane's maxTaken: another lane may take it over
 			b.mu.Unlock()
-			l.w, l.owed, l.statuses, l.flying = nil, false, nil, false // the write's goroutine forgets the flying state
+			l.w, l.flying = nil, false // the write's goroutine forgets the flying state
+			l.backlog.Reset()          // the parking's now
 			return parkParked
 		}
 		b.mu.Unlock()
-		if !l.owed {
+		if !l.backlog.Owed() {
 			return parkNone
 		}
 		l.merge, l.pipe = false, true
-		b.flush(ctx, ks) // joins l.w, then writes beside
+		b.flush(ctx, l, ks) // joins l.w, then writes beside
 		l.pipe = false
 	}
 	return parkNone
@@ -380,8 +377,8 @@ func (b *Bus) takeParked(l *lane, ks *keyState) bool {
 		return false
 	}
 	delete(b.lanes.parked, ks)
-	l.w, l.owed, l.unwritten, l.statuses, l.flying = p.w, p.owed, p.passes, p.statuses, true
-	if !p.w.finished {
+	l.w, l.backlog, l.flying = p.w, p.backlog, true
+	if !p.w.flight.Finished() {
 		b.stats.beside.Add(1)
 	}
 	return true

@@ -26,7 +26,7 @@ type atkStore struct {
 	fail    map[string]int           // Saves of the name still to fail (once past their gate); -1: every one
 	saves   map[string]int
 	started chan string // the name of each held Save as it starts to wait
-	runOnly bool        // hold only the writes of Run's passes (their context holds a lane); shutdown's saves pass
+	runOnly bool        // hold only the writes of Run's passes (see runsSave); shutdown's saves pass
 	lag     time.Duration
 	lagNth  int // if set, only every lagNth Save lags
 	failNth int // if set, every failNth Save (of any name) fails
@@ -91,7 +91,7 @@ func (s *atkStore) Save(ctx context.Context, key Key, data []byte) error {
 	nth := s.n
 	gate := s.gates[key.Name]
 	if s.runOnly {
-		if _, ok := ctx.Value(laneKey{}).(*lane); !ok {
+		if !runsSave(ctx) {
 			gate = nil // shutdown's save of pending states
 		}
 	}
@@ -123,6 +123,15 @@ func (s *atkStore) Save(ctx context.Context, key Key, data []byte) error {
 		return errors.New("store down")
 	}
 	return s.MemoryStore.Save(ctx, key, data)
+}
+
+// runsSave reports whether a Save with ctx is made by one of Run's
+// passes or their writes: their context is Run's, cancelled by a halt or
+// at the end of the shutdown timeout, with no deadline; shutdown's save of
+// pending states has the shutdown timeout's deadline.
+func runsSave(ctx context.Context) bool {
+	_, deadline := ctx.Deadline()
+	return ctx.Done() != nil && !deadline
 }
 
 // waitStarted waits for a held Save of name to start.

@@ -50,8 +50,7 @@ func (b *Bus) Run(ctx context.Context) error {
 		// Workers+Writers goroutines: at most Workers run handlers, at
 		// most Writers write (writestage.go).
 		wg.Go(func() {
-			l := &lane{}
-			b.work(context.WithValue(hctx, laneKey{}, l), l)
+			b.work(hctx, &lane{})
 		})
 	}
 	go b.resumeUnderRun(ctx, claimed) // not waited for: a hanging listing cannot hang Run
@@ -122,7 +121,7 @@ func (ks *keyState) failureDue() time.Time {
 	return due
 }
 
-// work runs passes for Run with lane l, whose context ctx is.
+// work runs passes for Run with lane l.
 func (b *Bus) work(ctx context.Context, l *lane) {
 	for {
 		b.mu.Lock()
@@ -156,7 +155,8 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	if !held {
 		b.acquire(ks)
 		if l != nil {
-			l.w, l.owed, l.unwritten, l.statuses, l.flying = nil, false, 0, nil, false
+			l.w, l.flying = nil, false
+			l.backlog.Reset()
 		}
 	}
 	if l != nil {
@@ -195,10 +195,9 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 	l.taken = 0
 	for {
-		l.unwritten++
 		l.taken++
-		l.merge, l.deferred, l.pipe = l.unwritten < maxMerged, false, true
-		_, ok, err := b.step(ctx, ks, false, nil, 0)
+		l.merge, l.deferred, l.pipe = l.backlog.Pass() < maxMerged, false, true
+		_, ok, err := b.stepIn(ctx, l, ks, false, nil, 0)
 		l.pipe = false
 		if err != nil {
 			b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
@@ -217,10 +216,10 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		break
 	}
 	l.merge = false
-	if l.owed {
-		b.flush(ctx, ks)
+	if l.backlog.Owed() {
+		b.flush(ctx, l, ks)
 	}
-	b.join(ctx, ks)
+	b.join(l, ks)
 	if l.flying {
 		l.flying = false
 		b.mu.Lock()

@@ -2,7 +2,8 @@ package opbus
 
 import (
 	"context"
-	"sync/atomic"
+
+	"github.com/opbus/opbus/internal/writeq"
 )
 
 // Under Run, a pass runs its handlers in one of Options.Workers handler
@@ -16,49 +17,40 @@ import (
 type lanes struct {
 	handling   int                       // passes holding a handler slot
 	workTok    chan struct{}             // a ready key and a free handler slot may be there (wakeup.go)
-	writeSem   chan struct{}             // the write slots: one element per write under way (wakeup.go)
+	writeSem   writeq.Slots              // the write slots: one element per write under way (wakeup.go)
 	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
 	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write
 	parked     map[*keyState]parking     // busy keys that no lane holds while their write runs (pipeline.go)
-	writeCost  atomic.Int64              // a moving average of a write's time in ns (pipeline.go); atomic
+	writeCost  writeq.Cost               // the average time of a write (pipeline.go); atomic
 	pipeAlways bool                      // tests: every write of Run's passes runs beside the next pass
 }
 
-// lane is what one of Run's goroutines holds; it lives in that goroutine's
-// context so that commit, deep in a pass, can find it.
+// lane is what one of Run's goroutines holds. The goroutine's loop
+// (passes) owns it and hands it, as an argument, to each pass it makes of
+// its key down to the pass's commit, which leaves its write to the
+// lane: merged into the next pass, beside it, or made inline.
 type lane struct {
 	ks       *keyState // the key of its pass; nil between passes
 	handling bool      // holds a handler slot
 	writing  bool      // holds a write slot
 	// merge lets this pass leave its write to the next pass of its key,
-	// which is queued (rule 22a); deferred says it did; owed that a
-	// write is still to be made (merged, or queued behind the write under
-	// way, rule 22c).
-	merge, deferred, owed bool
-	// unwritten counts the passes since the last write began (maxMerged,
-	// maxQueued), taken the passes since the lane took the key (maxTaken).
-	unwritten, taken int
+	// which is queued (rule 22a); deferred says it did.
+	merge, deferred bool
+	// backlog is what the key owes its next write: whether a write is
+	// still to be made (merged, or queued behind the write under way,
+	// rule 22c), the passes since the last write began (maxMerged,
+	// maxQueued), and the statuses of the passes queued behind it, for the
+	// sink (statusSnap).
+	backlog writeq.Backlog[statusSnap]
+	// taken counts the passes since the lane took the key (maxTaken).
+	taken int
 	// pipe lets this pass write beside the next pass of its key; w is
 	// such a write under way (pipeline.go).
 	pipe bool
 	w    *writeJob
-	// statuses are those of the passes that queued their write since it
-	// began, for the sink (statusSnap).
-	statuses []statusSnap
 	// flying says that Bus.flying keeps the state of the key's last pass
 	// while its write is owed or under way.
 	flying bool
-}
-
-type laneKey struct{}
-
-// laneOf returns the lane of the pass of ks that ctx belongs to, or nil:
-// a Dispatch call holds no lane, even one made from inside a handler.
-func laneOf(ctx context.Context, ks *keyState) *lane {
-	if l, _ := ctx.Value(laneKey{}).(*lane); l != nil && l.ks == ks {
-		return l
-	}
-	return nil
 }
 
 // maxMerged bounds the passes of one key whose writes go as one.
@@ -69,10 +61,10 @@ const maxMerged = 8
 // states keep coming while its writes are under way gets its turn.
 const maxTaken = 64
 
-// toWrite moves the pass of ctx from its handler slot to a write slot,
-// waiting for one while Options.Writers writes are under way.
-func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
-	l := laneOf(ctx, ks)
+// toWrite moves the pass of ks in lane l (nil for none: nothing to move)
+// from its handler slot to a write slot, waiting for one while
+// Options.Writers writes are under way.
+func (b *Bus) toWrite(l *lane, ks *keyState) {
 	if l == nil {
 		return
 	}
@@ -82,7 +74,7 @@ func (b *Bus) toWrite(ctx context.Context, ks *keyState) {
 		b.mu.Lock()
 		b.freeHandler(l)
 		b.mu.Unlock()
-		b.join(ctx, ks)
+		b.join(l, ks)
 	}
 	if l.writing {
 		return
@@ -131,14 +123,14 @@ func (b *Bus) runnable(ks *keyState) bool {
 	return len(ks.queue) > 0 && !ks.blocked && !ks.retryDue && !ks.awaitedHead()
 }
 
-// flush writes what the passes of ks left to a next pass that did not come
-// (its state went aside, or its record could not be read).
-func (b *Bus) flush(ctx context.Context, ks *keyState) {
+// flush writes what the passes of ks in lane l left to a next pass that
+// did not come (its state went aside, or its record could not be read).
+func (b *Bus) flush(ctx context.Context, l *lane, ks *keyState) {
 	if ks.rec == nil {
 		return
 	}
 	d := &pass{b: b, ks: ks, rec: ks.rec}
-	b.commit(ctx, d, false)
+	b.commit(ctx, l, d, false)
 	b.mu.Lock()
 	if !d.due.IsZero() {
 		b.retryAt(ks, d.due)

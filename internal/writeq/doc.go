@@ -1,0 +1,45 @@
+// Package writeq is the mechanism of a write stage in the manner of a
+// batcher: the results of a key's passes go to a store one write at a
+// time, later results merge into the next write, and N writes at most are
+// under way across all keys. What a write is, what it carries and when a
+// result may wait are the caller's; this package keeps the bookkeeping.
+//
+// # Words
+//
+//   - A *write* is the durable form of one result of a key (a record and a
+//     status, for the bus). It is *in flight* from Flight.Start until
+//     Flight.MarkFinished; its goroutine makes it while the key's next
+//     pass runs *beside* it.
+//   - A result *queued behind* the write in flight, or *merged* into the
+//     next pass's, is *owed*: the next write carries it. The Backlog of a
+//     key counts the results owed since its last write began and keeps the
+//     statuses they published, for the sink, in order.
+//   - A *slot* is the right to make a write now; Slots holds N of them.
+//   - The *cost* of a write is its duration; Cost keeps their moving
+//     average, which decides whether a write is worth a goroutine of its
+//     own (beside) or is made inline.
+//
+// # Invariants
+//
+// Each type states its own; together:
+//
+//  1. At most one write in flight per key: the caller keeps one Flight per
+//     key at a time and starts a new one only once the last is finished
+//     and its outcome taken in (Done closed, Wait returned).
+//  2. A Flight is started once, marked finished once and closed once, in
+//     that order; Done closes at Close, never before, and Finished
+//     reports true from MarkFinished on.
+//  3. Owed results merge: a Backlog has at most one set of owed results,
+//     whatever their number; the write that takes them (Take) carries the
+//     latest and clears it. Consecutive equal statuses are kept once. A
+//     Backlog over its caller's limit (Over) says the next result must
+//     wait for the write instead of queueing behind it.
+//  4. At most N writes under way: Take blocks while N slots are taken;
+//     every Take is matched by exactly one Free.
+//  5. Abandon: a Backlog that is dropped (Reset) owes nothing; what a
+//     stop must still keep of it is the caller's to save before. A
+//     write's goroutine that finds its key abandoned (at a halt, or past
+//     the shutdown timeout) ends without writing (the caller checks before
+//     each store call) and still marks its Flight finished and closes it,
+//     so that nobody waits for it forever.
+package writeq

@@ -1,0 +1,57 @@
+package writeq_test
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/opbus/opbus/internal/writeq"
+)
+
+// A key's loop: the first result's write goes beside the next passes on a
+// goroutine of its own, in one of the slots; the results that come while
+// it is in flight queue behind it, and the write after carries the latest
+// of them with the statuses they published, in order.
+func Example() {
+	slots := writeq.NewSlots(2)
+	var cost writeq.Cost
+	var mu sync.Mutex // the owner's lock, which orders Finished with its state
+	same := func(a, b string) bool { return a == b }
+
+	write := func(record string, statuses []string) *writeq.Flight {
+		f := &writeq.Flight{}
+		f.Start()
+		go func() {
+			slots.Take()
+			start := time.Now()
+			fmt.Println("write", record, "after statuses", statuses)
+			cost.Add(time.Since(start))
+			slots.Free()
+			mu.Lock()
+			f.MarkFinished()
+			mu.Unlock()
+			f.Close()
+		}()
+		return f
+	}
+
+	var backlog writeq.Backlog[string]
+	backlog.Pass()
+	inFlight := write("r1", backlog.Take())
+	// Results r2, r3 and r4 come while r1's write is in flight: each is
+	// queued behind it, with the status it published.
+	for _, status := range []string{"busy", "busy", "ready"} {
+		backlog.Pass()
+		backlog.Owe()
+		backlog.Note(status, same)
+	}
+	inFlight.Wait() // at most one write of the key in flight
+	if backlog.Owed() {
+		write("r4", backlog.Take()).Wait()
+	}
+	fmt.Println("owed after:", backlog.Owed())
+	// Output:
+	// write r1 after statuses []
+	// write r4 after statuses [busy ready]
+	// owed after: false
+}
