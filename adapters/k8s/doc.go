@@ -187,7 +187,9 @@
 //     where the Source watches Job.batch: "did you mean
 //     related["Job.batch"]…?"), whose kind alone several related
 //     resources have (Job.batch and Job.example.com: the error names
-//     both), whose kind's objects relate to nothing (neither Owned nor
+//     both), whose kind with its group is written unquoted, split at its
+//     dots (related.Job.batch[*].status.active: "did you mean
+//     related["Job.batch"][*].status.active?"), whose kind's objects relate to nothing (neither Owned nor
 //     Referenced, and no Related function given to [Source.BusOptions]),
 //     or whose field the related kind's schema does not allow.
 //

@@ -74,6 +74,10 @@ func (s *Source) relatedNames(bus *opbus.Bus, subs []opbus.Subscription, kinds m
 			if len(f) < 2 || f[0] != opbus.MapKey(opbus.RelatedField) || f[1].Kind != opbus.SegKey || kinds[f[1].Key] != nil {
 				continue
 			}
+			if full, fixed := dottedKind(f, kinds); full != "" {
+				return fmt.Errorf("k8s: handler %q subscribes to %s, which splits the related kind %s at its dots (a kind with a group is written in brackets and quotes): did you mean %s?",
+					sub.ID, f, full, fixed)
+			}
 			rel := s.relating(byKindAlone(kinds, f[1].Key))
 			switch len(rel) {
 			case 0:
@@ -94,6 +98,32 @@ func (s *Source) relatedNames(bus *opbus.Bus, subs []opbus.Subscription, kinds m
 		}
 	}
 	return nil
+}
+
+// dottedKind returns the related kind that f, a path under
+// [opbus.RelatedField], spells unquoted across its dots, and the path
+// meant, or "": related.Job.batch[*].status.active and
+// related.Job.batch.status.active spell Job.batch, meant as
+// related["Job.batch"][*].status.active. Without this, the first would
+// name the related kind Job and the second the Job named "batch". The
+// longest kind spelt wins (Job.short.test.opbus.dev over a Job.short).
+func dottedKind(f opbus.Path, kinds map[string]*resource) (string, opbus.Path) {
+	full, used := "", 0
+	name := f[1].Key
+	for i := 2; i < len(f) && f[i].Kind == opbus.SegKey; i++ {
+		name += "." + f[i].Key
+		if kinds[name] != nil {
+			full, used = name, i+1
+		}
+	}
+	if full == "" {
+		return "", nil
+	}
+	fixed := opbus.Path{f[0], opbus.MapKey(full)}
+	if used == len(f) || f[used].Kind != opbus.SegAny {
+		fixed = append(fixed, opbus.Segment{Kind: opbus.SegAny})
+	}
+	return full, append(fixed, f[used:]...)
 }
 
 // byKindAlone returns the resources of kinds whose objects' kind,

@@ -138,3 +138,44 @@ func TestRelatedShortKindNameAmbiguous(t *testing.T) {
 		t.Errorf("Run with a handler on related.Job[*].status.active: %v, want an error naming the handler and containing %q", err, want)
 	}
 }
+
+// TestRelatedShortKindNameDotted: a related kind with its group written
+// unquoted (related.Job.batch.status.active, related.Job.batch[*]...) is
+// split at its dots, so that it reads as the short name Job and a Job
+// named "batch", or as a field "batch" of every Job. Run refuses it and
+// names the path meant, rather than follow the Job named batch or say no
+// Job can have the field.
+func TestRelatedShortKindNameDotted(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	for _, tc := range []struct{ field, want string }{
+		{"related.Job.batch.status.active", `did you mean related["Job.batch"][*].status.active?`},
+		{"related.Job.batch[*].status.active", `did you mean related["Job.batch"][*].status.active?`},
+		{"related.Deployment.apps[*].status.readyReplicas", `did you mean related["Deployment.apps"][*].status.readyReplicas?`},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			src, err := k8s.New(&k8s.Options{Config: env.AdminConfig(), Logger: testLogger(t), Resources: []k8s.Resource{
+				{GVR: widgetsGVR, Namespaces: []string{ns}},
+				{GVR: jobsGVR, Namespaces: []string{ns}, Owned: true},
+				{GVR: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, Namespaces: []string{ns}, Owned: true},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bus, err := opbus.New(src.BusOptions(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, bus.Handle("h", func(context.Context, *opbus.Event) (opbus.Status, error) { return opbus.Status{}, nil },
+				opbus.On{Kinds: []string{widgetKind}, Fields: []string{tc.field}}))
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // Run returns an error before it watches
+			defer cancel()
+			err = src.Run(ctx, bus)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `handler "h"`) {
+				t.Errorf("Run with a handler on %s: %v, want an error naming the handler and containing %q", tc.field, err, tc.want)
+			}
+		})
+	}
+}

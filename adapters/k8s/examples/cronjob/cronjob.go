@@ -80,6 +80,9 @@ type cronJob struct {
 		SuccessfulJobsHistoryLimit *int32         `json:"successfulJobsHistoryLimit"`
 		FailedJobsHistoryLimit     *int32         `json:"failedJobsHistoryLimit"`
 	} `json:"spec"`
+	Status struct {
+		LastScheduleTime *time.Time `json:"lastScheduleTime"`
+	} `json:"status"`
 	Related struct {
 		Jobs map[string]batchv1.Job `json:"Job.batch"`
 	} `json:"related"`

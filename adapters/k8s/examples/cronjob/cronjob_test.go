@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/opbus/opbus/adapters/k8s/kubetest"
@@ -230,4 +232,52 @@ func TestInvalidSchedule(t *testing.T) {
 	if jobs := c.jobs(t); len(jobs) != 0 {
 		t.Errorf("Jobs %v for an invalid schedule, want none", jobs)
 	}
+}
+
+// TestTakeOverFromEarlierController: a CronJob an earlier controller ran
+// long ago, whose status.lastScheduleTime and Jobs (annotated with their
+// scheduled time) it left, is taken over where that controller stopped:
+// the last run is the later of the two, so the minutes since the CronJob
+// was created are not missed runs (TooManyMissedRuns), the last run is
+// not made again, and the next one is made on time.
+func TestTakeOverFromEarlierController(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, kubetest.Shared(t))
+	c.createCronJob(t, "inherited", "* * * * *", nil)
+	cj := c.cronJob(t, "inherited")
+	// Three hours after the creation: 180 runs since, more than counted.
+	ran := cj.GetCreationTimestamp().Add(3 * time.Hour).Truncate(time.Minute)
+	before := ran.Add(-time.Minute)
+	cj.Object["status"] = map[string]any{"lastScheduleTime": before.UTC().Format(time.RFC3339)}
+	if _, err := c.dyn.Resource(cronjobs).Namespace(c.ns).UpdateStatus(context.Background(), cj, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing the CronJob's status: %v", err)
+	}
+	// The earlier controller's last Job, for the minute after the
+	// status says (it stopped before writing its status).
+	yes := true
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: jobName("inherited", ran), Namespace: c.ns,
+			Annotations: map[string]string{scheduledAt: ran.UTC().Format(time.RFC3339)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch.example.com/v1", Kind: "CronJob",
+				Name: cj.GetName(), UID: cj.GetUID(), Controller: &yes}}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "run", Image: "busybox"}}}}},
+	}
+	if _, err := c.kube.BatchV1().Jobs(c.ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the earlier controller's Job: %v", err)
+	}
+	c.clock.Set(ran.Add(30 * time.Second))
+	c.start(t)
+	next := ran.Add(time.Minute)
+	eventually(t, "the Schedule condition names the next run, and no Job made", func() string {
+		if cond := c.condition(t, "inherited", "Schedule"); !strings.HasPrefix(cond, "True") || !strings.Contains(cond, "next run at "+next.UTC().Format(time.RFC3339)) || strings.Contains(cond, "created") {
+			return "Schedule " + cond
+		}
+		return ""
+	})
+	eventually(t, "status.lastScheduleTime the earlier Job's", c.wantStatus(t, "inherited", ran, jobName("inherited", ran)))
+	c.steady(t, "no Job made for a run the earlier controller made", time.Second)
+	c.tick()
+	eventually(t, "the next run on time", c.wantJobs(t, jobName("inherited", ran), jobName("inherited", next)))
+	eventually(t, "status", c.wantStatus(t, "inherited", next, jobName("inherited", ran), jobName("inherited", next)))
 }

@@ -15,7 +15,9 @@
 // spec.failedJobsHistoryLimit (1). The last run is kept in the object's
 // record, so a Job the history limit deleted is not created again, and
 // the next run is kept there too: a restart neither loses it nor repeats
-// one.
+// one. A CronJob with no last run kept yet, which an earlier controller
+// ran, goes on from the later of its status.lastScheduleTime and its
+// Jobs' scheduled-at annotations.
 //
 // It reads the cluster from $KUBECONFIG, or from the Pod it runs in, and
 // serves Prometheus metrics, /healthz and /readyz on controller-runtime's

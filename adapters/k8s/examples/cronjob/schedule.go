@@ -35,7 +35,7 @@ func (c *controller) schedule(ctx context.Context, ev *opbus.Event) (opbus.Statu
 	if err != nil {
 		return opbus.Blocked(fmt.Sprintf("spec.schedule %q: %v", cj.Spec.Schedule, err)).WithReason("InvalidSchedule"), nil
 	}
-	last, err := lastRunOf(ev)
+	last, err := lastRunOf(ev, &cj)
 	if err != nil {
 		return opbus.Status{}, err
 	}
@@ -87,11 +87,25 @@ func (c *controller) schedule(ctx context.Context, ev *opbus.Event) (opbus.Statu
 }
 
 // lastRunOf returns the time of the CronJob's last run, from the stored
-// value; the zero time before its first.
-func lastRunOf(ev *opbus.Event) (time.Time, error) {
+// value; the zero time before its first. With no value stored (a CronJob
+// an earlier controller ran), it is the later of status.lastScheduleTime
+// and the scheduled-at annotations of the CronJob's Jobs, as that
+// controller left them: the runs before it are not counted as missed,
+// nor its last run made again.
+func lastRunOf(ev *opbus.Event, cj *cronJob) (time.Time, error) {
 	v, ok := ev.Value(lastRun)
 	if !ok {
-		return time.Time{}, nil
+		var last time.Time
+		if cj.Status.LastScheduleTime != nil {
+			last = *cj.Status.LastScheduleTime
+		}
+		for name := range cj.Related.Jobs {
+			job := cj.Related.Jobs[name]
+			if at := scheduledTime(&job); at.After(last) {
+				last = at
+			}
+		}
+		return last, nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
