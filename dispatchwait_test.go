@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -110,6 +111,7 @@ func TestDispatchOwnKeyFromHandler(t *testing.T) {
 func TestWaitRightAfterRunHandlesPending(t *testing.T) {
 	for _, settle := range []bool{false, true} {
 		store := NewMemoryStore()
+		var mu sync.Mutex // passes of two keys may run at once (Wait's and Run's)
 		var handled []string
 		build := func(t *testing.T, gate bool) *Bus {
 			b := newBus(t, &Options{Store: store, Workers: 1, ShutdownTimeout: time.Second})
@@ -118,7 +120,9 @@ func TestWaitRightAfterRunHandlesPending(t *testing.T) {
 					<-ctx.Done()
 					return Status{}, ctx.Err()
 				}
+				mu.Lock()
 				handled = append(handled, ev.Key.Name)
+				mu.Unlock()
 				return Status{}, nil
 			}, On{}))
 			return b
@@ -144,7 +148,9 @@ func TestWaitRightAfterRunHandlesPending(t *testing.T) {
 				err = b.Wait(t.Context())
 			}
 			must(t, err)
+			mu.Lock()
 			got := strings.Join(handled, ",")
+			mu.Unlock()
 			cancel()
 			must(t, <-done)
 			if !strings.Contains(got, podKey.Name) {
