@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +36,9 @@ func explainCmd(ctx context.Context, prog string, args []string, stdout, stderr 
 	operator := fs.String("operator", "", "the operator's name (k8s.Options.Name; default: the default operator, whose record is opbus.dev/record)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	args, err := cliflags.Parse(fs, args) // flags anywhere, as kubectl takes them
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h: the flag set printed its usage
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
