@@ -57,8 +57,8 @@ func (s *schedule) next() time.Time {
 	return time.Unix(0, timegrid.Next(s.anchor, s.period(), s.later))
 }
 
-// ran moves the anchor to the latest due time at or before now: the run at
-// now covers every due time up to it.
+// ran moves the anchor to the latest due time at or before now: a run that
+// began at now covers every due time up to it.
 func (s *schedule) ran(now time.Time) {
 	s.anchor, s.later = timegrid.Ran(s.anchor, s.period(), now.UnixNano()), 0
 }
@@ -156,6 +156,7 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 	stored := d.rec.Digests[h.idx]
 	f := d.rec.Fails[h.id]
 	failingHere := f != nil && f.On == stored // a due run failed, on an unchanged value
+	anchor := s.anchor
 	if !failingHere && !d.isDue(h, s) {
 		return false
 	}
@@ -180,9 +181,11 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 		b.run(ctx, d, h, typ, cur, coalesced)
 		d.tick = false
 	}
-	if now := b.now(); d.scheduleOf(h) == s && !s.next().After(now) {
+	if now := b.now(); d.scheduleOf(h) == s && s.anchor == anchor && !s.next().After(now) {
 		// Failed, waiting for a retry, filtered out by When, or
-		// interrupted: the schedule is next due at its next due time.
+		// interrupted: the schedule is next due at its next due time. (A
+		// run that succeeded moved the anchor to its start: a due time
+		// that passed while it ran is due now.)
 		s.tried(now)
 	}
 	return true
@@ -210,9 +213,11 @@ func (d *pass) scheduled(h *handler, again time.Duration, start time.Time) {
 		}
 		return
 	}
-	now := d.b.now()
 	if s != nil && s.every == every {
-		s.ran(now) // in memory only: no write for a run alone
+		// In memory only: no write for a run alone. The run covers the due
+		// times up to its start, which it saw; one that passed while it ran
+		// is due at once after it.
+		s.ran(start)
 		late := time.Duration(0)
 		if d.tick {
 			late = every / 10 // a due run's start may pass its due time a little

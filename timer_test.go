@@ -459,3 +459,47 @@ func TestRemovedHandlerScheduleForgotten(t *testing.T) {
 		t.Errorf("read without handler gone: schedules %v, err %v; want none", rec.Timers(), err)
 	}
 }
+
+// TestDueTimeDuringARunIsNotLost: a due time that passes while a run is
+// under way is not covered by that run, which began before it and so
+// could not see it: it runs once right after (as a ticker's next tick is
+// waiting for a slow receiver), for Every and for an Again that the run
+// asked before its next due time. A schedule's run covers the due times up
+// to its start, not its end. (The Again run at 25 is more than a tenth of
+// its period late, so it restarts its grid: rule 39.)
+func TestDueTimeDuringARunIsNotLost(t *testing.T) {
+	for _, again := range []bool{false, true} {
+		t.Run(fmt.Sprintf("again=%v", again), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := &ticker{start: time.Now()}
+				b := newBus(t, nil)
+				on := On{Fields: []string{"spec"}}
+				if !again {
+					on.Every = 10 * time.Second
+				}
+				must(t, b.Handle("poll", func(ctx context.Context, ev *Event) (Status, error) {
+					k.note(ev)
+					if again {
+						ev.Again(10 * time.Second)
+					}
+					if len(k.runs()) == 2 {
+						time.Sleep(15 * time.Second) // the run due at 10 ends at 25, past 20
+					}
+					return Active("ok"), nil
+				}, on))
+				stop := run(t, b)
+				must(t, b.Observe(t.Context(), podKey, map[string]any{"spec": 1}))
+				time.Sleep(41 * time.Second)
+				synctest.Wait()
+				must(t, stop())
+				want := []float64{0, 10, 25, 30, 40}
+				if again {
+					want = []float64{0, 10, 25, 35}
+				}
+				if got := k.runs(); !sameRuns(got, want) {
+					t.Errorf("runs at %v s, want %v (the time due at 20 runs when the run that began at 10 ends)", got, want)
+				}
+			})
+		})
+	}
+}
