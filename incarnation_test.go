@@ -3,6 +3,7 @@ package opbus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,5 +241,67 @@ func TestPendingKeepsDeletions(t *testing.T) {
 	})
 	if got, want := strings.Join(log, ","), "create a,delete a,create b"; got != want {
 		t.Fatalf("after restart: %s, want %s", got, want)
+	}
+}
+
+// TestPendingDeletionOfANewerIncarnation: a deletion of another
+// incarnation than the live one, observed after the live one's state,
+// ends the live one: its delete handlers run. Left pending at a stop, it
+// is handled so by the next process as well (the pending states are newer
+// than the record), not dropped as a stale repeat (rule 14).
+func TestPendingDeletionOfANewerIncarnation(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			store := NewMemoryStore()
+			other := Key{Kind: "Pod", Namespace: "default", Name: "other"}
+			var mu sync.Mutex
+			var log []string
+			started, unblock := make(chan struct{}, 1), make(chan struct{})
+			newB := func() *Bus {
+				b := newBus(t, &Options{Store: store, Workers: 1, Incarnation: uidOf, ShutdownTimeout: 50 * time.Millisecond})
+				must(t, b.Handle("h", func(ctx context.Context, ev *Event) (Status, error) {
+					if ev.Key == other {
+						started <- struct{}{}
+						select {
+						case <-ctx.Done():
+						case <-unblock:
+						}
+						return Active(""), nil
+					}
+					mu.Lock()
+					log = append(log, ev.Type.String()+" "+uidOf(ev.Object()))
+					mu.Unlock()
+					return Active(""), nil
+				}, On{Types: []EventType{Create, Update, Delete}}))
+				return b
+			}
+			b := newB()
+			stop := run(t, b)
+			must(t, b.Dispatch(t.Context(), podKey, withUID("u1", map[string]any{"a": 1})))
+			must(t, b.Observe(t.Context(), other, withUID("o1", nil)))
+			<-started // the one worker is held: what follows stays queued
+			must(t, b.ObserveDelete(t.Context(), podKey, withUID("u2", map[string]any{"a": 2})))
+			if !restart {
+				close(unblock)
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				defer cancel()
+				must(t, b.Settle(ctx))
+				must(t, stop())
+			} else {
+				must(t, stop()) // the deletion is saved as pending
+				b2 := newB()
+				close(unblock)
+				stop2 := run(t, b2)
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				defer cancel()
+				must(t, b2.Settle(ctx))
+				must(t, stop2())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got, want := strings.Join(log, ","), "create u1,delete u2"; got != want {
+				t.Errorf("handler runs %q, want %q", got, want)
+			}
+		})
 	}
 }

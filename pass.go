@@ -187,7 +187,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, l *lane, ks *keyState, op *obs
 					continue // nothing to handle (written by an older build)
 				}
 				inc, _ := b.incarnationOf(s.Object)
-				os = append(os, observation{new: s.Object, deleted: s.Deleted, inc: inc})
+				os = append(os, observation{new: s.Object, deleted: s.Deleted, inc: inc, resumed: true})
 			}
 			b.cfg.log.Info("opbus: resuming states left pending by an earlier run", "key", ks.key.String(), "states", len(p))
 			b.mu.Lock()
@@ -277,9 +277,12 @@ func (b *Bus) incarnate(ks *keyState, o *observation) bool {
 			b.cfg.log.Debug("opbus: deletion of an incarnation already deleted", "key", ks.key.String())
 			return false
 		}
-		if !ks.live && ks.rec.Inc != "" && o.inc != "" && ks.rec.Inc != o.inc {
+		if !ks.live && ks.rec.Inc != "" && o.inc != "" && ks.rec.Inc != o.inc && !(o.resumed && ks.rec.EndedAt() == 0 && ks.rec.hasAny()) {
 			// The record is of another incarnation: this one was never
 			// handled here, or its deletion is finished (a stale repeat).
+			// Not so for a deletion an earlier run left pending after the
+			// record's live incarnation: observed after it, it ends it, as
+			// it would have in that run.
 			b.cfg.log.Debug("opbus: deletion of an incarnation this record is not of", "key", ks.key.String(), "stored", ks.rec.Inc, "deleted", o.inc)
 			return false
 		}

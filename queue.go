@@ -19,6 +19,7 @@ type observation struct {
 	retry     bool        // a scheduled retry of the current state
 	coalesced bool        // states before this one were skipped
 	awaited   bool        // a Dispatch call waits to handle it itself (Item.Awaited): only that call takes it
+	resumed   bool        // left pending by an earlier run: newer than the record's own state
 	rel       []relChange // changes of related objects, applied before new (related.go)
 	pre       *preDiff    // the subscribed changes from the state observed before (precompare.go)
 }
