@@ -247,7 +247,7 @@ func New(opts *Options) (*Bus, error) {
 			clock:       opts.Clock,
 		},
 		reg: registry{owners: map[string]string{}, index: map[string]int{}},
-		q:   queues{keys: map[Key]*keyState{}, ended: map[Key]string{}},
+		q:   queues{keys: map[Key]*keyState{}, ended: map[Key]endedKey{}},
 	}
 	b.lanes.flying = map[*keyState]observation{}
 	if b.cfg.store == nil {

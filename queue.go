@@ -30,7 +30,13 @@ type observation struct {
 type queues struct {
 	keys  map[Key]*keyState
 	kq    *keyqueue.Queue[*keyState, observation]
-	ended map[Key]string // keys forgotten after their deletion → that incarnation
+	ended map[Key]endedKey // keys forgotten after their deletion
+}
+
+// endedKey is what the bus keeps of a key it forgot after its deletion.
+type endedKey struct {
+	inc      string // the incarnation deleted
+	sinkOwed bool   // see keyExtra.sinkOwed
 }
 
 // keyState is what the bus keeps per object. Fields below "owned by the
@@ -159,10 +165,10 @@ func (b *Bus) keyState(key Key) *keyState {
 	ks, ok := b.q.keys[key]
 	if !ok {
 		ks = &keyState{key: key, sunk: true, saved: true}
-		if inc, ok := b.q.ended[key]; ok {
+		if e, ok := b.q.ended[key]; ok {
 			ks.ended = true
-			if inc != "" {
-				ks.x = &keyExtra{endedInc: inc}
+			if e.inc != "" || e.sinkOwed {
+				ks.x = &keyExtra{endedInc: e.inc, sinkOwed: e.sinkOwed}
 			}
 			delete(b.q.ended, key)
 		}

@@ -59,7 +59,8 @@ func (b *Bus) dropTombstone(ctx context.Context, key Key) error {
 // finished deletion: ks is ended, and the record keeps the tombstone until
 // a state of a new incarnation replaces it. An expired tombstone is no
 // record at all. ks.ended already set means this bus finished the
-// deletion itself and handed it to the sink.
+// deletion itself and handed it to the sink, or forgot the key since it
+// read the tombstone, keeping what it owed the sink.
 func (b *Bus) loadedTombstone(ks *keyState, rec *record) {
 	if b.expired(rec) {
 		ks.rec, ks.saved = newRecord(len(b.reg.handlers)), true // as if there were none
@@ -68,7 +69,7 @@ func (b *Bus) loadedTombstone(ks *keyState, rec *record) {
 	ks.rec, ks.saved = rec, true
 	b.mu.Lock()
 	x := ks.extraLocked()
-	x.endedInc, x.sinkOwed = rec.Inc, !ks.ended
+	x.endedInc, x.sinkOwed = rec.Inc, x.sinkOwed || !ks.ended // an owed call stays owed
 	ks.ended = true
 	b.mu.Unlock()
 }
@@ -89,6 +90,9 @@ func (b *Bus) repeatDeleted(ctx context.Context, ks *keyState, o *observation) e
 	ds, ok := b.cfg.sink.(DeleteSink)
 	if !ok || ks.x == nil || !ks.x.sinkOwed || !o.deleted {
 		return nil
+	}
+	if o.inc != "" && o.inc != ks.x.endedInc {
+		return nil // a deletion of another incarnation: not the one the sink may owe
 	}
 	if err := ds.Deleted(ctx, ks.key, o.new); err != nil {
 		return fmt.Errorf("opbus: reporting deletion of %v: %w", ks.key, err)

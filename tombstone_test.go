@@ -102,6 +102,30 @@ func TestRepeatDeletionAfterACrashReachesTheSink(t *testing.T) {
 	equal(t, 1, sink.deleted, "deletions handed to the sink")
 }
 
+// TestRepeatDeletionSinkOwedSurvivesForgetting: the sink call owed for
+// an earlier process's finished deletion is kept while the key is
+// forgotten in between (a deletion of another incarnation dropped first),
+// and only a repeat of the tombstone's own incarnation makes it: the
+// dropped deletion of another incarnation does not.
+func TestRepeatDeletionSinkOwedSurvivesForgetting(t *testing.T) {
+	store := NewMemoryStore()
+	ctx := t.Context()
+	runs := map[string]int{}
+	first := tombstoneBus(t, store, true, nil, runs) // no sink: as if it crashed before telling it
+	must(t, first.Dispatch(ctx, podKey, withUID("u1", nil)))
+	must(t, first.DispatchDelete(ctx, podKey, withUID("u1", nil)))
+
+	sink := &deleteSink{}
+	second := tombstoneBus(t, store, true, sink, runs)
+	must(t, second.DispatchDelete(ctx, podKey, withUID("u0", nil))) // another incarnation's, stale: dropped
+	equal(t, 0, sink.deleted, "deletions handed to the sink after another incarnation's")
+	must(t, second.DispatchDelete(ctx, podKey, withUID("u1", nil)))
+	must(t, second.DispatchDelete(ctx, podKey, withUID("u1", nil)))
+	equal(t, 1, runs["delete u1"], "delete handler runs")
+	equal(t, 0, runs["delete u0"], "delete handler runs for the stale incarnation")
+	equal(t, 1, sink.deleted, "deletions handed to the sink")
+}
+
 // TestExpiredTombstone: a tombstone older than tombstoneTTL is no record:
 // Run's start deletes it, and a deletion observed then is a deletion the
 // bus knows nothing of (its handlers run, with no Old but the state given).
