@@ -335,11 +335,7 @@ func (b *Bus) makeDue(ks *keyState) {
 // isParked reports whether ks is busy only with a write that runs beside
 // (rule 22c), so that a lane may take it over; b.mu is held.
 func (b *Bus) isParked(ks *keyState) bool {
-	if len(b.lanes.parked) == 0 {
-		return false
-	}
-	_, ok := b.lanes.parked[ks]
-	return ok
+	return b.lanes.parked.Parked(ks)
 }
 
 // countPending has the keyqueue count the store's listing of pending

@@ -22,6 +22,9 @@ package opbus
 //  5. In flight means held: a key whose state is kept in lanes.flying for
 //     shutdown is held, or parked on its write.
 //  6. Slots: at most Options.Workers passes hold a handler slot.
+//  7. Parked means held: a key parked on its write (writeq.Parking, whose
+//     own invariants hold) stays held, by the write's goroutine, until a
+//     lane takes it over or that goroutine lets it go.
 //
 // What the words mean for the bus: a state is *queued* until a pass takes
 // it; a key is *held* while a pass (a lane of Run, a Dispatch call, a Wait

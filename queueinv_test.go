@@ -39,8 +39,16 @@ func (b *Bus) queueViolations() []string {
 		}
 	}
 	for ks := range b.lanes.flying {
-		if _, parked := b.lanes.parked[ks]; !ks.busy && !parked {
+		if !ks.busy && !b.lanes.parked.Parked(ks) {
 			bad("5: %v has a state in flight but is neither held nor parked", ks.key)
+		}
+	}
+	if err := b.lanes.parked.Check(); err != nil {
+		bad("7: the parking: %v", err)
+	}
+	for ks := range b.lanes.parked.Keys() {
+		if !ks.busy {
+			bad("7: %v is parked on its write but not held", ks.key)
 		}
 	}
 	if b.lanes.handling > b.cfg.workers || b.lanes.handling < 0 {
