@@ -349,12 +349,8 @@ func (b *Bus) persistPending(ctx context.Context) error {
 
 	for _, ks := range busy {
 		// An abandoned pass, or a write it runs beside the next (rule
-		// 22c), writes nothing from now on; under the stripe lock, so that
-		// a write under way ends first.
-		mu := b.stripe(ks.key)
-		mu.Lock()
-		ks.abandoned.Store(true)
-		mu.Unlock()
+		// 22c), writes nothing from now on; a write under way ends first.
+		b.stripes.Abandon(keyHash(ks.key), &ks.abandoned)
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.shutdown)
 	defer cancel()

@@ -54,7 +54,9 @@
 //  6. Abandon: a Backlog that is dropped (Reset) owes nothing; what a
 //     stop must still keep of it is the caller's to save before. A
 //     write's goroutine that finds its key abandoned (at a halt, or past
-//     the shutdown timeout) ends without writing (the caller checks before
-//     each store call) and still marks its Flight finished and closes it,
-//     so that nobody waits for it forever.
+//     the shutdown timeout) ends without writing and still marks its
+//     Flight finished and closes it, so that nobody waits for it forever.
+//     The check and the store call are made under the key's stripe
+//     (Stripes), under which Abandon marks the key: a write under way
+//     ends before Abandon returns, and none begins after.
 package writeq
