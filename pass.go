@@ -35,6 +35,8 @@ type pass struct {
 	tick    bool      // the handler being run is due to its schedule (timer.go)
 	// storeFail: a save or publish of this pass failed (counted once).
 	storeFail bool
+	// relistWait: the object waits for the relist to end (relist.go).
+	relistWait bool
 }
 
 func (d *pass) setValue(name, value string) {
@@ -176,6 +178,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, l *lane, ks *keyState, op *obs
 		if ks.x != nil {
 			ks.x.loadFails = 0
 		}
+		b.waitForRelist(ks) // relist.go
 		if p := ks.rec.States(); len(p) > 0 {
 			// States an earlier run left pending are older than any
 			// observed since: they go first.
@@ -422,8 +425,13 @@ func (d *pass) waiting(h *handler, cur digest) bool {
 
 func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 	ks := d.ks
+	waited := false
 	for _, h := range b.reg.handlers {
 		if !h.forKind(ks.key.Kind) {
+			continue
+		}
+		if d.relistWait && len(h.rel) > 0 && b.differsInRelist(d, h) {
+			waited = true // relist.go
 			continue
 		}
 		if ks.owesResume(h.idx) {
@@ -479,6 +487,9 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 			continue
 		}
 		b.run(ctx, d, h, typ, cur, coalesced)
+	}
+	if d.relistWait && !waited {
+		b.relistWaitOver(ks.key) // each handler reading related objects is back on its value
 	}
 }
 
