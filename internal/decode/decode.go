@@ -30,21 +30,7 @@ import (
 
 // Error reports a value that does not fit the type it is decoded into, at
 // Path (relative to the value decoded; nil for that value itself).
-type Error struct {
-	Path   []pathsyntax.Segment
-	Value  any
-	Reason string
-}
-
-// Error formats the error as its reason.
-func (e *Error) Error() string { return e.Reason }
-
-func clonePath(p []pathsyntax.Segment) []pathsyntax.Segment {
-	if len(p) == 0 {
-		return nil
-	}
-	return append([]pathsyntax.Segment(nil), p...)
-}
+type Error = pathsyntax.ValueError
 
 func key(k string) pathsyntax.Segment { return pathsyntax.Segment{Kind: pathsyntax.Key, Key: k} }
 
@@ -213,7 +199,7 @@ func decodeUint(v any, at []pathsyntax.Segment, rv reflect.Value) error {
 func decodeJSON(v any, at []pathsyntax.Segment, out any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return &Error{Path: clonePath(at), Value: v, Reason: fmt.Sprintf("no JSON form: %v", err)}
+		return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: fmt.Sprintf("no JSON form: %v", err)}
 	}
 	err = json.Unmarshal(data, out)
 	if err == nil {
@@ -231,13 +217,13 @@ func decodeJSON(v any, at []pathsyntax.Segment, out any) error {
 				}
 			}
 		}
-		where := append(clonePath(at), rel...)
+		where := append(pathsyntax.Clone(at), rel...)
 		if got, ok := lookup(v, rel); ok {
 			return mismatch(got, where, te.Type.String(), "")
 		}
 		return &Error{Path: where, Reason: fmt.Sprintf("got %s, want %s", te.Value, te.Type)}
 	}
-	return &Error{Path: clonePath(at), Value: v, Reason: fmt.Sprintf("cannot decode into %s: %s", want, strings.TrimPrefix(err.Error(), "json: "))}
+	return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: fmt.Sprintf("cannot decode into %s: %s", want, strings.TrimPrefix(err.Error(), "json: "))}
 }
 
 // pathAtOffset returns the path of the value in the JSON text data that
@@ -304,7 +290,7 @@ func mismatch(v any, at []pathsyntax.Segment, want, why string) error {
 	if why != "" {
 		reason += ": " + why
 	}
-	return &Error{Path: clonePath(at), Value: v, Reason: reason}
+	return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: reason}
 }
 
 // Describe names the Go type of v, with its value when it is a number or a
