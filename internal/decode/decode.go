@@ -1,7 +1,8 @@
 // Package decode stores JSON-like values (see internal/jsonvalue) in Go
 // values of any type, as opbus.Decode and opbus.Get do: numbers, strings,
 // bools and any directly, with range and whole-number checks, every other
-// type through the value's JSON form, as encoding/json decodes it.
+// type through the value's JSON form, as encoding/json decodes it. It also
+// finds the value Get reads at a path ([Lookup], [Step]).
 //
 // Invariants:
 //   - A value that does not fit is an *[Error] naming its path relative to
@@ -9,6 +10,9 @@
 //     a string's content is never named (it may be a secret).
 //   - What is stored as a map[string]any, []any or any is part of the
 //     value, not a copy; the value is never modified.
+//   - A lookup that does not find its value says where the way ends: an
+//     *[Absent] for what is missing or null, an *[Error] at a value that is
+//     not the map or list the path goes through.
 //   - A failed conversion leaves the target as encoding/json leaves it:
 //     callers that promise a zero value on error reset it themselves.
 package decode
