@@ -318,23 +318,15 @@ func (c *Comparer) covered(d Diff, f Path) (Diff, bool) {
 // the diff names it, unless the list has duplicate keys. unique caches
 // which lists have distinct keys.
 func (c *Comparer) named(root any, f, at Path, unique map[*any]bool) Path {
-	out := slices.Clone(at)
-	mask, field, v := c.m.All(), "", root
-	for i, s := range at {
-		if f[i].Kind == SegAny && s.Kind == SegIndex && field != "" {
-			if l, ok := v.([]any); ok && s.Index < len(l) {
-				u, known := unique[&l[0]]
-				if !known {
-					u = jsonvalue.Keyable(l, field) && !jsonvalue.HasDuplicateKeys(l, field)
-					unique[&l[0]] = u
-				}
-				if k, ok := jsonvalue.ElementKey(l[s.Index], field); ok && u {
-					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
-				}
-			}
+	return c.rekey(root, at, func(i int, l []any, field string) bool {
+		if f[i].Kind != SegAny {
+			return false
 		}
-		mask, _, field = c.step(mask, i, out[i])
-		v, _ = step(v, s)
-	}
-	return out
+		u, known := unique[&l[0]]
+		if !known {
+			u = jsonvalue.Keyable(l, field) && !jsonvalue.HasDuplicateKeys(l, field)
+			unique[&l[0]] = u
+		}
+		return u
+	})
 }
