@@ -1,6 +1,6 @@
 package opbus
 
-import "github.com/opbus/opbus/internal/jsonvalue"
+import "github.com/opbus/opbus/internal/decode"
 
 // lookup returns the value at the concrete path p in v and whether it
 // exists. A [SegMatch] segment finds the list element whose field has that
@@ -8,40 +8,11 @@ import "github.com/opbus/opbus/internal/jsonvalue"
 func lookup(v any, p Path) (any, bool) {
 	for _, s := range p {
 		var ok bool
-		if v, ok = step(v, s); !ok {
+		if v, ok = decode.Step(v, s.syntax()); !ok {
 			return nil, false
 		}
 	}
 	return v, true
-}
-
-func step(v any, s Segment) (any, bool) {
-	switch s.Kind {
-	case SegKey:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		e, ok := m[s.Key]
-		return e, ok
-	case SegIndex:
-		l, ok := v.([]any)
-		if !ok || s.Index >= len(l) {
-			return nil, false
-		}
-		return l[s.Index], true
-	case SegMatch:
-		l, ok := v.([]any)
-		if !ok {
-			return nil, false
-		}
-		for _, e := range l {
-			if k, ok := jsonvalue.ElementKey(e, s.Key); ok && k == s.Value {
-				return e, true
-			}
-		}
-	}
-	return nil, false
 }
 
 // eachMatch calls fn for every concrete path in v that the pattern p matches,
@@ -59,7 +30,7 @@ func resolve(v any, rest, at Path, fn func(Path, any)) {
 	}
 	s := rest[0]
 	if s.Kind != SegAny {
-		if e, ok := step(v, s); ok {
+		if e, ok := decode.Step(v, s.syntax()); ok {
 			resolve(e, rest[1:], append(at, s), fn)
 		}
 		return

@@ -73,7 +73,16 @@ type Path []Segment
 // is never written by users, only produced by [Compare] for a change of the
 // whole object.
 func ParsePath(s string) (Path, error) {
-	var out Path
+	p, err := parseSegments(s)
+	if err != nil {
+		return nil, err
+	}
+	return pathOf(p), nil
+}
+
+// parseSegments is ParsePath in the segments of the path syntax.
+func parseSegments(s string) ([]pathsyntax.Segment, error) {
+	var out []pathsyntax.Segment
 	p := pathsyntax.NewParser(s)
 	for {
 		seg, ok, err := p.Next()
@@ -84,7 +93,7 @@ func ParsePath(s string) (Path, error) {
 		if !ok {
 			return out, nil
 		}
-		out = append(out, fromSyntax(seg))
+		out = append(out, seg)
 	}
 }
 

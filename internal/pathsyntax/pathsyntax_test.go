@@ -54,3 +54,17 @@ func TestErrorsSayWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestCloneIsACopy: an error keeps a path its walk goes on changing, so
+// Clone copies; the root is nil.
+func TestCloneIsACopy(t *testing.T) {
+	if got := Clone([]Segment{}); got != nil {
+		t.Errorf("Clone of no segments: got %#v, want nil", got)
+	}
+	p := []Segment{{Kind: Key, Key: "a"}, {Kind: Index, Index: 1}}
+	c := Clone(p)
+	p[0].Key = "b"
+	if len(c) != 2 || c[0].Key != "a" || c[1].Index != 1 {
+		t.Errorf("Clone: got %v, want a copy of [a [1]]", c)
+	}
+}
