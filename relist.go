@@ -28,6 +28,12 @@ import (
 // Bus.Synced.
 const relistQuiet = 2 * time.Second
 
+// relistLongest bounds the relist of a source that does not call
+// Bus.Synced and is never quiet (a steady stream of observations): Run
+// ends it this long after it began at the latest, so that no handler
+// waits for it for ever.
+const relistLongest = 30 * time.Second
+
 // Synced tells the bus that its source has observed every existing object
 // at least once since the bus was made: for a Kubernetes informer, that its
 // cache has synced. Until then, under Run, a handler that reads related
@@ -37,7 +43,7 @@ const relistQuiet = 2 * time.Second
 // on the view as it is: a related object not observed by then was deleted
 // while no bus ran. A source that never calls Synced gets the same once
 // Run has been quiet for a while (no observation and nothing queued for
-// two seconds). Calls after the first do nothing, and so does a call on a
+// two seconds), or 30 seconds after Run began at the latest. Calls after the first do nothing, and so does a call on a
 // bus without relations.
 func (b *Bus) Synced() {
 	b.mu.Lock()
@@ -68,11 +74,12 @@ func (b *Bus) endRelist() {
 
 // endRelistWhenQuiet ends the relist, under Run, once no object was
 // observed for relistQuiet and nothing is pending (queued, being handled,
-// or the store being listed for pending states); it returns when ctx ends
-// or the relist has ended.
+// or the store being listed for pending states), or relistLongest after it
+// began at the latest; it returns when ctx ends or the relist has ended.
 func (b *Bus) endRelistWhenQuiet(ctx context.Context) {
 	t := time.NewTicker(relistQuiet)
 	defer t.Stop()
+	deadline := time.Now().Add(relistLongest)
 	last := b.stats.observed.Load()
 	for {
 		select {
@@ -83,7 +90,7 @@ func (b *Bus) endRelistWhenQuiet(ctx context.Context) {
 		n := b.stats.observed.Load()
 		b.mu.Lock()
 		quiet := n == last && b.q.kq.Pending() == 0
-		if quiet {
+		if quiet || !time.Now().Before(deadline) {
 			b.endRelist()
 		}
 		ended := b.rel.relistEnded

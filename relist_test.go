@@ -226,3 +226,33 @@ func TestRelatedRestartDispatchDoesNotWait(t *testing.T) {
 	must(t, b.Dispatch(t.Context(), appKey("shop"), webAppDoc("shop", 1)))
 	checkRuns(t, r2, "shop", "update:")
 }
+
+// TestRelatedRestartBusyEndsRelist: a source that never calls Synced and
+// is never quiet (another object observed every second) still ends the
+// relist, relistLongest after Run began: the WebApp's handler, which
+// waits for it, runs then, not never.
+func TestRelatedRestartBusyEndsRelist(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		open := relistStore(t, "memory")
+		_, _, observe, stop := restartedRelated(t, open())
+		observe(appKey("shop"), webAppDoc("shop", 1))
+		observe(deployKey("web"), deployment("web", 1, "shop"))
+		stop()
+
+		_, r2, observe, stop := restartedRelated(t, open())
+		observe(appKey("shop"), webAppDoc("shop", 1))
+		for i := range int(relistLongest/time.Second) - 2 {
+			observe(deployKey("other"), deployment("other", i, "elsewhere"))
+			time.Sleep(time.Second)
+		}
+		synctest.Wait()
+		checkRuns(t, r2, "shop")
+		for i := range 4 {
+			observe(deployKey("other"), deployment("other", 100+i, "elsewhere"))
+			time.Sleep(time.Second)
+		}
+		synctest.Wait()
+		checkRuns(t, r2, "shop", "update:")
+		stop()
+	})
+}
