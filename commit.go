@@ -19,7 +19,7 @@ func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
 	ks := d.ks
 	b.dropOrphans(d)
 	if finished {
-		b.toWrite(l, ks)
+		b.toWrite(l)
 		if l != nil {
 			l.writes.Backlog.Forgive() // the incarnation's record goes with it
 		}
@@ -42,17 +42,11 @@ func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
 	}
 	pipe := l != nil && l.pipe && b.pipelines()
 	if pipe {
-		if l.writes.InFlight() {
-			// The write before is under way and this pass may not queue
-			// its write (shutdown, or a failed pass): no handler slot
-			// waits for it.
-			b.mu.Lock()
-			b.freeHandler(l)
-			b.mu.Unlock()
-			b.join(l, ks)
-		}
+		// The write before, if under way, goes first: this pass may not
+		// queue its write (shutdown, or a failed pass).
+		b.joinFree(l)
 	} else {
-		b.toWrite(l, ks)
+		b.toWrite(l)
 	}
 	var before []statusSnap
 	if l != nil {

@@ -245,12 +245,7 @@ func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 // key go and returns nil.
 func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statusSnap]) *writeJob {
 	ks := w.d.ks
-	b.finishWrite(w)
-	b.mu.Lock()
-	if w.d.storeFail {
-		b.retryAt(ks, w.d.due)
-	}
-	b.mu.Unlock()
+	b.takeIn(w)
 	if owed.Owed() && !b.dropped(ks) && ks.rec != nil {
 		d := &pass{b: b, ks: ks, rec: ks.rec}
 		next := b.prepareWrite(ctx, d, owed.Take())
@@ -274,20 +269,37 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statu
 	return nil
 }
 
-// join waits for the write of ks that runs beside the pass in lane l, if
-// one does, and takes in its outcome, before that pass writes in turn.
-func (b *Bus) join(l *lane, ks *keyState) {
+// join waits for the write that runs beside the pass in lane l, if one
+// does, and takes in its outcome, before that pass writes in turn.
+func (b *Bus) join(l *lane) {
 	if l == nil {
 		return
 	}
-	w, ok := l.writes.Join()
-	if !ok {
+	if w, ok := l.writes.Join(); ok {
+		b.takeIn(w)
+	}
+}
+
+// joinFree joins the write of lane l's key that runs beside its pass, if
+// one does, having given back the lane's handler slot: the write before
+// goes first, and no handler slot waits for it.
+func (b *Bus) joinFree(l *lane) {
+	if l == nil || !l.writes.InFlight() {
 		return
 	}
+	b.mu.Lock()
+	b.freeHandler(l)
+	b.mu.Unlock()
+	b.join(l)
+}
+
+// takeIn takes in the outcome of w and arms the retry a failed write asks
+// for.
+func (b *Bus) takeIn(w *writeJob) {
 	b.finishWrite(w)
 	if w.d.storeFail {
 		b.mu.Lock()
-		b.retryAt(ks, w.d.due)
+		b.retryAt(w.d.ks, w.d.due)
 		b.mu.Unlock()
 	}
 }

@@ -222,7 +222,7 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 	if l.writes.Backlog.Owed() {
 		b.flush(ctx, l, ks)
 	}
-	b.join(l, ks)
+	b.join(l)
 	if l.flying {
 		l.flying = false
 		b.mu.Lock()

@@ -60,21 +60,14 @@ const maxMerged = 8
 // states keep coming while its writes are under way gets its turn.
 const maxTaken = 64
 
-// toWrite moves the pass of ks in lane l (nil for none: nothing to move)
+// toWrite moves the pass in lane l (nil for none: nothing to move)
 // from its handler slot to a write slot, waiting for one while
 // Options.Writers writes are under way.
-func (b *Bus) toWrite(l *lane, ks *keyState) {
+func (b *Bus) toWrite(l *lane) {
 	if l == nil {
 		return
 	}
-	if l.writes.InFlight() {
-		// The write before runs beside: it goes first, and no handler
-		// slot waits for it.
-		b.mu.Lock()
-		b.freeHandler(l)
-		b.mu.Unlock()
-		b.join(l, ks)
-	}
+	b.joinFree(l)
 	if l.writing {
 		return
 	}
