@@ -90,7 +90,6 @@ func (b *Bus) endHold(ks *keyState) {
 // leaving is a released key's work, to be saved in its record.
 type leaving struct {
 	ks        *keyState
-	items     []keyqueue.Item[observation] // its queue, put back if saving fails
 	states    []observation
 	abandoned bool // a pass of it was abandoned
 	taken     bool // states include the record's pending states
@@ -141,8 +140,10 @@ func (b *Bus) Release(ctx context.Context, keys func(Key) bool) error {
 	var targets []*keyState
 	for _, ks := range b.q.keys {
 		if keys(ks.key) {
+			// Its timers stay armed until its work is taken (takeLeft):
+			// a retry armed is work to save; one that fires meanwhile
+			// only lists the key, which no pass takes now.
 			targets = append(targets, ks)
-			b.quiet(ks)
 		}
 	}
 	var waitErr error
@@ -217,17 +218,12 @@ func (b *Bus) abandon(busy []*keyState) map[*keyState]*observation {
 			flying[ks] = nil
 		}
 	}
-	b.mu.Unlock()
 	for _, ks := range busy {
-		// Under the stripe lock, so that a write under way ends first
-		// and none starts after.
-		mu := b.stripe(ks.key)
-		mu.Lock()
+		// No write starts from now on (save checks it under the key's
+		// stripe lock); one under way ends before the pending states are
+		// saved (savePending takes that lock). Not taken here: waiting
+		// below lets that write end with the pass.
 		ks.abandoned.Store(true)
-		mu.Unlock()
-	}
-	b.mu.Lock()
-	for _, ks := range busy {
 		if h, ok := b.own.held[ks]; ok {
 			h.cancel(notOwned("pass", ks.key))
 		}
@@ -252,6 +248,10 @@ func (b *Bus) takeLeft(targets []*keyState, abandoned map[*keyState]*observation
 			continue // forgotten meanwhile: a finished deletion
 		}
 		fl, isAbandoned := abandoned[ks]
+		// A key whose pass an earlier Release abandoned, and whose
+		// states it could not save, has a record in memory that may
+		// hold that pass's results: it is never written.
+		isAbandoned = isAbandoned || ks.abandoned.Load()
 		l := leaving{ks: ks, abandoned: isAbandoned, taken: ks.taken, owed: b.lanes.owed[ks]}
 		if fl != nil {
 			l.states = append(l.states, *fl)
@@ -268,8 +268,7 @@ func (b *Bus) takeLeft(targets []*keyState, abandoned map[*keyState]*observation
 			}
 		}
 		b.quiet(ks)
-		l.items = b.q.kq.Clear(ks)
-		for _, it := range l.items {
+		for _, it := range b.q.kq.Clear(ks) {
 			if !it.Value.relOnly() {
 				o := it.Value
 				o.rel, o.seq, o.awaited = nil, it.Seq, it.Awaited
@@ -304,8 +303,8 @@ func (b *Bus) current(ks *keyState) []observation {
 }
 
 // forget drops l's key from memory once its work is saved; if saving
-// failed, its queue is put back, to be saved by a later Release or
-// handled after Acquire. b.mu is held.
+// failed, its states are queued again, to be saved by a later Release
+// or handled after Acquire. b.mu is held.
 func (b *Bus) forget(l *leaving) {
 	ks := l.ks
 	if l.err == nil {
@@ -315,11 +314,12 @@ func (b *Bus) forget(l *leaving) {
 		delete(b.q.ended, ks.key)
 		delete(b.lanes.owed, ks)
 		b.endHold(ks)
-	} else if l.mine {
-		b.q.kq.PushFront(ks, l.items...)
-		if len(l.items) == 0 {
-			b.q.kq.SetDue(ks) // its current state is to be handled still
+	} else {
+		items := make([]keyqueue.Item[observation], len(l.states))
+		for i, o := range l.states {
+			items[i] = keyqueue.Item[observation]{Value: o, Seq: o.seq}
 		}
+		b.q.kq.PushFront(ks, items...)
 	}
 	if l.mine {
 		b.q.kq.Release(ks)
