@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/opbus/opbus/internal/writeq"
 )
 
 // defaultIgnore lists the per-write noise that every Bus ignores: values the
@@ -128,7 +130,7 @@ type Bus struct {
 	stopped  chan struct{} // closed once Run begins to stop or halts (wakeup.go)
 
 	stats   counters       // atomic
-	stripes [64]sync.Mutex // order a key's store writes with shutdown's (see stripe)
+	stripes writeq.Stripes // order a key's store writes with shutdown's (see stripe)
 	halted  atomic.Bool    // a halt began: nothing more is written (halt.go)
 	subs    sync.Map       // kind → *subscribed, once the bus has started (subscribed.go)
 	own     ownership      // the keys released and acquired (own.go)
@@ -170,14 +172,17 @@ type registry struct {
 
 // stripe returns the lock that orders the store writes of key with
 // shutdown's saving of pending states; keys share 64 locks.
-func (b *Bus) stripe(key Key) *sync.Mutex {
+func (b *Bus) stripe(key Key) *sync.Mutex { return b.stripes.Of(keyHash(key)) }
+
+// keyHash returns the hash of key that picks its stripe.
+func keyHash(key Key) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(key.Kind))
 	h.Write([]byte{0})
 	h.Write([]byte(key.Namespace))
 	h.Write([]byte{0})
 	h.Write([]byte(key.Name))
-	return &b.stripes[h.Sum32()%uint32(len(b.stripes))]
+	return h.Sum32()
 }
 
 type handler struct {

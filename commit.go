@@ -21,7 +21,7 @@ func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
 	if finished {
 		b.toWrite(l, ks)
 		if l != nil {
-			l.backlog.Forgive() // the incarnation's record goes with it
+			l.writes.Backlog.Forgive() // the incarnation's record goes with it
 		}
 		b.settleOwed(ks)
 		b.finishDelete(ctx, d)
@@ -42,7 +42,7 @@ func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
 	}
 	pipe := l != nil && l.pipe && b.pipelines()
 	if pipe {
-		if l.w != nil {
+		if l.writes.InFlight() {
 			// The write before is under way and this pass may not queue
 			// its write (shutdown, or a failed pass): no handler slot
 			// waits for it.
@@ -56,7 +56,7 @@ func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
 	}
 	var before []statusSnap
 	if l != nil {
-		before = l.backlog.Take() // this write carries what was owed
+		before = l.writes.Backlog.Take() // this write carries what was owed
 	}
 	switch {
 	case pipe:
@@ -86,7 +86,7 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 	ks := d.ks
 	// With a write under way the store may not get its record: keep it
 	// whatever the pass changed.
-	if d.dirty || !ks.saved || l.w != nil {
+	if d.dirty || !ks.saved || l.writes.InFlight() {
 		data, err := d.rec.encode(b.reg.ids)
 		if err != nil {
 			return false
@@ -102,7 +102,7 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 		b.mu.Unlock()
 	}
 	b.publish(ctx, d, false)
-	l.backlog.Owe()
+	l.writes.Backlog.Owe()
 	return true
 }
 

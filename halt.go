@@ -37,10 +37,7 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 	settled := make(chan struct{})
 	go func() {
 		for _, ks := range busy {
-			mu := b.stripe(ks.key)
-			mu.Lock()
-			//lint:ignore SA2001 an empty critical section is the barrier
-			mu.Unlock()
+			b.stripes.Settle(keyHash(ks.key))
 		}
 		<-b.drained(workers)
 		close(settled)

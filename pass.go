@@ -140,7 +140,7 @@ func (b *Bus) stepIn(ctx context.Context, l *lane, ks *keyState, force bool, giv
 	}
 	err = b.loadAndProcess(ctx, l, ks, &o, force)
 	b.mu.Lock()
-	if l == nil || (l.w == nil && !l.backlog.Owed()) {
+	if l == nil || (!l.writes.InFlight() && !l.writes.Backlog.Owed()) {
 		delete(b.lanes.flying, ks)
 	} else {
 		// While its write is owed or runs beside, the state stays in

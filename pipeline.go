@@ -74,10 +74,10 @@ func (b *Bus) noteQueuedStatus(l *lane, d *pass) {
 	if b.cfg.sink == nil || d.ks.sunk {
 		return
 	}
-	if last, ok := l.backlog.Last(); ok && last.slots.equal(d.rec.Slots) {
+	if last, ok := l.writes.Backlog.Last(); ok && last.slots.equal(d.rec.Slots) {
 		return // no clone for a status kept already
 	}
-	l.backlog.Note(statusSnap{d.ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()}, sameStatus)
+	l.writes.Backlog.Note(statusSnap{d.ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()}, sameStatus)
 }
 
 // sameStatus reports whether two queued statuses are one level.
@@ -213,14 +213,14 @@ func (b *Bus) afterWrite(ks *keyState) {
 // slots are all taken or the write is slow, and other keys' writes wait
 // for no handler.
 func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
-	w.flight.Start()
-	l.w = w
+	l.writes.Begin(w, &w.flight)
 	go b.writeOut(ctx, w) // its goroutine holds no lane
 }
 
 // writeOut makes the write w and, if its key is parked on it (no lane
 // holds the key: see park), ends the key's hold itself: it takes in the
-// outcome, makes the write that a queued pass of the parked key owes, and lets the key go.
+// outcome, makes the write that a queued pass of the parked key owes, and
+// lets the key go.
 func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 	for w != nil {
 		ks := w.d.ks
@@ -229,24 +229,21 @@ func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
 		b.freeWriteSlot()
 		b.mu.Lock()
 		w.flight.MarkFinished()
-		p, mine := b.lanes.parked[ks]
-		mine = mine && p.w == w
-		if mine {
-			delete(b.lanes.parked, ks)
-		}
+		owed, mine := b.lanes.parked.Claim(ks, w)
 		b.mu.Unlock()
 		w.flight.Close()
 		if !mine {
 			return // a lane holds the key: it joins w
 		}
-		w = b.unpark(ctx, w, p)
+		w = b.unpark(ctx, w, owed)
 	}
 }
 
 // unpark takes in the outcome of w, whose key was parked on it, on the
-// write's goroutine, which holds the key now. It returns the write that a
-// queued pass owes, parked in turn, or lets the key go and returns nil.
-func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
+// write's goroutine, which holds the key now. It returns the write that
+// owed, the backlog of queued passes, needs, parked in turn, or lets the
+// key go and returns nil.
+func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statusSnap]) *writeJob {
 	ks := w.d.ks
 	b.finishWrite(w)
 	b.mu.Lock()
@@ -254,16 +251,15 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 		b.retryAt(ks, w.d.due)
 	}
 	b.mu.Unlock()
-	if p.backlog.Owed() && !b.dropped(ks) && ks.rec != nil {
+	if owed.Owed() && !b.dropped(ks) && ks.rec != nil {
 		d := &pass{b: b, ks: ks, rec: ks.rec}
-		next := b.prepareWrite(ctx, d, p.backlog.Take())
+		next := b.prepareWrite(ctx, d, owed.Take())
 		b.mu.Lock()
 		if !d.due.IsZero() {
 			b.retryAt(ks, d.due)
 		}
 		if next != nil {
-			next.flight.Start()
-			b.lanes.parked[ks] = parking{w: next}
+			b.lanes.parked.Next(ks, next, &next.flight)
 			b.markReady(ks)
 			b.mu.Unlock()
 			return next
@@ -281,12 +277,13 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, p parking) *writeJob {
 // join waits for the write of ks that runs beside the pass in lane l, if
 // one does, and takes in its outcome, before that pass writes in turn.
 func (b *Bus) join(l *lane, ks *keyState) {
-	if l == nil || l.w == nil {
+	if l == nil {
 		return
 	}
-	w := l.w
-	w.flight.Wait()
-	l.w = nil
+	w, ok := l.writes.Join()
+	if !ok {
+		return
+	}
 	b.finishWrite(w)
 	if w.d.storeFail {
 		b.mu.Lock()
@@ -304,21 +301,12 @@ func (b *Bus) join(l *lane, ks *keyState) {
 // not: it waits for the write, in no handler slot, so that what is not
 // durable stays bounded.
 func (b *Bus) queuesBehindWrite(l *lane, d *pass) bool {
-	if l == nil || !l.pipe || l.backlog.Over(maxQueued) || l.w == nil || d.storeFail {
+	if l == nil || !l.pipe || l.writes.Backlog.Over(maxQueued) || !l.writes.InFlight() || d.storeFail {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !l.w.flight.Finished() && !b.stopping
-}
-
-// parking is a key that no lane holds while its write runs beside (rule
-// 22c): the write's goroutine lets it go when it returns, having made the
-// write that a queued pass owes, unless a state of the key comes first and a
-// lane takes the key over.
-type parking struct {
-	w       *writeJob
-	backlog writeq.Backlog[statusSnap] // the lane's: what the write after w owes
+	return l.writes.Running() && !b.stopping
 }
 
 // Results of park.
@@ -334,7 +322,7 @@ const (
 // the write and take other keys' work. A write already returned is taken
 // in, and what a queued pass owes is written, beside in turn.
 func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
-	for l.w != nil {
+	for l.writes.InFlight() {
 		b.mu.Lock()
 		switch {
 		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks) && (l.handling || b.lanes.handling < b.cfg.workers):
@@ -342,28 +330,24 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 				b.lanes.handling++
 				l.handling = true
 			}
-			if !l.w.flight.Finished() {
+			if l.writes.Running() {
 				b.stats.beside.Add(1)
 			}
 			b.mu.Unlock()
 			return parkRun
-		case !l.w.flight.Finished():
-			if b.lanes.parked == nil {
-				b.lanes.parked = map[*keyState]parking{}
-			}
-			b.lanes.parked[ks] = parking{w: l.w, backlog: l.backlog}
-			b.markReady(ks) // a due retry, or the lane's maxTaken: another lane may take it over
+		case l.writes.Running():
+			b.lanes.parked.Park(ks, &l.writes) // the lane's backlog is the parking's now
+			b.markReady(ks)                    // a due retry, or the lane's maxTaken: another lane may take it over
 			b.mu.Unlock()
-			l.w, l.flying = nil, false // the write's goroutine forgets the flying state
-			l.backlog.Reset()          // the parking's now
+			l.flying = false // the write's goroutine forgets the flying state
 			return parkParked
 		}
 		b.mu.Unlock()
-		if !l.backlog.Owed() {
+		if !l.writes.Backlog.Owed() {
 			return parkNone
 		}
 		l.merge, l.pipe = false, true
-		b.flush(ctx, l, ks) // joins l.w, then writes beside
+		b.flush(ctx, l, ks) // joins the write before, then writes beside
 		l.pipe = false
 	}
 	return parkNone
@@ -372,13 +356,11 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 // takeParked gives lane l the key ks parked on its write, for a state of
 // ks that may run now (see markReady); b.mu is held.
 func (b *Bus) takeParked(l *lane, ks *keyState) bool {
-	p, ok := b.lanes.parked[ks]
-	if !ok || l == nil {
+	if l == nil || !b.lanes.parked.TakeOver(ks, &l.writes) {
 		return false
 	}
-	delete(b.lanes.parked, ks)
-	l.w, l.backlog, l.flying = p.w, p.backlog, true
-	if !p.w.flight.Finished() {
+	l.flying = true
+	if l.writes.Running() {
 		b.stats.beside.Add(1)
 	}
 	return true

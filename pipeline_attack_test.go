@@ -158,8 +158,7 @@ func isParked(b *Bus, name string) bool {
 	if ks == nil {
 		return false
 	}
-	_, ok := b.lanes.parked[ks]
-	return ok
+	return b.lanes.parked.Parked(ks)
 }
 
 // stacksWith returns the stacks of the goroutines whose stack holds fn,

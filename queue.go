@@ -59,16 +59,14 @@ type keyState struct {
 	// The flags, together so that they pack into the space an atomic.Bool
 	// leaves (BenchmarkMemoryPerKey: the struct fits a smaller size class),
 	// each named with its owner ("owned by"):
-	//   queue: internal/keyqueue; these are copies of its state of the
-	//          key, kept by its KeyChanged hook (mirror), under Bus.mu,
-	//          for related.go, timer.go and writestage.go, which read
-	//          them as fields (timer.go also sets retryDue: markReady);
-	//          the rest of the bus asks the keyqueue;
+	//   queue: internal/keyqueue; a copy of its state of the key, kept
+	//          by its KeyChanged hook (mirror), under Bus.mu, for
+	//          related.go, which reads it as a field (timer.go also sets
+	//          retryDue: markReady); the rest of the bus asks the keyqueue
+	//          (Held, Blocked, Due), under Bus.mu;
 	//   pass:  the goroutine holding the key, making a pass (pass.go);
 	//   write: the pass's commit and the write stage (commit.go,
 	//          writestage.go, pipeline.go), on the goroutine holding the key.
-	busy     bool // owned by queue: a pass holds the key (keyqueue: held)
-	blocked  bool // owned by queue: the queue waits for a retry: a deletion or a record load is unfinished
 	retryDue bool // owned by queue: a retry is due; taken before the queue (set by timer.go's tick: see markReady)
 	taken    bool // owned by pass: the stored pending states are in the queue (or in flight) now
 	live     bool // owned by pass: an incarnation is current: observed, not deleted
@@ -114,7 +112,7 @@ func (b *Bus) newQueue() {
 
 // mirror copies the keyqueue's state of ks into its fields; b.mu is held.
 func mirror(ks *keyState, v keyqueue.View[observation]) {
-	ks.queue, ks.busy, ks.blocked, ks.retryDue = v.Items, v.Held, v.Blocked, v.Due
+	ks.queue, ks.retryDue = v.Items, v.Due
 }
 
 // queueClock is the bus's clock as the keyqueue's.
@@ -338,11 +336,7 @@ func (b *Bus) makeDue(ks *keyState) {
 // isParked reports whether ks is busy only with a write that runs beside
 // (rule 22c), so that a lane may take it over; b.mu is held.
 func (b *Bus) isParked(ks *keyState) bool {
-	if len(b.lanes.parked) == 0 {
-		return false
-	}
-	_, ok := b.lanes.parked[ks]
-	return ok
+	return b.lanes.parked.Parked(ks)
 }
 
 // countPending has the keyqueue count the store's listing of pending

@@ -9,8 +9,8 @@ package opbus
 // changing the queue; checkQueue, set by tests (TestSimulation checks
 // them at every step), asserts both:
 //
-//  1. The copies are the queue's: keyState.queue, busy, blocked and
-//     retryDue are what the keyqueue has of the key (mirror).
+//  1. The copies are the queue's: keyState.queue and retryDue are what
+//     the keyqueue has of the key (mirror).
 //  2. The queue drains only when the bus stops (Bus.stop): Drain at Run's
 //     normal stop, Halt at a halt.
 //  3. Pending counts the listing: the keyqueue counts one unit of work
@@ -22,6 +22,9 @@ package opbus
 //  5. In flight means held: a key whose state is kept in lanes.flying for
 //     shutdown is held, or parked on its write.
 //  6. Slots: at most Options.Workers passes hold a handler slot.
+//  7. Parked means held: a key parked on its write (writeq.Parking, whose
+//     own invariants hold) stays held, by the write's goroutine, until a
+//     lane takes it over or that goroutine lets it go.
 //
 // What the words mean for the bus: a state is *queued* until a pass takes
 // it; a key is *held* while a pass (a lane of Run, a Dispatch call, a Wait

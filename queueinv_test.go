@@ -18,9 +18,9 @@ func (b *Bus) queueViolations() []string {
 		}
 	}
 	for key, ks := range b.q.keys {
-		if len(ks.queue) != kq.KeyLen(ks) || ks.busy != kq.Held(ks) || ks.blocked != kq.Blocked(ks) || ks.retryDue != kq.Due(ks) {
-			bad("1: the copies of %v (%d queued, busy %v, blocked %v, retryDue %v) are not the keyqueue's (%d, %v, %v, %v)",
-				key, len(ks.queue), ks.busy, ks.blocked, ks.retryDue, kq.KeyLen(ks), kq.Held(ks), kq.Blocked(ks), kq.Due(ks))
+		if len(ks.queue) != kq.KeyLen(ks) || ks.retryDue != kq.Due(ks) {
+			bad("1: the copies of %v (%d queued, retryDue %v) are not the keyqueue's (%d, %v)",
+				key, len(ks.queue), ks.retryDue, kq.KeyLen(ks), kq.Due(ks))
 		}
 	}
 	if kq.Draining() && !b.stopping {
@@ -39,8 +39,16 @@ func (b *Bus) queueViolations() []string {
 		}
 	}
 	for ks := range b.lanes.flying {
-		if _, parked := b.lanes.parked[ks]; !ks.busy && !parked {
+		if !kq.Held(ks) && !b.lanes.parked.Parked(ks) {
 			bad("5: %v has a state in flight but is neither held nor parked", ks.key)
+		}
+	}
+	if err := b.lanes.parked.Check(); err != nil {
+		bad("7: the parking: %v", err)
+	}
+	for ks := range b.lanes.parked.Keys() {
+		if !kq.Held(ks) {
+			bad("7: %v is parked on its write but not held", ks.key)
 		}
 	}
 	if b.lanes.handling > b.cfg.workers || b.lanes.handling < 0 {

@@ -157,8 +157,8 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	if !held {
 		b.acquire(ks)
 		if l != nil {
-			l.w, l.flying = nil, false
-			l.backlog.Reset()
+			l.writes.Reset()
+			l.flying = false
 		}
 	}
 	if l != nil {
@@ -192,13 +192,13 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 // leaves its write to the next, up to maxMerged (rule 22a), all in one
 // handler slot; and, while a write runs beside (rule 22c), the states
 // that may run meanwhile. It reports whether it left ks parked on its
-// write (see park), still busy; l.w and l.owed are those of a key taken
+// write (see park), still busy; l.writes is those of a key taken
 // over from its write.
 func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 	l.taken = 0
 	for {
 		l.taken++
-		l.merge, l.deferred, l.pipe = l.backlog.Pass() < maxMerged, false, true
+		l.merge, l.deferred, l.pipe = l.writes.Backlog.Pass() < maxMerged, false, true
 		_, ok, err := b.stepIn(ctx, l, ks, false, nil, 0)
 		l.pipe = false
 		if err != nil {
@@ -207,7 +207,7 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		if ok && l.deferred {
 			continue
 		}
-		if ok || l.w != nil {
+		if ok || l.writes.InFlight() {
 			switch b.park(ctx, l, ks) {
 			case parkRun:
 				continue
@@ -218,7 +218,7 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		break
 	}
 	l.merge = false
-	if l.backlog.Owed() {
+	if l.writes.Backlog.Owed() {
 		b.flush(ctx, l, ks)
 	}
 	b.join(l, ks)
@@ -354,12 +354,8 @@ func (b *Bus) persistPending(ctx context.Context) error {
 
 	for _, ks := range busy {
 		// An abandoned pass, or a write it runs beside the next (rule
-		// 22c), writes nothing from now on; under the stripe lock, so that
-		// a write under way ends first.
-		mu := b.stripe(ks.key)
-		mu.Lock()
-		ks.abandoned.Store(true)
-		mu.Unlock()
+		// 22c), writes nothing from now on; a write under way ends first.
+		b.stripes.Abandon(keyHash(ks.key), &ks.abandoned)
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.shutdown)
 	defer cancel()

@@ -320,7 +320,7 @@ func (b *Bus) armSchedules() {
 		return
 	}
 	for _, ks := range b.q.keys {
-		if ks.busy || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.Timers()) == 0 {
+		if b.q.kq.Held(ks) || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.Timers()) == 0 {
 			continue
 		}
 		var at time.Time

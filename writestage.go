@@ -15,14 +15,14 @@ import (
 // lanes is what a Bus keeps of Run's goroutines and the write stage;
 // guarded by Bus.mu except where noted.
 type lanes struct {
-	handling   int                       // passes holding a handler slot
-	workTok    chan struct{}             // a ready key and a free handler slot may be there (wakeup.go)
-	writeSem   writeq.Slots              // the write slots: one element per write under way (wakeup.go)
-	flying     map[*keyState]observation // the state each busy key is dispatching, for shutdown
-	owed       map[*keyState][]byte      // the record a merged pass left to the next pass's write
-	parked     map[*keyState]parking     // busy keys that no lane holds while their write runs (pipeline.go)
-	writeCost  writeq.Cost               // the average time of a write (pipeline.go); atomic
-	pipeAlways bool                      // tests: every write of Run's passes runs beside the next pass
+	handling   int                                              // passes holding a handler slot
+	workTok    chan struct{}                                    // a ready key and a free handler slot may be there (wakeup.go)
+	writeSem   writeq.Slots                                     // the write slots: one element per write under way (wakeup.go)
+	flying     map[*keyState]observation                        // the state each busy key is dispatching, for shutdown
+	owed       map[*keyState][]byte                             // the record a merged pass left to the next pass's write
+	parked     writeq.Parking[*keyState, *writeJob, statusSnap] // busy keys that no lane holds while their write runs (pipeline.go)
+	writeCost  writeq.Cost                                      // the average time of a write (pipeline.go); atomic
+	pipeAlways bool                                             // tests: every write of Run's passes runs beside the next pass
 }
 
 // lane is what one of Run's goroutines holds. The goroutine's loop
@@ -36,18 +36,17 @@ type lane struct {
 	// merge lets this pass leave its write to the next pass of its key,
 	// which is queued (rule 22a); deferred says it did.
 	merge, deferred bool
-	// backlog is what the key owes its next write: whether a write is
-	// still to be made (merged, or queued behind the write under way,
-	// rule 22c), the passes since the last write began (maxMerged,
-	// maxQueued), and the statuses of the passes queued behind it, for the
-	// sink (statusSnap).
-	backlog writeq.Backlog[statusSnap]
+	// writes is the key's write in flight beside this pass, if any
+	// (pipeline.go), and what the key owes its next write: whether a
+	// write is still to be made (merged, or queued behind the one in
+	// flight, rule 22c), the passes since the last write began
+	// (maxMerged, maxQueued), and the statuses of the passes queued
+	// behind it, for the sink (statusSnap).
+	writes writeq.Key[*writeJob, statusSnap]
 	// taken counts the passes since the lane took the key (maxTaken).
 	taken int
-	// pipe lets this pass write beside the next pass of its key; w is
-	// such a write under way (pipeline.go).
+	// pipe lets this pass write beside the next pass of its key.
 	pipe bool
-	w    *writeJob
 	// flying says that Bus.flying keeps the state of the key's last pass
 	// while its write is owed or under way.
 	flying bool
@@ -68,7 +67,7 @@ func (b *Bus) toWrite(l *lane, ks *keyState) {
 	if l == nil {
 		return
 	}
-	if l.w != nil {
+	if l.writes.InFlight() {
 		// The write before runs beside: it goes first, and no handler
 		// slot waits for it.
 		b.mu.Lock()
@@ -120,7 +119,7 @@ func (b *Bus) mergesWrite(l *lane, d *pass) bool {
 // runnable reports whether a queued state of ks may be dispatched now by
 // a lane; b.mu is held.
 func (b *Bus) runnable(ks *keyState) bool {
-	return len(ks.queue) > 0 && !ks.blocked && !ks.retryDue && !ks.awaitedHead() && b.owns(ks.key)
+	return len(ks.queue) > 0 && !b.q.kq.Blocked(ks) && !ks.retryDue && !ks.awaitedHead() && b.owns(ks.key)
 }
 
 // flush writes what the passes of ks in lane l left to a next pass that

@@ -14,18 +14,29 @@
 //     next pass's, is *owed*: the next write carries it. The Backlog of a
 //     key counts the results owed since its last write began and keeps the
 //     statuses they published, for the sink, in order.
-//   - A *slot* is the right to make a write now; Slots holds N of them.
+//   - A *Key* is what the loop that owns a key holds of its writes: the
+//     write in flight and the Backlog of the next. A pass returns its
+//     write to that loop (Key.Begin), which joins it (Key.Join) before the
+//     key writes again; nothing in the pass reaches for it otherwise.
+//   - A key is *parked* when no loop holds it while its write is in
+//     flight: its Key waits in a Parking until a loop takes it over for
+//     its next result, or the write's goroutine claims it once the write
+//     returned, makes the write its backlog owes, and lets the key go.
+//   - A slot is the right to make a write now; Slots holds N of them.
 //   - The *cost* of a write is its duration; Cost keeps their moving
 //     average, which decides whether a write is worth a goroutine of its
 //     own (beside) or is made inline.
 //
 // # Invariants
 //
-// Each type states its own; together:
+// Each type states its own; together (Check and the tests name them by
+// number):
 //
-//  1. At most one write in flight per key: the caller keeps one Flight per
-//     key at a time and starts a new one only once the last is finished
-//     and its outcome taken in (Done closed, Wait returned).
+//  1. At most one write in flight per key: a Key begins a write only once
+//     the last was joined (Begin panics otherwise), and a key's Key is in
+//     one place at a time, with its loop or in the Parking, parked at most
+//     once and only with a write in flight (Park panics otherwise;
+//     Parking.Check reports a parking that breaks it).
 //  2. A Flight is started once, marked finished once and closed once, in
 //     that order; Done closes at Close, never before, and Finished
 //     reports true from MarkFinished on.
@@ -36,10 +47,16 @@
 //     wait for the write instead of queueing behind it.
 //  4. At most N writes under way: Take blocks while N slots are taken;
 //     every Take is matched by exactly one Free.
-//  5. Abandon: a Backlog that is dropped (Reset) owes nothing; what a
+//  5. Hand-off: a parked key goes to exactly one of a loop (TakeOver) and
+//     the goroutine of the write it is parked on (Claim), whichever comes
+//     first under the caller's lock; a goroutine whose write the key is
+//     no longer parked on leaves the key to the loop that joins it.
+//  6. Abandon: a Backlog that is dropped (Reset) owes nothing; what a
 //     stop must still keep of it is the caller's to save before. A
 //     write's goroutine that finds its key abandoned (at a halt, or past
-//     the shutdown timeout) ends without writing (the caller checks before
-//     each store call) and still marks its Flight finished and closes it,
-//     so that nobody waits for it forever.
+//     the shutdown timeout) ends without writing and still marks its
+//     Flight finished and closes it, so that nobody waits for it forever.
+//     The check and the store call are made under the key's stripe
+//     (Stripes), under which Abandon marks the key: a write under way
+//     ends before Abandon returns, and none begins after.
 package writeq

@@ -55,3 +55,35 @@ func Example() {
 	// write r4 after statuses [busy ready]
 	// owed after: false
 }
+
+// A loop that has nothing more to run for a key parks it on its write in
+// flight and goes to other keys. The write's goroutine, once the write
+// returned, claims the key (no loop took it over meanwhile) with the
+// backlog it owes, makes that write, and lets the key go.
+func ExampleParking() {
+	type job struct {
+		record string
+		flight writeq.Flight
+	}
+	var mu sync.Mutex // the owner's lock
+	var parking writeq.Parking[string, *job, string]
+	var loop writeq.Key[*job, string]
+
+	first := &job{record: "r1"}
+	loop.Begin(first, &first.flight) // the pass returns its write to the loop
+	loop.Backlog.Pass()
+	loop.Backlog.Owe() // a later result, queued behind r1
+	mu.Lock()
+	parking.Park("a", &loop)
+	mu.Unlock()
+
+	// The write's goroutine, once r1 is written:
+	mu.Lock()
+	first.flight.MarkFinished()
+	owed, mine := parking.Claim("a", first)
+	mu.Unlock()
+	first.flight.Close()
+	fmt.Println("claimed:", mine, "owes a write:", owed.Owed(), "still parked:", parking.Parked("a"))
+	// Output:
+	// claimed: true owes a write: true still parked: false
+}
