@@ -41,6 +41,10 @@ type relations struct {
 	// guarded by Bus.mu
 	parents map[Key][]Key    // related object → the objects it relates to, as of its last observation
 	views   map[Key]*relView // object → the view of its related objects; its contents belong to the object's dispatching goroutine
+	// awaits: the objects whose handlers reading related objects wait for
+	// the relist to end (relist.go); relisted: it ended.
+	awaits   map[Key]bool
+	relisted bool
 }
 
 // relField is a subscription to related objects: related.<kind>.<name>.<rest>,
@@ -112,8 +116,10 @@ func (o *observation) relOnly() bool {
 // objects' changes under related.<Kind>.<name>. Related objects are known
 // from the observations made to this bus: after a restart, an object's view
 // is empty until its related objects are observed again (an informer's
-// first list does that), and a state of the object left pending by the
-// earlier run may be handled before then.
+// first list does that). Under Run, until the source calls [Bus.Synced]
+// (or Run is quiet for a while), a handler that reads related objects runs
+// only on the value it last handled or after that, so that a relist in any
+// order runs nothing it handled (docs/semantics.md rule 34).
 func (b *Bus) Relate(kind string, fn RelateFunc) error {
 	if kind == "" {
 		return fmt.Errorf("opbus: Relate: empty kind: expected the kind of the related objects, such as \"Deployment\"")

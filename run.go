@@ -54,6 +54,9 @@ func (b *Bus) Run(ctx context.Context) error {
 		})
 	}
 	go b.resumeUnderRun(ctx, claimed) // not waited for: a hanging listing cannot hang Run
+	if b.rel != nil {
+		go b.endRelistWhenQuiet(ctx) // relist.go
+	}
 
 	<-ctx.Done()
 	if cause := context.Cause(ctx); errors.Is(cause, ErrHalt) {

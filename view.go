@@ -275,9 +275,13 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 				d.ks.setClean(h.idx, false)
 			}
 		}
+		b.mu.Lock()
+		d.await = !d.force && b.rel.awaiting(key)
+		b.mu.Unlock()
 	} else {
 		b.mu.Lock()
 		v = b.rel.views[key]
+		d.await = !d.force && b.rel.awaiting(key)
 		b.mu.Unlock()
 	}
 	if d.new == nil || (v == nil && !b.readsRelated(key.Kind)) {

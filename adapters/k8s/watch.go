@@ -132,6 +132,11 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 		cache.WaitForCacheSync(ctx.Done(), synced...)
 	}
 	if ctx.Err() == nil {
+		// Every object of the first lists that the adapter claimed is
+		// observed now: the relist ends before the bus dispatches (rule 34),
+		// so an owner whose related objects changed or went while no bus
+		// ran is handled at once, on the view as it is.
+		bus.Synced()
 		s.probe.set(func(p *probeState) { p.synced = true })
 		s.log.Info("k8s: watching", "resources", len(kinds), "informers", n, "took", time.Since(begin))
 	}
