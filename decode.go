@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/opbus/opbus/internal/decode"
 	"github.com/opbus/opbus/internal/jsonvalue"
+	"github.com/opbus/opbus/internal/pathsyntax"
 )
 
 // Document returns the JSON form of v as a document the bus takes: it is
@@ -76,14 +78,10 @@ func Decode(v any, out any) error {
 
 // decodeValue stores v in *out (out is a non-nil pointer); at is where v
 // is, for errors: see [decode.Into].
-func decodeValue(v any, at Path, out any) error {
+func decodeValue(v any, at []pathsyntax.Segment, out any) error {
 	err := decode.Into(v, out)
-	if e, ok := err.(*decode.Error); ok {
-		return &ValueError{Path: pathOf(append(at.syntax(), e.Path...)), Value: e.Value, Reason: e.Reason}
+	if e, ok := err.(*decode.Error); ok && len(at) > 0 {
+		e.Path = append(slices.Clip(at), e.Path...)
 	}
-	return err
+	return valueError(err)
 }
-
-// describe names the Go type of v, with its value when it is a number or
-// a bool: see [decode.Describe].
-func describe(v any) string { return decode.Describe(v) }

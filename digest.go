@@ -139,12 +139,16 @@ func appendPath(buf []byte, p Path) []byte {
 // keyed returns a copy of the concrete path p in root with the indexes of
 // keyed lists replaced by [field=value] segments, so that a match does not
 // depend on the position of an element whose list's order is no change.
-func (c *Comparer) keyed(root any, p Path) Path {
+func (c *Comparer) keyed(root any, p Path) Path { return c.rekey(root, p, nil) }
+
+// rekey is keyed for the indexes that keep (nil for all) allows: it is
+// given the index's position in p, its list and the list's key field.
+func (c *Comparer) rekey(root any, p Path, keep func(i int, l []any, field string) bool) Path {
 	out := slices.Clone(p)
 	mask, field, v := c.m.All(), "", root
 	for i, s := range p {
 		if s.Kind == SegIndex && field != "" {
-			if l, ok := v.([]any); ok && s.Index < len(l) {
+			if l, ok := v.([]any); ok && s.Index < len(l) && (keep == nil || keep(i, l, field)) {
 				if k, ok := jsonvalue.ElementKey(l[s.Index], field); ok {
 					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
 				}

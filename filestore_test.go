@@ -2,8 +2,12 @@ package opbus_test
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,4 +78,75 @@ func TestFileStoreLongNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fileStoreV1Keys are the keys of testdata/filestore-v1: the record of
+// the i-th one holds {"n":i}.
+var fileStoreV1Keys = []opbus.Key{
+	{Kind: "Pod", Namespace: "default", Name: "web-0"},
+	{Kind: "Node", Name: "node.example.com"},
+	{Kind: "unit", Name: "app/0"},
+	{Kind: "ConfigMap", Namespace: "kube-system", Name: ".hidden name_x"},
+	{Kind: "Widget", Namespace: "_", Name: "é%~"},
+	{Kind: "Pod", Namespace: "default", Name: strings.Repeat("a", 253)},
+	{Kind: strings.Repeat("K", 300), Namespace: "ns", Name: "n"},
+}
+
+// TestFileStoreReadsItsLayout: the file layout is a format on disk. A
+// directory written by an earlier build (testdata/filestore-v1: escaped
+// names, the empty namespace, hashed parts with their key files) lists and
+// loads as it was written, and saving the same keys afresh writes the same
+// files with the same bytes.
+func TestFileStoreReadsItsLayout(t *testing.T) {
+	ctx := t.Context()
+	old, err := opbus.NewFileStore(filepath.Join("testdata", "filestore-v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []opbus.Key{fileStoreV1Keys[3], fileStoreV1Keys[6], fileStoreV1Keys[1], fileStoreV1Keys[5],
+		fileStoreV1Keys[0], fileStoreV1Keys[4], fileStoreV1Keys[2]} // in key order
+	keys, err := old.Keys(ctx)
+	if err != nil || !slices.Equal(keys, want) {
+		t.Fatalf("Keys: got %q, %v, want %q", keys, err, want)
+	}
+	dir := t.TempDir()
+	fresh, err := opbus.NewFileStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range fileStoreV1Keys {
+		data, err := old.Load(ctx, k)
+		if want := fmt.Sprintf(`{"n":%d}`, i); err != nil || string(data) != want {
+			t.Errorf("Load(%v): got %q, %v, want %s", k, data, err, want)
+		}
+		if err := fresh.Save(ctx, k, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := treeOf(t, dir), treeOf(t, filepath.Join("testdata", "filestore-v1")); !maps.Equal(got, want) {
+		t.Errorf("files written: got %q, want %q", got, want)
+	}
+}
+
+// treeOf returns the files under dir, by path relative to it, with their
+// contents.
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package opbus
 
 import (
 	"fmt"
+
+	"github.com/opbus/opbus/internal/decode"
 )
 
 // Get returns the value at path in doc as a T, or an error that names the
@@ -32,13 +34,16 @@ import (
 // document, it must not be modified.
 func Get[T any](doc map[string]any, path string) (T, error) {
 	var out T
-	p, err := ParsePath(path)
+	p, err := parseSegments(path)
 	if err != nil {
 		return out, err
 	}
-	v, err := lookupField(doc, p)
+	v, err := decode.Lookup(doc, p)
+	if e, ok := err.(*decode.Absent); ok {
+		return out, &absentError{path: decode.Text(p), why: e.Why}
+	}
 	if err != nil {
-		return out, err
+		return out, valueError(err)
 	}
 	if err := decodeValue(v, p, &out); err != nil {
 		var zero T // not what a failed decoding left half done
@@ -47,60 +52,9 @@ func Get[T any](doc map[string]any, path string) (T, error) {
 	return out, nil
 }
 
-// lookupField returns the value at p in doc, or an error saying where the
-// way to it ends: an absent field (ErrAbsent) or a value that is not the
-// map or list p goes through.
-func lookupField(doc map[string]any, p Path) (any, error) {
-	var v any = doc
-	for i, s := range p {
-		if s.Kind == SegAny {
-			return nil, fmt.Errorf("opbus: field path %s: [*] stands for any number of values and Get reads one: name an element by index or key, or visit them all with Resolve", p)
-		}
-		if v == nil {
-			return nil, &absentError{path: p, why: fmt.Sprintf("%s is null", describePath(p[:i]))}
-		}
-		e, ok := step(v, s)
-		if ok {
-			v = e
-			continue
-		}
-		switch s.Kind {
-		case SegKey:
-			if _, isMap := v.(map[string]any); !isMap {
-				return nil, &ValueError{Path: clonePath(p[:i]), Value: v,
-					Reason: fmt.Sprintf("got %s, want a map to look up %q in (reading %s)", describe(v), s.Key, p)}
-			}
-			return nil, &absentError{path: p, why: fmt.Sprintf("%s has no key %q", describePath(p[:i]), s.Key)}
-		default:
-			l, isList := v.([]any)
-			if !isList {
-				return nil, &ValueError{Path: clonePath(p[:i]), Value: v,
-					Reason: fmt.Sprintf("got %s, want a list to find %s in (reading %s)", describe(v), s, p)}
-			}
-			if s.Kind == SegIndex {
-				return nil, &absentError{path: p, why: fmt.Sprintf("%s has %d elements", describePath(p[:i]), len(l))}
-			}
-			return nil, &absentError{path: p, why: fmt.Sprintf("%s has no element with %s=%s", describePath(p[:i]), s.Key, s.Value)}
-		}
-	}
-	if v == nil {
-		return nil, &absentError{path: p, why: "it is null"}
-	}
-	return v, nil
-}
-
-// describePath names p in an error: the path, or "the document" for the
-// root.
-func describePath(p Path) string {
-	if len(p) == 0 {
-		return "the document"
-	}
-	return p.String()
-}
-
 // absentError reports a field that is missing or null.
 type absentError struct {
-	path Path
+	path string
 	why  string
 }
 

@@ -2,7 +2,8 @@ package opbus
 
 import (
 	"bytes"
-	"slices"
+
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 // keepOld stores in the record the value of h's fields in the state h
@@ -50,42 +51,16 @@ func (d *pass) keptOld(h *handler) map[string]any {
 
 // project returns obj cut down to what fields reach: for each, the value
 // at its longest prefix of map keys (a field that starts with a list
-// segment keeps the whole object). The values are shared with obj, and
-// never written: a prefix under one already taken adds nothing.
+// segment keeps the whole object); see [jsonvalue.Project].
 func project(obj map[string]any, fields []Path) map[string]any {
-	prefixes := make([]Path, 0, len(fields))
-	for _, f := range fields {
-		n := 0
-		for n < len(f) && f[n].Kind == SegKey {
-			n++
-		}
-		if n == 0 {
-			return obj
-		}
-		prefixes = append(prefixes, f[:n])
-	}
-	slices.SortFunc(prefixes, func(a, b Path) int { return len(a) - len(b) })
-	out := map[string]any{}
-	var taken []Path
-	for _, p := range prefixes {
-		if slices.ContainsFunc(taken, p.hasPrefix) {
-			continue
-		}
-		v, ok := lookup(obj, p)
-		if !ok {
-			continue
-		}
-		taken = append(taken, p)
-		m := out
-		for _, s := range p[:len(p)-1] {
-			next, ok := m[s.Key].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				m[s.Key] = next
+	keys := make([][]string, len(fields))
+	for i, f := range fields {
+		for _, s := range f {
+			if s.Kind != SegKey {
+				break
 			}
-			m = next
+			keys[i] = append(keys[i], s.Key)
 		}
-		m[p[len(p)-1].Key] = v
 	}
-	return out
+	return jsonvalue.Project(obj, keys)
 }

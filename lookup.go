@@ -1,6 +1,6 @@
 package opbus
 
-import "github.com/opbus/opbus/internal/jsonvalue"
+import "github.com/opbus/opbus/internal/decode"
 
 // lookup returns the value at the concrete path p in v and whether it
 // exists. A [SegMatch] segment finds the list element whose field has that
@@ -15,34 +15,8 @@ func lookup(v any, p Path) (any, bool) {
 	return v, true
 }
 
-func step(v any, s Segment) (any, bool) {
-	switch s.Kind {
-	case SegKey:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		e, ok := m[s.Key]
-		return e, ok
-	case SegIndex:
-		l, ok := v.([]any)
-		if !ok || s.Index >= len(l) {
-			return nil, false
-		}
-		return l[s.Index], true
-	case SegMatch:
-		l, ok := v.([]any)
-		if !ok {
-			return nil, false
-		}
-		for _, e := range l {
-			if k, ok := jsonvalue.ElementKey(e, s.Key); ok && k == s.Value {
-				return e, true
-			}
-		}
-	}
-	return nil, false
-}
+// step returns the child of v that s addresses: see [decode.Step].
+func step(v any, s Segment) (any, bool) { return decode.Step(v, s.syntax()) }
 
 // eachMatch calls fn for every concrete path in v that the pattern p matches,
 // with the value there, in document order (map keys unordered). Matched

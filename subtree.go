@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/opbus/opbus/internal/jsonvalue"
+	"github.com/opbus/opbus/internal/pathsyntax"
 )
 
 // Touches reports whether any change of d affects the subtree that the
@@ -69,28 +70,10 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 		}
 		return nil
 	}
-	type pair struct {
-		old, new     any
-		inOld, inNew bool
-		full         Path
-	}
-	var pairs []pair
-	index := map[string]int{}
+	var ps pairs
 	collect := func(v any, isOld bool) {
 		eachMatch(v, rest, func(at Path, val any) {
-			key := at.String()
-			i, ok := index[key]
-			if !ok {
-				i = len(pairs)
-				index[key] = i
-				full := append(append(Path(nil), c.Path...), at...)
-				pairs = append(pairs, pair{full: full})
-			}
-			if isOld {
-				pairs[i].old, pairs[i].inOld = val, true
-			} else {
-				pairs[i].new, pairs[i].inNew = val, true
-			}
+			ps.add(append(append(Path(nil), c.Path...), at...), val, isOld)
 		})
 	}
 	if c.Op != OpAdd {
@@ -99,22 +82,7 @@ func refine(cmp *Comparer, c Change, p Path) Diff {
 	if c.Op != OpRemove {
 		collect(c.New, false)
 	}
-	slices.SortFunc(pairs, func(x, y pair) int { return comparePaths(x.full, y.full) })
-	var out Diff
-	for _, pr := range pairs {
-		switch {
-		case pr.inOld && pr.inNew:
-			for _, sub := range cmp.Compare(pr.old, pr.new) {
-				sub.Path = append(append(Path(nil), pr.full...), sub.Path...)
-				out = append(out, sub)
-			}
-		case pr.inOld:
-			out = append(out, Change{Op: OpRemove, Path: pr.full, Old: pr.old})
-		default:
-			out = append(out, Change{Op: OpAdd, Path: pr.full, New: pr.new})
-		}
-	}
-	return out
+	return ps.diff(cmp)
 }
 
 // touches reports whether the changes d may have changed the value at any
@@ -162,24 +130,9 @@ func mayOverlap(f, c Path) bool {
 	return true
 }
 
-// maySame reports whether segments a and b may address the same child. A
-// map key is told apart from a list element (a value that turns from map
-// to list, or back, is a change at its parent); [*] may be either.
-func maySame(a, b Segment) bool {
-	if a.Kind == SegAny || b.Kind == SegAny {
-		return true // [*] stands for map keys as well as list elements
-	}
-	if a.Kind == SegKey || b.Kind == SegKey {
-		return a.Kind == b.Kind && a.Key == b.Key
-	}
-	switch {
-	case a.Kind == SegIndex && b.Kind == SegIndex:
-		return a.Index == b.Index
-	case a.Kind == SegMatch && b.Kind == SegMatch && a.Key == b.Key:
-		return a.Value == b.Value
-	}
-	return true // index against key, or keys on different fields
-}
+// maySame reports whether segments a and b may address the same child:
+// see [pathsyntax.MaySame].
+func maySame(a, b Segment) bool { return pathsyntax.MaySame(a.syntax(), b.syntax()) }
 
 // reorderable reports whether the value at f can change with no change in
 // a diff of c: f addresses, by position ([0]) or by a field other than
@@ -267,45 +220,66 @@ func (c *Comparer) within(d Diff, f Path, old, new map[string]any) Diff {
 	if out, ok := c.covered(d, f); ok {
 		return out
 	}
-	type pair struct {
-		at           Path
-		old, new     any
-		inOld, inNew bool
-	}
-	var pairs []pair
-	index := map[string]int{}
+	var ps pairs
 	unique := map[*any]bool{} // keyed lists without duplicate keys, by first element
 	collect := func(root map[string]any, isOld bool) {
 		if root == nil {
 			return
 		}
 		eachMatch(root, f, func(at Path, val any) {
-			if c.m.Ignores() != 0 && c.ignored(c.keyed(root, at)) {
-				return
-			}
-			name := c.named(root, f, at, unique)
-			k := string(appendPath(nil, name))
-			i, ok := index[k]
-			if !ok {
-				i = len(pairs)
-				index[k] = i
-				pairs = append(pairs, pair{at: name})
-			}
-			if isOld {
-				pairs[i].old, pairs[i].inOld = val, true
-			} else {
-				pairs[i].new, pairs[i].inNew = val, true
+			if c.m.Ignores() == 0 || !c.ignored(c.keyed(root, at)) {
+				ps.add(c.named(root, f, at, unique), val, isOld)
 			}
 		})
 	}
 	collect(old, true)
 	collect(new, false)
-	slices.SortFunc(pairs, func(x, y pair) int { return comparePaths(x.at, y.at) })
+	return ps.diff(c)
+}
+
+// pairs gathers the values found at the same paths of an old and a new
+// value, to compare them pair by pair. The zero pairs is empty.
+type pairs struct {
+	list  []pair
+	index map[string]int // by the encoding of at (see appendPath)
+}
+
+type pair struct {
+	at           Path
+	old, new     any
+	inOld, inNew bool
+}
+
+// add records val, found at at (which the pairs keep) in the old value
+// (isOld) or the new one.
+func (ps *pairs) add(at Path, val any, isOld bool) {
+	k := string(appendPath(nil, at))
+	i, ok := ps.index[k]
+	if !ok {
+		if ps.index == nil {
+			ps.index = map[string]int{}
+		}
+		i = len(ps.list)
+		ps.index[k] = i
+		ps.list = append(ps.list, pair{at: at})
+	}
+	if isOld {
+		ps.list[i].old, ps.list[i].inOld = val, true
+	} else {
+		ps.list[i].new, ps.list[i].inNew = val, true
+	}
+}
+
+// diff returns the changes from the old values to the new ones, in path
+// order: the changes cmp finds within a pair, under its path; a value
+// found on one side only is removed or added there.
+func (ps *pairs) diff(cmp *Comparer) Diff {
+	slices.SortFunc(ps.list, func(x, y pair) int { return comparePaths(x.at, y.at) })
 	var out Diff
-	for _, pr := range pairs {
+	for _, pr := range ps.list {
 		switch {
 		case pr.inOld && pr.inNew:
-			for _, sub := range c.Compare(pr.old, pr.new) {
+			for _, sub := range cmp.Compare(pr.old, pr.new) {
 				sub.Path = append(slices.Clip(pr.at), sub.Path...)
 				out = append(out, sub)
 			}
@@ -344,23 +318,15 @@ func (c *Comparer) covered(d Diff, f Path) (Diff, bool) {
 // the diff names it, unless the list has duplicate keys. unique caches
 // which lists have distinct keys.
 func (c *Comparer) named(root any, f, at Path, unique map[*any]bool) Path {
-	out := slices.Clone(at)
-	mask, field, v := c.m.All(), "", root
-	for i, s := range at {
-		if f[i].Kind == SegAny && s.Kind == SegIndex && field != "" {
-			if l, ok := v.([]any); ok && s.Index < len(l) {
-				u, known := unique[&l[0]]
-				if !known {
-					u = jsonvalue.Keyable(l, field) && !jsonvalue.HasDuplicateKeys(l, field)
-					unique[&l[0]] = u
-				}
-				if k, ok := jsonvalue.ElementKey(l[s.Index], field); ok && u {
-					out[i] = Segment{Kind: SegMatch, Key: field, Value: k}
-				}
-			}
+	return c.rekey(root, at, func(i int, l []any, field string) bool {
+		if f[i].Kind != SegAny {
+			return false
 		}
-		mask, _, field = c.step(mask, i, out[i])
-		v, _ = step(v, s)
-	}
-	return out
+		u, known := unique[&l[0]]
+		if !known {
+			u = jsonvalue.Keyable(l, field) && !jsonvalue.HasDuplicateKeys(l, field)
+			unique[&l[0]] = u
+		}
+		return u
+	})
 }

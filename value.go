@@ -65,14 +65,6 @@ func validate(v any, at Path) error {
 	return nil
 }
 
-// clonePath returns a copy of p, nil for the root.
-func clonePath(p Path) Path {
-	if len(p) == 0 {
-		return nil
-	}
-	return append(Path(nil), p...)
-}
-
 // within wraps err in the context of what was being done, without
 // repeating the "opbus: " prefix of err's own message; errors.As and
 // errors.Is see err.

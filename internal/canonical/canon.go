@@ -31,25 +31,11 @@ const ShownPrefix = 8
 // canonical form, at Path (nil for the root; the first [ShownPrefix]
 // segments of a path that is too deep). Value is the value, nil for a
 // value nested too deep.
-type Error struct {
-	Path   []pathsyntax.Segment
-	Value  any
-	Reason string
-}
-
-// Error formats the error as its reason.
-func (e *Error) Error() string { return e.Reason }
-
-func clonePath(p []pathsyntax.Segment) []pathsyntax.Segment {
-	if len(p) == 0 {
-		return nil
-	}
-	return append([]pathsyntax.Segment(nil), p...)
-}
+type Error = pathsyntax.ValueError
 
 // tooDeep reports a value nested deeper than MaxNesting at at.
 func tooDeep(at []pathsyntax.Segment) *Error {
-	return &Error{Path: clonePath(at[:ShownPrefix]),
+	return &Error{Path: pathsyntax.Clone(at[:ShownPrefix]),
 		Reason: fmt.Sprintf("nested deeper than %d levels (a value that contains itself?)", jsonvalue.MaxNesting)}
 }
 
@@ -87,12 +73,12 @@ func Validate(v any, at []pathsyntax.Segment) error {
 	n, ok := jsonvalue.AsNumber(v)
 	if !ok {
 		if _, isNum := v.(json.Number); isNum {
-			return &Error{Path: clonePath(at), Value: v, Reason: "not a valid JSON number"}
+			return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: "not a valid JSON number"}
 		}
-		return &Error{Path: clonePath(at), Value: v, Reason: fmt.Sprintf("unsupported type %T: expected map[string]any, []any, string, bool, nil or a number", v)}
+		return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: fmt.Sprintf("unsupported type %T: expected map[string]any, []any, string, bool, nil or a number", v)}
 	}
 	if !n.Finite() {
-		return &Error{Path: clonePath(at), Value: v, Reason: "not a finite number: JSON has no NaN or infinity"}
+		return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: "not a finite number: JSON has no NaN or infinity"}
 	}
 	return nil
 }

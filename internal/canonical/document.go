@@ -167,7 +167,7 @@ func (c *canonicalizer) converted(rv reflect.Value, at []pathsyntax.Segment) (an
 	case reflect.Float32, reflect.Float64:
 		f := rv.Float()
 		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, &Error{Path: clonePath(at), Value: rv.Interface(), Reason: "not a finite number: JSON has no NaN or infinity"}
+			return nil, &Error{Path: pathsyntax.Clone(at), Value: rv.Interface(), Reason: "not a finite number: JSON has no NaN or infinity"}
 		}
 		if t.Kind() == reflect.Float32 {
 			// The float64 that its JSON form reads as: float32(0.1) is
@@ -251,5 +251,5 @@ func unsupported(rv reflect.Value, at []pathsyntax.Segment, why string) error {
 	if rv.Type() == reflect.TypeFor[[]byte]() {
 		name = "[]byte" // not []uint8, as reflect names it
 	}
-	return &Error{Path: clonePath(at), Value: rv.Interface(), Reason: fmt.Sprintf("unsupported type %s: %s", name, why)}
+	return &Error{Path: pathsyntax.Clone(at), Value: rv.Interface(), Reason: fmt.Sprintf("unsupported type %s: %s", name, why)}
 }

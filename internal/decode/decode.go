@@ -1,7 +1,8 @@
 // Package decode stores JSON-like values (see internal/jsonvalue) in Go
 // values of any type, as opbus.Decode and opbus.Get do: numbers, strings,
 // bools and any directly, with range and whole-number checks, every other
-// type through the value's JSON form, as encoding/json decodes it.
+// type through the value's JSON form, as encoding/json decodes it. It also
+// finds the value Get reads at a path ([Lookup], [Step]).
 //
 // Invariants:
 //   - A value that does not fit is an *[Error] naming its path relative to
@@ -9,6 +10,9 @@
 //     a string's content is never named (it may be a secret).
 //   - What is stored as a map[string]any, []any or any is part of the
 //     value, not a copy; the value is never modified.
+//   - A lookup that does not find its value says where the way ends: an
+//     *[Absent] for what is missing or null, an *[Error] at a value that is
+//     not the map or list the path goes through.
 //   - A failed conversion leaves the target as encoding/json leaves it:
 //     callers that promise a zero value on error reset it themselves.
 package decode
@@ -30,21 +34,7 @@ import (
 
 // Error reports a value that does not fit the type it is decoded into, at
 // Path (relative to the value decoded; nil for that value itself).
-type Error struct {
-	Path   []pathsyntax.Segment
-	Value  any
-	Reason string
-}
-
-// Error formats the error as its reason.
-func (e *Error) Error() string { return e.Reason }
-
-func clonePath(p []pathsyntax.Segment) []pathsyntax.Segment {
-	if len(p) == 0 {
-		return nil
-	}
-	return append([]pathsyntax.Segment(nil), p...)
-}
+type Error = pathsyntax.ValueError
 
 func key(k string) pathsyntax.Segment { return pathsyntax.Segment{Kind: pathsyntax.Key, Key: k} }
 
@@ -213,7 +203,7 @@ func decodeUint(v any, at []pathsyntax.Segment, rv reflect.Value) error {
 func decodeJSON(v any, at []pathsyntax.Segment, out any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return &Error{Path: clonePath(at), Value: v, Reason: fmt.Sprintf("no JSON form: %v", err)}
+		return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: fmt.Sprintf("no JSON form: %v", err)}
 	}
 	err = json.Unmarshal(data, out)
 	if err == nil {
@@ -231,13 +221,13 @@ func decodeJSON(v any, at []pathsyntax.Segment, out any) error {
 				}
 			}
 		}
-		where := append(clonePath(at), rel...)
+		where := append(pathsyntax.Clone(at), rel...)
 		if got, ok := lookup(v, rel); ok {
 			return mismatch(got, where, te.Type.String(), "")
 		}
 		return &Error{Path: where, Reason: fmt.Sprintf("got %s, want %s", te.Value, te.Type)}
 	}
-	return &Error{Path: clonePath(at), Value: v, Reason: fmt.Sprintf("cannot decode into %s: %s", want, strings.TrimPrefix(err.Error(), "json: "))}
+	return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: fmt.Sprintf("cannot decode into %s: %s", want, strings.TrimPrefix(err.Error(), "json: "))}
 }
 
 // pathAtOffset returns the path of the value in the JSON text data that
@@ -304,7 +294,7 @@ func mismatch(v any, at []pathsyntax.Segment, want, why string) error {
 	if why != "" {
 		reason += ": " + why
 	}
-	return &Error{Path: clonePath(at), Value: v, Reason: reason}
+	return &Error{Path: pathsyntax.Clone(at), Value: v, Reason: reason}
 }
 
 // Describe names the Go type of v, with its value when it is a number or a
