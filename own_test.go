@@ -315,3 +315,53 @@ func TestAcquireResumes(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseWhileDispatchWaits: a Dispatch call waiting for a key whose
+// pass runs when the key is released returns an error wrapping
+// ErrNotOwned, and its state is saved with the key's, for the next owner.
+func TestReleaseWhileDispatchWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		unblock := make(chan struct{})
+		var mu sync.Mutex
+		var seen []string
+		handler := func(name string) HandlerFunc {
+			return func(ctx context.Context, ev *Event) (Status, error) {
+				if name == "one" && ev.New["x"] == "a" {
+					<-unblock
+				}
+				mu.Lock()
+				seen = append(seen, name+":"+ev.New["x"].(string))
+				mu.Unlock()
+				return Active("ok"), nil
+			}
+		}
+		s1 := startShard(t, &Options{Store: store}, func(b *Bus) { must(t, b.Handle("h", handler("one"), On{Fields: []string{"x"}})) })
+		must(t, s1.b.Observe(t.Context(), podKey, map[string]any{"x": "a"}))
+		synctest.Wait()
+		dispatched := make(chan error, 1)
+		go func() { dispatched <- s1.b.Dispatch(t.Context(), podKey, map[string]any{"x": "b"}) }()
+		synctest.Wait()
+		released := make(chan error, 1)
+		go func() { released <- s1.b.Release(t.Context(), isKey(podKey)) }()
+		synctest.Wait()
+		close(unblock)
+		must(t, <-released)
+		if err := <-dispatched; !errors.Is(err, ErrNotOwned) {
+			t.Errorf("the waiting Dispatch = %v, want ErrNotOwned", err)
+		}
+		if p := storedPending(t, s1.b, podKey); len(p) != 1 || p[0].Object["x"] != "b" {
+			t.Errorf("pending states = %v, want the Dispatch call's x=b", p)
+		}
+		s2 := startShard(t, &Options{Store: store}, func(b *Bus) { must(t, b.Handle("h", handler("two"), On{Fields: []string{"x"}})) })
+		must(t, s2.b.Acquire(t.Context(), isKey(podKey)))
+		synctest.Wait()
+		mu.Lock()
+		if got := strings.Join(seen, " "); got != "one:a two:b" {
+			t.Errorf("runs = %q, want \"one:a two:b\"", got)
+		}
+		mu.Unlock()
+		must(t, s1.stop())
+		must(t, s2.stop())
+	})
+}
