@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/opbus/opbus/internal/canonical"
+	"github.com/opbus/opbus/internal/decode"
 	"github.com/opbus/opbus/internal/jsonvalue"
 	"github.com/opbus/opbus/internal/pathsyntax"
 )
@@ -155,7 +156,7 @@ func (c *Comparer) rekey(root any, p Path, keep func(i int, l []any, field strin
 			}
 		}
 		mask, _, field = c.step(mask, i, out[i])
-		v, _ = step(v, s)
+		v, _ = decode.Step(v, s.syntax())
 	}
 	return out
 }

@@ -8,15 +8,12 @@ import "github.com/opbus/opbus/internal/decode"
 func lookup(v any, p Path) (any, bool) {
 	for _, s := range p {
 		var ok bool
-		if v, ok = step(v, s); !ok {
+		if v, ok = decode.Step(v, s.syntax()); !ok {
 			return nil, false
 		}
 	}
 	return v, true
 }
-
-// step returns the child of v that s addresses: see [decode.Step].
-func step(v any, s Segment) (any, bool) { return decode.Step(v, s.syntax()) }
 
 // eachMatch calls fn for every concrete path in v that the pattern p matches,
 // with the value there, in document order (map keys unordered). Matched
@@ -33,7 +30,7 @@ func resolve(v any, rest, at Path, fn func(Path, any)) {
 	}
 	s := rest[0]
 	if s.Kind != SegAny {
-		if e, ok := step(v, s); ok {
+		if e, ok := decode.Step(v, s.syntax()); ok {
 			resolve(e, rest[1:], append(at, s), fn)
 		}
 		return

@@ -33,9 +33,10 @@ type pass struct {
 	view    *relView  // the view of related objects new holds (view.go); nil for none
 	now     time.Time // when schedules were first checked in this pass (timer.go)
 	tick    bool      // the handler being run is due to its schedule (timer.go)
-	await   bool      // the object waits for the relist to end (relist.go)
 	// storeFail: a save or publish of this pass failed (counted once).
 	storeFail bool
+	// relistWait: the object waits for the relist to end (relist.go).
+	relistWait bool
 }
 
 func (d *pass) setValue(name, value string) {
@@ -177,7 +178,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, l *lane, ks *keyState, op *obs
 		if ks.x != nil {
 			ks.x.loadFails = 0
 		}
-		b.awaitRecorded(ks) // relist.go
+		b.waitForRelist(ks) // relist.go
 		if p := ks.rec.States(); len(p) > 0 {
 			// States an earlier run left pending are older than any
 			// observed since: they go first.
@@ -426,7 +427,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 		if !h.forKind(ks.key.Kind) {
 			continue
 		}
-		if d.await && len(h.rel) > 0 && b.waitsForRelist(d, h) {
+		if d.relistWait && len(h.rel) > 0 && b.differsInRelist(d, h) {
 			waited = true // relist.go
 			continue
 		}
@@ -484,8 +485,8 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 		}
 		b.run(ctx, d, h, typ, cur, coalesced)
 	}
-	if d.await && !waited {
-		b.relisted(ks.key) // each handler reading related objects is back on its value
+	if d.relistWait && !waited {
+		b.relistWaitOver(ks.key) // each handler reading related objects is back on its value
 	}
 }
 

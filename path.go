@@ -220,11 +220,27 @@ func (s Segment) matches(c Segment) bool {
 	return pathsyntax.Matches(s.syntax(), c.syntax())
 }
 
-// comparePaths orders paths as diffs are ordered: segment by segment (see
-// [pathsyntax.Compare]); a path sorts before the paths below it.
+// comparePaths orders paths as diffs are ordered: segment by segment, keys in
+// byte order, indexes by number, keyed elements by value; a path sorts
+// before the paths below it.
 func comparePaths(a, b Path) int {
 	for i := 0; i < len(a) && i < len(b); i++ {
-		if r := pathsyntax.Compare(a[i].syntax(), b[i].syntax()); r != 0 {
+		x, y := a[i], b[i]
+		if x.Kind != y.Kind {
+			return cmp.Compare(x.Kind, y.Kind)
+		}
+		var r int
+		switch x.Kind {
+		case SegIndex:
+			r = cmp.Compare(x.Index, y.Index)
+		case SegMatch:
+			if r = strings.Compare(x.Key, y.Key); r == 0 {
+				r = strings.Compare(x.Value, y.Value)
+			}
+		default:
+			r = strings.Compare(x.Key, y.Key)
+		}
+		if r != 0 {
 			return r
 		}
 	}

@@ -41,10 +41,10 @@ type relations struct {
 	// guarded by Bus.mu
 	parents map[Key][]Key    // related object → the objects it relates to, as of its last observation
 	views   map[Key]*relView // object → the view of its related objects; its contents belong to the object's dispatching goroutine
-	// awaits: the objects whose handlers reading related objects wait for
-	// the relist to end (relist.go); relisted: it ended.
-	awaits   map[Key]bool
-	relisted bool
+	// relistWaits: the objects whose handlers reading related objects wait for
+	// the relist to end (relist.go); relistEnded: it ended.
+	relistWaits map[Key]bool
+	relistEnded bool
 }
 
 // relField is a subscription to related objects: related.<kind>.<name>.<rest>,

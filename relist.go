@@ -50,21 +50,26 @@ func (b *Bus) Synced() {
 // objects run if their value differs; b.mu is held.
 func (b *Bus) endRelist() {
 	r := b.rel
-	if r == nil || r.relisted {
+	if r == nil || r.relistEnded {
 		return
 	}
-	r.relisted = true
-	for key := range r.awaits {
+	r.relistEnded = true
+	for key := range r.relistWaits {
+		ks := b.q.keys[key]
+		if ks == nil || b.stopping {
+			continue // forgotten (its incarnation ended), or nothing more runs
+		}
 		// A change whose child is the object itself changes nothing in
 		// its view: no object relates to itself (relatedTo).
-		b.push(b.keyState(key), observation{rel: []relChange{{child: key}}})
+		b.push(ks, observation{rel: []relChange{{child: key}}})
 	}
-	r.awaits = nil
+	r.relistWaits = nil
 }
 
 // endRelistWhenQuiet ends the relist, under Run, once no object was
-// observed for relistQuiet and nothing is queued, the store's pending
-// states listed; it returns when ctx ends or the relist has ended.
+// observed for relistQuiet and nothing is pending (queued, being handled,
+// or the store being listed for pending states); it returns when ctx ends
+// or the relist has ended.
 func (b *Bus) endRelistWhenQuiet(ctx context.Context) {
 	t := time.NewTicker(relistQuiet)
 	defer t.Stop()
@@ -77,11 +82,11 @@ func (b *Bus) endRelistWhenQuiet(ctx context.Context) {
 		}
 		n := b.stats.observed.Load()
 		b.mu.Lock()
-		quiet := n == last && b.resumed == resumeDone && b.q.kq.Pending() == 0
+		quiet := n == last && b.q.kq.Pending() == 0
 		if quiet {
 			b.endRelist()
 		}
-		ended := b.rel.relisted
+		ended := b.rel.relistEnded
 		b.mu.Unlock()
 		if ended {
 			return
@@ -90,25 +95,25 @@ func (b *Bus) endRelistWhenQuiet(ctx context.Context) {
 	}
 }
 
-// awaitRecorded, for ks whose record was just loaded, makes ks wait for
+// waitForRelist, for ks whose record was just loaded, makes ks wait for
 // the relist to end if a handler that reads related objects has handled a
 // value of it: until then, such a handler runs only if its value is back
 // to the one it handled (then the view is whole again and ks waits no
 // more). Only under Run, while the relist lasts.
-func (b *Bus) awaitRecorded(ks *keyState) {
+func (b *Bus) waitForRelist(ks *keyState) {
 	if b.rel == nil || ks.rec.EndedAt() != 0 || !b.handledRelated(ks) {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.rel
-	if r.relisted || !b.running || b.stopping {
+	if r.relistEnded || !b.running || b.stopping {
 		return
 	}
-	if r.awaits == nil {
-		r.awaits = map[Key]bool{}
+	if r.relistWaits == nil {
+		r.relistWaits = map[Key]bool{}
 	}
-	r.awaits[ks.key] = true
+	r.relistWaits[ks.key] = true
 }
 
 // handledRelated reports whether the record of ks holds the digest of a
@@ -122,12 +127,12 @@ func (b *Bus) handledRelated(ks *keyState) bool {
 	return false
 }
 
-// waitsForRelist reports whether h, which reads related objects, waits
-// for the relist to end in the pass d of an object that awaits it: its
+// differsInRelist reports whether h, which reads related objects, waits
+// for the relist to end in the pass d of an object that waits for it: its
 // value differs from the one it handled, which may be a view still
 // partial. A handler that handled nothing yet does not wait: nothing it
 // handled could run again.
-func (b *Bus) waitsForRelist(d *pass, h *handler) bool {
+func (b *Bus) differsInRelist(d *pass, h *handler) bool {
 	stored := d.rec.Digests[h.idx]
 	if stored.isZero() {
 		return false
@@ -136,14 +141,14 @@ func (b *Bus) waitsForRelist(d *pass, h *handler) bool {
 	return err == nil && cur != stored
 }
 
-// relisted notes that key waits for the relist no more.
-func (b *Bus) relisted(key Key) {
+// relistWaitOver notes that key waits for the relist no more.
+func (b *Bus) relistWaitOver(key Key) {
 	b.mu.Lock()
-	delete(b.rel.awaits, key)
+	delete(b.rel.relistWaits, key)
 	b.mu.Unlock()
 }
 
-// awaiting reports whether key waits for the relist to end; b.mu is held.
-func (r *relations) awaiting(key Key) bool {
-	return r.awaits[key]
+// waitsForRelist reports whether key waits for the relist to end; b.mu is held.
+func (r *relations) waitsForRelist(key Key) bool {
+	return r.relistWaits[key]
 }

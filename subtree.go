@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/opbus/opbus/internal/jsonvalue"
-	"github.com/opbus/opbus/internal/pathsyntax"
 )
 
 // Touches reports whether any change of d affects the subtree that the
@@ -130,9 +129,24 @@ func mayOverlap(f, c Path) bool {
 	return true
 }
 
-// maySame reports whether segments a and b may address the same child:
-// see [pathsyntax.MaySame].
-func maySame(a, b Segment) bool { return pathsyntax.MaySame(a.syntax(), b.syntax()) }
+// maySame reports whether segments a and b may address the same child. A
+// map key is told apart from a list element (a value that turns from map
+// to list, or back, is a change at its parent); [*] may be either.
+func maySame(a, b Segment) bool {
+	if a.Kind == SegAny || b.Kind == SegAny {
+		return true // [*] stands for map keys as well as list elements
+	}
+	if a.Kind == SegKey || b.Kind == SegKey {
+		return a.Kind == b.Kind && a.Key == b.Key
+	}
+	switch {
+	case a.Kind == SegIndex && b.Kind == SegIndex:
+		return a.Index == b.Index
+	case a.Kind == SegMatch && b.Kind == SegMatch && a.Key == b.Key:
+		return a.Value == b.Value
+	}
+	return true // index against key, or keys on different fields
+}
 
 // reorderable reports whether the value at f can change with no change in
 // a diff of c: f addresses, by position ([0]) or by a field other than

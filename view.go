@@ -276,12 +276,12 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 			}
 		}
 		b.mu.Lock()
-		d.await = !d.force && b.rel.awaiting(key)
+		d.relistWait = !d.force && b.rel.waitsForRelist(key)
 		b.mu.Unlock()
 	} else {
 		b.mu.Lock()
 		v = b.rel.views[key]
-		d.await = !d.force && b.rel.awaiting(key)
+		d.relistWait = !d.force && b.rel.waitsForRelist(key)
 		b.mu.Unlock()
 	}
 	if d.new == nil || (v == nil && !b.readsRelated(key.Kind)) {

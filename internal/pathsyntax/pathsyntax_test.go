@@ -68,33 +68,3 @@ func TestCloneIsACopy(t *testing.T) {
 		t.Errorf("Clone: got %v, want a copy of [a [1]]", c)
 	}
 }
-
-// TestRelations checks Matches, MaySame and Compare on every pair of a
-// set of segments: a match may be the same, MaySame is symmetric, and
-// Compare is an order that is 0 only for equal segments.
-func TestRelations(t *testing.T) {
-	segs := []Segment{{Kind: Key, Key: "a"}, {Kind: Key, Key: "b"}, {Kind: Key}, {Kind: Index}, {Kind: Index, Index: 2},
-		{Kind: Any}, {Kind: Match, Key: "name", Value: "x"}, {Kind: Match, Key: "name", Value: "y"}, {Kind: Match, Key: "id", Value: "x"}}
-	for _, a := range segs {
-		for _, b := range segs {
-			if b.Kind != Any && Matches(a, b) && !MaySame(a, b) {
-				t.Errorf("%v matches %v, but MaySame says they cannot be the same", a, b)
-			}
-			if MaySame(a, b) != MaySame(b, a) {
-				t.Errorf("MaySame(%v, %v) != MaySame(%v, %v)", a, b, b, a)
-			}
-			if c := Compare(a, b); c != -Compare(b, a) || (c == 0) != (a == b) {
-				t.Errorf("Compare(%v, %v) = %d, Compare(%v, %v) = %d", a, b, c, b, a, Compare(b, a))
-			}
-		}
-	}
-	want := map[[2]int]bool{{0, 1}: false, {0, 3}: false, {3, 4}: false, {3, 6}: true, {6, 7}: false, {6, 8}: true, {0, 5}: true}
-	for ij, w := range want {
-		if got := MaySame(segs[ij[0]], segs[ij[1]]); got != w {
-			t.Errorf("MaySame(%v, %v) = %v, want %v", segs[ij[0]], segs[ij[1]], got, w)
-		}
-	}
-	if Compare(segs[0], segs[3]) >= 0 || Compare(segs[3], segs[4]) >= 0 || Compare(segs[8], segs[6]) >= 0 || Compare(segs[6], segs[7]) >= 0 {
-		t.Error("Compare: want keys before indexes, indexes by number, matches by field then value")
-	}
-}

@@ -72,3 +72,19 @@ func plainValue(v string) bool {
 	}
 	return !strings.ContainsAny(v, "[]\"")
 }
+
+// Matches reports whether the pattern segment s matches the concrete
+// segment c: [Any] matches anything, every other kind the same segment.
+func Matches(s, c Segment) bool {
+	switch s.Kind {
+	case Any:
+		return true
+	case Key:
+		return c.Kind == Key && c.Key == s.Key
+	case Index:
+		return c.Kind == Index && c.Index == s.Index
+	case Match:
+		return c.Kind == Match && c.Key == s.Key && c.Value == s.Value
+	}
+	return false
+}
