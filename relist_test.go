@@ -209,3 +209,20 @@ func TestRelatedRestartWholeViewEndsWait(t *testing.T) {
 	observe(deployKey("web"), deployment("web", 2, "shop"))
 	checkRuns(t, r2, "shop", "update:web=2")
 }
+
+// TestRelatedRestartDispatchDoesNotWait: a Dispatch of the WebApp during
+// the relist does not wait for its Deployment: it handles the view as far
+// as it is known (rule 34), as it did before the relist waited.
+func TestRelatedRestartDispatchDoesNotWait(t *testing.T) {
+	open := relistStore(t, "memory")
+	_, _, observe, stop := restartedRelated(t, open())
+	observe(appKey("shop"), webAppDoc("shop", 1))
+	observe(deployKey("web"), deployment("web", 1, "shop"))
+	stop()
+
+	b, r2, observe, _ := restartedRelated(t, open())
+	observe(appKey("shop"), webAppDoc("shop", 1))
+	checkRuns(t, r2, "shop")
+	must(t, b.Dispatch(t.Context(), appKey("shop"), webAppDoc("shop", 1)))
+	checkRuns(t, r2, "shop", "update:")
+}
