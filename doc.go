@@ -142,6 +142,16 @@
 // records, so the next run handles them. [Bus.Dispatch] handles one state
 // synchronously, for one-shot programs such as Juju hooks.
 //
+// # Sharing keys between buses
+//
+// Buses that share a store (replicas, each with a share of the objects)
+// hand keys to each other: the owner calls [Bus.Release], which returns
+// once no pass or write of those keys runs and has saved their unhandled
+// states in their records, then the next owner calls [Bus.Acquire],
+// which queues those states. Digests, failures, schedules and slots come
+// with the records, so once per value holds across a hand-off. A bus that
+// does not own a key refuses it with [ErrNotOwned].
+//
 // # Explaining
 //
 // [Bus.Explain] tells why each handler did or did not run for an object:
