@@ -131,6 +131,7 @@ type Bus struct {
 	stripes [64]sync.Mutex // order a key's store writes with shutdown's (see stripe)
 	halted  atomic.Bool    // a halt began: nothing more is written (halt.go)
 	subs    sync.Map       // kind → *subscribed, once the bus has started (subscribed.go)
+	own     ownership      // the keys released and acquired (own.go)
 }
 
 // settings are a Bus's Options with their defaults filled in.

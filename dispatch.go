@@ -54,6 +54,13 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		b.mu.Unlock()
 		return err
 	}
+	if !b.owns(key) {
+		// Released while the call waited: its state is saved as pending
+		// for the key's next owner (own.go).
+		b.release(ks)
+		b.mu.Unlock()
+		return notOwned("dispatch", key)
+	}
 	b.mu.Unlock()
 	ctx, h := withHolding(ctx, ks)
 	held, err := b.passesUntil(ctx, ks, first, mine)
@@ -76,6 +83,9 @@ func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *ke
 	}
 	if b.stopping {
 		return nil, nil, 0, ErrClosed
+	}
+	if !b.owns(key) {
+		return nil, nil, 0, notOwned("dispatch", key) // own.go
 	}
 	if ks := b.q.keys[key]; ks != nil && b.q.kq.Held(ks) && holds(ctx, ks) {
 		return nil, nil, 0, fmt.Errorf("opbus: dispatch of %v from inside a pass of that object (a handler's context): the call would wait for its own pass; nothing is queued (use Observe to queue the state)", key)

@@ -20,6 +20,12 @@ var ErrClosed = errors.New("opbus: bus is closed")
 // takes over observes the objects afresh.
 var ErrHalt = errors.New("opbus: halted")
 
+// ErrNotOwned is returned, wrapped with the key, by [Bus.Observe],
+// [Bus.Dispatch] and their variants for a key the bus has given up with
+// [Bus.Release] and not taken on again with [Bus.Acquire]: another bus
+// handles it now.
+var ErrNotOwned = errors.New("opbus: key not owned by this bus")
+
 // ErrPermanent marks an error that retrying will not fix: the handler runs
 // again only when its subscribed value changes. Test with errors.Is.
 var ErrPermanent = errors.New("opbus: permanent failure")

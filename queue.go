@@ -245,6 +245,9 @@ func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
 	if err := b.freeze(); err != nil {
 		return err
 	}
+	if !b.owns(key) {
+		return notOwned("observation", key) // own.go
+	}
 	b.push(b.keyState(key), o)
 	b.relay(key, o, to)
 	return nil

@@ -247,10 +247,12 @@ func (b *Bus) relay(key Key, o observation, to []Key) {
 	}
 	prev := r.parents[key]
 	for _, p := range to {
-		b.push(b.keyState(p), observation{rel: []relChange{{child: key, doc: doc}}})
+		if b.owns(p) { // else its owner sees the change itself (own.go)
+			b.push(b.keyState(p), observation{rel: []relChange{{child: key, doc: doc}}})
+		}
 	}
 	for _, p := range prev {
-		if !slices.Contains(to, p) {
+		if !slices.Contains(to, p) && b.owns(p) {
 			b.push(b.keyState(p), observation{rel: []relChange{{child: key}}})
 		}
 	}

@@ -147,11 +147,13 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	}
 	ks, _ := b.q.kq.Next()
 	held := b.q.kq.Held(ks)
-	if b.q.keys[ks.key] != ks || b.awaited(ks) || (held && !b.takeParked(l, ks)) {
-		// gone, left to a Dispatch call, or held by one or by a lane
+	if b.q.keys[ks.key] != ks || b.awaited(ks) || !b.owns(ks.key) || (held && !b.takeParked(l, ks)) {
+		// gone, left to a Dispatch call, released (own.go), or held by
+		// one or by a lane
 		b.mu.Unlock()
 		return
 	}
+	ctx = b.keyCtx(ctx, l, ks) // Release may cancel it (own.go)
 	if !held {
 		b.acquire(ks)
 		if l != nil {
@@ -244,6 +246,9 @@ func (b *Bus) release(ks *keyState) {
 	} else if b.onlyRelatedTo(ks) {
 		delete(b.q.keys, ks.key) // related.go
 	}
+	if b.q.keys[ks.key] != ks {
+		b.endHold(ks) // forgotten (own.go)
+	}
 }
 
 // maxEnded bounds the deleted keys remembered so that a repeated deletion
@@ -288,7 +293,7 @@ func (b *Bus) resumePending(ctx context.Context) error {
 		// key's first pass loads it again (with backoff, reporting a
 		// corrupt record), so that nothing pending is left behind.
 		b.mu.Lock()
-		if _, known := b.q.keys[key]; !known && !b.stopping {
+		if _, known := b.q.keys[key]; !known && !b.stopping && b.owns(key) {
 			// A key already known (observed, or being dispatched) reads its
 			// record, pending states included, at its first pass.
 			b.makeDue(b.keyState(key))

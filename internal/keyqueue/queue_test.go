@@ -527,3 +527,33 @@ func TestCheckReportsBrokenInvariants(t *testing.T) {
 		}
 	}
 }
+
+func TestClear(t *testing.T) {
+	var mu sync.Mutex
+	mu.Lock()
+	defer mu.Unlock()
+	q := New(Options[string, int]{Lock: &mu})
+	q.Add("a", 1)
+	q.AddAwaited("a", 2)
+	q.Add("b", 3)
+	q.Block("a", true)
+	q.SetDue("a")
+	if k, _ := q.Next(); k != "a" {
+		t.Fatalf("Next: got %q, want a", k)
+	}
+	q.Hold("a")
+	items := q.Clear("a")
+	if len(items) != 2 || items[0].Value != 1 || items[1].Value != 2 || !items[1].Awaited {
+		t.Fatalf("Clear: got %v, want items 1 and 2 (awaited)", items)
+	}
+	if q.Len() != 1 || q.KeyLen("a") != 0 || q.Due("a") || q.Blocked("a") {
+		t.Fatalf("after Clear: Len %d, KeyLen(a) %d, Due %v, Blocked %v; want 1, 0, false, false", q.Len(), q.KeyLen("a"), q.Due("a"), q.Blocked("a"))
+	}
+	q.Release("a")
+	if err := q.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if q.Clear("none") != nil {
+		t.Fatal("Clear of an unknown key: want no items")
+	}
+}

@@ -1,0 +1,394 @@
+package opbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/opbus/opbus/internal/keyqueue"
+)
+
+// Sharing keys between buses: a bus owns every key until it releases
+// some (Release), and owns them again once it acquires them (Acquire).
+// Buses that share a store hand keys to each other this way: one
+// releases, then the other acquires; the store carries each key's record
+// (digests, timers, slots, pending states) from one to the other.
+
+// ownership is what a Bus keeps of the keys it owns.
+type ownership struct {
+	// calls serialises Release and Acquire calls.
+	calls sync.Mutex
+	// ops are the Release (release) and Acquire calls made, in order;
+	// the last whose predicate names a key decides whether the bus owns
+	// it, and a key no call names is owned. Guarded by Bus.mu.
+	ops []ownOp
+	// held is the cancellable context of the passes of each key that
+	// Run's goroutines have held since the first Release or Acquire call:
+	// Release cancels it when it abandons the key's passes; it ends when
+	// the key is forgotten. Guarded by Bus.mu.
+	held map[*keyState]heldCtx
+}
+
+type ownOp struct {
+	keys    func(Key) bool
+	release bool
+}
+
+type heldCtx struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// owns reports whether the bus owns key; b.mu is held.
+func (b *Bus) owns(key Key) bool {
+	ops := b.own.ops
+	for i := len(ops) - 1; i >= 0; i-- {
+		if ops[i].keys(key) {
+			return !ops[i].release
+		}
+	}
+	return true
+}
+
+// notOwned returns the error of an observation of key, which the bus does
+// not own.
+func notOwned(what string, key Key) error {
+	return fmt.Errorf("opbus: %s of %v: %w (it was released to another bus; Acquire takes it on again)", what, key, ErrNotOwned)
+}
+
+// keyCtx returns the context for the passes of ks that Run's lane l
+// makes: ctx, Run's, or, once Release or Acquire has been called, the
+// key's own context below it, which Release cancels when it abandons
+// them and which lasts while the bus keeps the key (endHold); so that a
+// bus that shares no keys makes none. Wait's passes (nil l) get ctx, the
+// caller's. b.mu is held.
+func (b *Bus) keyCtx(ctx context.Context, l *lane, ks *keyState) context.Context {
+	if l == nil || len(b.own.ops) == 0 {
+		return ctx
+	}
+	if h, ok := b.own.held[ks]; ok {
+		return h.ctx
+	}
+	c, cancel := context.WithCancelCause(ctx)
+	if b.own.held == nil {
+		b.own.held = map[*keyState]heldCtx{}
+	}
+	b.own.held[ks] = heldCtx{ctx: c, cancel: cancel}
+	return c
+}
+
+// endHold ends the context keyCtx made for ks, which the bus forgets;
+// b.mu is held.
+func (b *Bus) endHold(ks *keyState) {
+	if h, ok := b.own.held[ks]; ok {
+		delete(b.own.held, ks)
+		h.cancel(nil)
+	}
+}
+
+// leaving is a released key's work, to be saved in its record.
+type leaving struct {
+	ks        *keyState
+	items     []keyqueue.Item[observation] // its queue, put back if saving fails
+	states    []observation
+	abandoned bool // a pass of it was abandoned
+	taken     bool // states include the record's pending states
+	owed      []byte
+	mine      bool // Release holds the key (no abandoned pass does)
+	timers    bool // its record in memory has schedules, whose anchors the store may not have
+	err       error
+}
+
+// Release gives up the keys that keys names: from its call on, the bus
+// starts no pass for them, and [Bus.Observe], [Bus.Dispatch] and their
+// variants return an error wrapping [ErrNotOwned] for them. Release waits
+// until no pass of such a key runs and no write of one is under way, then
+// saves their queued states as pending in their records (as a stopping
+// Run does), stops their timers and retries, and forgets them: nothing
+// is written for those keys afterwards, until [Bus.Acquire] takes them
+// on again. Another bus sharing the store may then acquire them.
+//
+// If ctx ends first, the passes still running are abandoned as at Run's
+// shutdown timeout: their results are not written, the context of those
+// Run dispatches is cancelled with a cause wrapping ErrNotOwned, and
+// their states are saved as pending. (A Dispatch call's or Wait's handlers
+// get that call's context, which Release does not cancel; nor does it
+// cancel the passes of keys held since before the bus's first Release or
+// Acquire call: a program that shares keys calls one of them before it
+// observes any, as a replica computing its share does.) Release then returns an error wrapping ctx's,
+// having waited at most a second more for them. It also returns the
+// errors saving the pending states: a key whose states could not be
+// saved stays in memory, not owned, and a later Release tries again.
+//
+// keys is called with the bus's lock held, for every key known and every
+// key observed later: it must be quick and must not call the bus. Release
+// and Acquire calls are serialised; both are safe to call concurrently
+// with Observe, Dispatch and Run. After Run has begun to stop, Release
+// returns an error wrapping [ErrClosed] (Run saves the pending states).
+func (b *Bus) Release(ctx context.Context, keys func(Key) bool) error {
+	if keys == nil {
+		return errors.New("opbus: Release: nil key predicate: expected a function reporting the keys to give up")
+	}
+	b.own.calls.Lock()
+	defer b.own.calls.Unlock()
+	b.mu.Lock()
+	if err := b.freeze(); err != nil || b.stopping {
+		b.mu.Unlock()
+		return fmt.Errorf("opbus: Release: %w", ErrClosed)
+	}
+	b.own.ops = append(b.own.ops, ownOp{keys: keys, release: true})
+	var targets []*keyState
+	for _, ks := range b.q.keys {
+		if keys(ks.key) {
+			targets = append(targets, ks)
+			b.quiet(ks)
+		}
+	}
+	var waitErr error
+	var abandoned map[*keyState]*observation
+	for {
+		busy := b.busyOf(targets)
+		if len(busy) == 0 {
+			break
+		}
+		if waitErr = b.waitChange(ctx); waitErr != nil {
+			abandoned = b.abandon(busy) // b.mu held, let go and held again
+			break
+		}
+	}
+	left := b.takeLeft(targets, abandoned)
+	b.mu.Unlock()
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.shutdown)
+	defer cancel()
+	var errs []error
+	if waitErr != nil {
+		errs = append(errs, fmt.Errorf("opbus: Release: waiting for the passes of the keys released: %w; %d abandoned, their results not written", waitErr, len(abandoned)))
+	}
+	for i := range left {
+		l := &left[i]
+		if len(l.states) == 0 && !(l.abandoned && l.owed != nil) && !l.timers {
+			continue
+		}
+		if l.err = b.savePending(sctx, l.ks, l.states, l.abandoned, l.taken, l.owed); l.err != nil {
+			errs = append(errs, fmt.Errorf("opbus: Release: saving pending states of %v: %w", l.ks.key, l.err))
+		}
+	}
+	b.mu.Lock()
+	for i := range left {
+		b.forget(&left[i])
+	}
+	b.notify()
+	b.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// quiet stops the retry and schedule timers of ks; b.mu is held.
+func (b *Bus) quiet(ks *keyState) {
+	ks.stopTimer()
+	if ks.x != nil {
+		ks.x.stopTick()
+	}
+}
+
+// busyOf returns those of targets, still the bus's states of their keys,
+// that a pass or a write holds; b.mu is held.
+func (b *Bus) busyOf(targets []*keyState) []*keyState {
+	var busy []*keyState
+	for _, ks := range targets {
+		if b.q.keys[ks.key] == ks && b.q.kq.Held(ks) {
+			busy = append(busy, ks)
+		}
+	}
+	return busy
+}
+
+// abandon drops the results of the passes holding busy, cancels their
+// context, and waits up to abandonAfter for them to let go; it returns
+// the state each was dispatching. b.mu is held, let go while it waits,
+// and held again on return.
+func (b *Bus) abandon(busy []*keyState) map[*keyState]*observation {
+	flying := map[*keyState]*observation{}
+	for _, ks := range busy {
+		if in, ok := b.lanes.flying[ks]; ok && !in.retry && !in.relOnly() {
+			flying[ks] = &in
+		} else {
+			flying[ks] = nil
+		}
+	}
+	b.mu.Unlock()
+	for _, ks := range busy {
+		// Under the stripe lock, so that a write under way ends first
+		// and none starts after.
+		mu := b.stripe(ks.key)
+		mu.Lock()
+		ks.abandoned.Store(true)
+		mu.Unlock()
+	}
+	b.mu.Lock()
+	for _, ks := range busy {
+		if h, ok := b.own.held[ks]; ok {
+			h.cancel(notOwned("pass", ks.key))
+		}
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), abandonAfter)
+	defer cancel()
+	for len(b.busyOf(busy)) > 0 {
+		if b.waitChange(wctx) != nil {
+			break // still running: it writes nothing
+		}
+	}
+	return flying
+}
+
+// takeLeft takes the work of targets to be saved: Release holds each that
+// no (abandoned) pass holds, takes its queue and stops its timers; b.mu
+// is held.
+func (b *Bus) takeLeft(targets []*keyState, abandoned map[*keyState]*observation) []leaving {
+	var out []leaving
+	for _, ks := range targets {
+		if b.q.keys[ks.key] != ks {
+			continue // forgotten meanwhile: a finished deletion
+		}
+		fl, isAbandoned := abandoned[ks]
+		l := leaving{ks: ks, abandoned: isAbandoned, taken: ks.taken, owed: b.lanes.owed[ks]}
+		if fl != nil {
+			l.states = append(l.states, *fl)
+		}
+		if !b.q.kq.Held(ks) {
+			l.mine = true
+			b.q.kq.Hold(ks)
+			if !isAbandoned {
+				l.states = b.current(ks)
+				// A run moves its schedule's anchor in memory only
+				// (timer.go): written now, the next owner runs the
+				// handler at the next due time, not once more at once.
+				l.timers = ks.rec != nil && ks.live && !ks.deleting && len(ks.rec.Timers()) > 0
+			}
+		}
+		b.quiet(ks)
+		l.items = b.q.kq.Clear(ks)
+		for _, it := range l.items {
+			if !it.Value.relOnly() {
+				o := it.Value
+				o.rel, o.seq, o.awaited = nil, it.Seq, it.Awaited
+				l.states = append(l.states, o)
+			}
+		}
+		if !isAbandoned {
+			l.states = ks.dropRepeats(l.states)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// current returns the state that ks, held by the caller, has yet to
+// finish: its current state, if a retry of it is armed or due, its
+// deletion is unfinished or its queue waits behind it, and the deletion
+// of a live incarnation the queue replaces; b.mu is held.
+func (b *Bus) current(ks *keyState) []observation {
+	kq := b.q.kq
+	if (kq.Due(ks) || kq.Armed(ks) || ks.deleting || kq.Blocked(ks)) && (ks.cur != nil || ks.deleting) {
+		o := observation{new: ks.cur, deleted: ks.deleting}
+		if ks.rec != nil {
+			o.inc = ks.rec.Inc
+		}
+		return []observation{o}
+	}
+	if ks.replacedBy(b, ownStates(b.queued(ks))) {
+		return []observation{{deleted: true, new: ks.cur, inc: ks.rec.Inc}}
+	}
+	return nil
+}
+
+// forget drops l's key from memory once its work is saved; if saving
+// failed, its queue is put back, to be saved by a later Release or
+// handled after Acquire. b.mu is held.
+func (b *Bus) forget(l *leaving) {
+	ks := l.ks
+	if l.err == nil {
+		if b.q.keys[ks.key] == ks {
+			delete(b.q.keys, ks.key)
+		}
+		delete(b.q.ended, ks.key)
+		delete(b.lanes.owed, ks)
+		b.endHold(ks)
+	} else if l.mine {
+		b.q.kq.PushFront(ks, l.items...)
+		if len(l.items) == 0 {
+			b.q.kq.SetDue(ks) // its current state is to be handled still
+		}
+	}
+	if l.mine {
+		b.q.kq.Release(ks)
+	}
+}
+
+// Acquire takes on the keys that keys names: the bus owns them again (a
+// new bus owns every key), and the records the store holds of those keys
+// are read as Run reads them when it starts: pending states are queued,
+// expired tombstones dropped. A key's timers are armed from the grid its
+// record keeps at its first pass, once it is observed (or dispatched for
+// a pending state); its digests make a value handled by the previous
+// owner count as handled. Keys already owned are left as they are. It
+// returns the error listing the store (a store that is not a [Lister] is
+// not listed). ctx bounds the listing and the reads.
+//
+// keys is called with the bus's lock held: it must be quick and must not
+// call the bus. After Run has begun to stop, Acquire returns an error
+// wrapping [ErrClosed]. See [Bus.Release].
+func (b *Bus) Acquire(ctx context.Context, keys func(Key) bool) error {
+	if keys == nil {
+		return errors.New("opbus: Acquire: nil key predicate: expected a function reporting the keys to take on")
+	}
+	b.own.calls.Lock()
+	defer b.own.calls.Unlock()
+	b.mu.Lock()
+	if err := b.freeze(); err != nil || b.stopping {
+		b.mu.Unlock()
+		return fmt.Errorf("opbus: Acquire: %w", ErrClosed)
+	}
+	b.own.ops = append(b.own.ops, ownOp{keys: keys})
+	b.mu.Unlock()
+	l, ok := b.cfg.store.(Lister)
+	if !ok {
+		return nil
+	}
+	stored, err := l.Keys(ctx)
+	if err != nil {
+		return fmt.Errorf("opbus: Acquire: listing stored records: %w", err)
+	}
+	for _, key := range stored {
+		b.mu.Lock()
+		_, known := b.q.keys[key]
+		take := !known && keys(key) && b.owns(key)
+		b.mu.Unlock()
+		if take {
+			b.takeOn(ctx, key)
+		}
+	}
+	return nil
+}
+
+// takeOn queues key for its first pass if its record holds pending
+// states, or cannot be read now (the pass reads it again, with backoff),
+// as resumePending does at Run's start.
+func (b *Bus) takeOn(ctx context.Context, key Key) {
+	rec, err := b.readRecord(ctx, key, b.reg.index)
+	if err == nil && rec != nil && b.expired(rec) {
+		if err := b.dropTombstone(ctx, key); err != nil {
+			b.cfg.log.Warn("opbus: an expired tombstone stays", "key", key.String(), "err", err)
+		}
+		return
+	}
+	if err == nil && (rec == nil || len(rec.States()) == 0) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, known := b.q.keys[key]; !known && !b.stopping && b.owns(key) {
+		b.makeDue(b.keyState(key))
+	}
+}
