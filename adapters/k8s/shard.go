@@ -140,3 +140,88 @@ func shardUID(obj map[string]any) string {
 	id, _ := meta["uid"].(string)
 	return id
 }
+
+// bucketSet is a set of buckets of the hash space, bucket i holding the
+// hashes from i·2^56 to (i+1)·2^56 - 1.
+type bucketSet [shardBuckets / 64]uint64
+
+func (s *bucketSet) add(b int)            { s[b/64] |= 1 << (b % 64) }
+func (s bucketSet) has(b int) bool        { return s[b/64]&(1<<(b%64)) != 0 }
+func (s bucketSet) hasHash(h uint64) bool { return s.has(int(h / bucketWidth)) }
+
+func (s bucketSet) and(o bucketSet) (r bucketSet) {
+	for i := range s {
+		r[i] = s[i] & o[i]
+	}
+	return r
+}
+
+func (s bucketSet) or(o bucketSet) (r bucketSet) {
+	for i := range s {
+		r[i] = s[i] | o[i]
+	}
+	return r
+}
+
+func (s bucketSet) minus(o bucketSet) (r bucketSet) {
+	for i := range s {
+		r[i] = s[i] &^ o[i]
+	}
+	return r
+}
+
+func (s bucketSet) empty() bool { return s == bucketSet{} }
+
+// count returns how many buckets s holds.
+func (s bucketSet) count() int {
+	n := 0
+	for b := range shardBuckets {
+		if s.has(b) {
+			n++
+		}
+	}
+	return n
+}
+
+// bucketsOf returns member's buckets in owners.
+func bucketsOf(owners [shardBuckets]string, member string) bucketSet {
+	var s bucketSet
+	for b, m := range owners {
+		if m == member {
+			s.add(b)
+		}
+	}
+	return s
+}
+
+// ranges returns s as ranges of the hash space, merged where they touch.
+func (s bucketSet) ranges() []ShardRange {
+	var owners [shardBuckets]string
+	for b := range shardBuckets {
+		if s.has(b) {
+			owners[b] = "x"
+		}
+	}
+	return rangesOf(owners, "x")
+}
+
+// String returns s as 64 hex digits, bucket 0 in the lowest bit of the
+// last digit: the form of [AnnotationShardHolds].
+func (s bucketSet) String() string {
+	return fmt.Sprintf("%016x%016x%016x%016x", s[3], s[2], s[1], s[0])
+}
+
+// parseBuckets parses what [bucketSet.String] returns.
+func parseBuckets(text string) (bucketSet, error) {
+	var s bucketSet
+	if len(text) != 64 {
+		return s, fmt.Errorf("k8s: shard buckets %q: want 64 hex digits", text)
+	}
+	for i := range s {
+		part := text[(3-i)*16 : (4-i)*16]
+		if _, err := fmt.Sscanf(part, "%016x", &s[i]); err != nil {
+			return s, fmt.Errorf("k8s: shard buckets %q: want 64 hex digits: %w", text, err)
+		}
+	}
+	return s, nil
+}

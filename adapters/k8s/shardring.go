@@ -21,9 +21,10 @@ import (
 // value is the ring's name.
 const LabelShardRing = "opbus.dev/shard-ring"
 
-// AnnotationShardHolds, on a member's Lease, lists the ranges of the hash
-// space the member handles, as a shard selector (see [ShardRange.String]);
-// empty when it handles none.
+// AnnotationShardHolds, on a member's Lease, lists the buckets of the
+// hash space the member handles or is about to take on: 64 hex digits, a
+// bitmap of 256 buckets, bucket i (the lowest bit of the last digit being
+// bucket 0) holding the uid hashes from i·2^56 to (i+1)·2^56 - 1.
 const AnnotationShardHolds = "opbus.dev/shard-holds"
 
 // Shards configures the membership of a replica in a shard ring: the
@@ -90,15 +91,18 @@ type shardRing struct {
 	mu      sync.Mutex
 	seen    map[string]leaseSeen // by Lease name
 	members []string             // sorted
-	holds   string               // AnnotationShardHolds of this replica
+	holds   bucketSet            // AnnotationShardHolds of this replica
 	changed chan struct{}        // closed and replaced when members change
+	renewed time.Time            // start of the last successful renewal
+
+	wmu sync.Mutex // serialises renew and read
 }
 
 // leaseSeen is what a member last read of another's Lease.
 type leaseSeen struct {
 	holder  string
 	renewed metav1.MicroTime
-	holds   string
+	holds   bucketSet
 	at      time.Time // when this renewal was first read, on the local clock
 }
 
@@ -146,17 +150,17 @@ func (r *shardRing) Members() ([]string, <-chan struct{}) {
 	return slices.Clone(r.members), r.changed
 }
 
-// Announce sets what this replica's Lease says it handles, written at the
-// next renewal.
-func (r *shardRing) Announce(ranges []ShardRange) {
+// Announce sets what this replica's Lease says it holds, written at the
+// next renewal (or sync).
+func (r *shardRing) Announce(holds bucketSet) {
 	r.mu.Lock()
-	r.holds = shardSelector(ranges)
+	r.holds = holds
 	r.mu.Unlock()
 }
 
-// Holds returns what member's Lease last said it handles, and whether
-// the member is live.
-func (r *shardRing) Holds(member string) (string, bool) {
+// Holds returns what member's Lease last said it holds, and whether the
+// member is live.
+func (r *shardRing) Holds(member string) (bucketSet, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.seen {
@@ -164,7 +168,42 @@ func (r *shardRing) Holds(member string) (string, bool) {
 			return s.holds, slices.Contains(r.members, member)
 		}
 	}
-	return "", false
+	return bucketSet{}, false
+}
+
+// heldByOthers returns the buckets that the Leases of other members said
+// they hold, as last read: of live members, and of members whose Lease
+// expired less than grace ago, which may still be stopping. A Lease
+// deleted (a clean stop, after its member released everything) holds
+// nothing.
+func (r *shardRing) heldByOthers(grace time.Duration) bucketSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var held bucketSet
+	for _, s := range r.seen {
+		if s.holder != r.id && now.Sub(s.at) < r.dur+grace {
+			held = held.or(s.holds)
+		}
+	}
+	return held
+}
+
+// lastRenewed returns when the last successful renewal of this
+// replica's Lease began; zero if none.
+func (r *shardRing) lastRenewed() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.renewed
+}
+
+// sync renews this replica's Lease, with what it announces now, and reads
+// the ring.
+func (r *shardRing) sync(ctx context.Context) error {
+	if err := r.renew(ctx); err != nil {
+		return err
+	}
+	return r.read(ctx)
 }
 
 // run renews this replica's Lease and reads the ring every RenewPeriod
@@ -176,10 +215,7 @@ func (r *shardRing) run(ctx context.Context, failed func(error)) error {
 	t := time.NewTicker(r.tick)
 	defer t.Stop()
 	for {
-		if err := r.renew(ctx); err != nil && ctx.Err() == nil {
-			failed(err)
-		}
-		if err := r.read(ctx); err != nil && ctx.Err() == nil {
+		if err := r.sync(ctx); err != nil && ctx.Err() == nil {
 			failed(err)
 		}
 		select {
@@ -192,10 +228,13 @@ func (r *shardRing) run(ctx context.Context, failed func(error)) error {
 
 // renew creates or renews this replica's Lease.
 func (r *shardRing) renew(ctx context.Context) error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
 	r.mu.Lock()
 	holds := r.holds
 	r.mu.Unlock()
-	now := metav1.NewMicroTime(r.now())
+	begin := r.now()
+	now := metav1.NewMicroTime(begin)
 	secs := int32((r.dur + time.Second - 1) / time.Second)
 	l, err := r.leases.Get(ctx, r.lease, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -213,7 +252,7 @@ func (r *shardRing) renew(ctx context.Context) error {
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
-	l.Annotations[AnnotationShardHolds] = holds
+	l.Annotations[AnnotationShardHolds] = holds.String()
 	if l.ResourceVersion == "" {
 		_, err = r.leases.Create(ctx, l, metav1.CreateOptions{})
 	} else {
@@ -222,11 +261,16 @@ func (r *shardRing) renew(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("k8s: shard ring %s: writing Lease %s: %w", r.ring, r.lease, err)
 	}
+	r.mu.Lock()
+	r.renewed = begin
+	r.mu.Unlock()
 	return nil
 }
 
 // read lists the ring's Leases and updates the live members.
 func (r *shardRing) read(ctx context.Context) error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
 	list, err := r.leases.List(ctx, metav1.ListOptions{LabelSelector: LabelShardRing + "=" + r.ring})
 	if err != nil {
 		return fmt.Errorf("k8s: shard ring %s: listing its Leases: %w", r.ring, err)
@@ -237,7 +281,11 @@ func (r *shardRing) read(ctx context.Context) error {
 	seen := map[string]leaseSeen{}
 	var live []string
 	for _, l := range list.Items {
-		s := leaseSeen{holds: l.Annotations[AnnotationShardHolds], at: now}
+		s := leaseSeen{at: now}
+		if text, ok := l.Annotations[AnnotationShardHolds]; ok {
+			// A malformed value holds nothing; only replicas write it.
+			s.holds, _ = parseBuckets(text)
+		}
 		if l.Spec.HolderIdentity != nil {
 			s.holder = *l.Spec.HolderIdentity
 		}

@@ -79,8 +79,8 @@ func TestShardRingMembership(t *testing.T) {
 	sees(a, "a", "b", "c")
 	sees(b, "a", "b", "c")
 
-	a.Announce(rangesOf(assign([]string{"a", "b", "c"}), "a"))
-	want := shardSelector(rangesOf(assign([]string{"a", "b", "c"}), "a"))
+	want := bucketsOf(assign([]string{"a", "b", "c"}), "a")
+	a.Announce(want)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		holds, live := b.Holds("a")
@@ -91,6 +91,10 @@ func TestShardRingMembership(t *testing.T) {
 			t.Fatalf("b reads a's holds %q (live %v), want %q", holds, live, want)
 		}
 		time.Sleep(tick)
+	}
+
+	if got := b.heldByOthers(0); got != want {
+		t.Fatalf("b finds %v held by others, want a's %v", got, want)
 	}
 
 	// b stops cleanly: gone at once, long before its Lease would expire.

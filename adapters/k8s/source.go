@@ -53,6 +53,8 @@ type Source struct {
 	kinds map[string]*resource // by key kind; set once by Run
 	watch *watch               // the watch of the running lead, nil outside one
 
+	sharder *sharder // the shard ring membership of Run, with Options.Shards (shardrun.go)
+
 	ignored     []string // the bus's Ignore, as BusOptions saw it
 	userRelated bool     // the bus has a Related function of the user's, as BusOptions saw it
 
@@ -288,6 +290,9 @@ func (s *Source) Run(ctx context.Context, bus *opbus.Bus) error {
 	}
 	if s.opts.LeaderElection != nil {
 		return s.elect(ctx, bus)
+	}
+	if s.opts.Shards != nil {
+		return s.shard(ctx, bus)
 	}
 	if s.opts.Fence == nil {
 		return s.lead(ctx, bus)
