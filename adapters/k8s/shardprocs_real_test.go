@@ -2,6 +2,7 @@ package k8s_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,6 +129,23 @@ func TestShardsReplicaProcesses(t *testing.T) {
 	bump(4)
 	waitLong("version 4 handled after r1 stopped", handled("4"))
 
+	// The two replicas left own the whole hash space between them, and
+	// each received objects of the other's (the server did not select).
+	waitLong("r2 and r3 own all 256 buckets", func() bool {
+		return rs[2].metric("opbus_shard_buckets_owned")+rs[3].metric("opbus_shard_buckets_owned") == 256
+	})
+	for _, r := range rs[2:] {
+		if n := r.metric("opbus_shard_objects_not_owned_total"); n == 0 {
+			t.Errorf("%s counted no objects not owned, though the server does not select", r.id)
+		}
+		if n := r.metric(`opbus_shard_handoffs_total{direction="acquired"`); n == 0 {
+			t.Errorf("%s counted no hand-off", r.id)
+		}
+		if n := r.metric("opbus_shard_keys_owned"); n == 0 || n == widgets {
+			t.Errorf("%s owns %v of %d widgets, want a part", r.id, n, widgets)
+		}
+	}
+
 	runs := readShardRuns(t, runLog)
 	by := map[string][]shardRun{}
 	v3 := map[string]int{}
@@ -156,4 +174,32 @@ func TestShardsReplicaProcesses(t *testing.T) {
 			}
 		}
 	}
+}
+
+// metric returns the sum of the replica's samples whose line starts with
+// prefix (a name, or a name and the start of its labels); 0 if it did not
+// answer.
+func (r *replica) metric(prefix string) float64 {
+	resp, err := scrapeClient.Get("http://" + r.metrics + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			var f float64
+			if _, err := fmt.Sscan(line[i+1:], &f); err == nil {
+				sum += f
+			}
+		}
+	}
+	return sum
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,9 +36,10 @@ type sharder struct {
 	target bucketSet // buckets the ring assigns this replica
 	joined bool      // the ring was read with this replica in it
 
-	hashes   sync.Map // opbus.Key → uint64, the hash of each key seen
-	notOwned atomic.Int64
-	handoffs atomic.Int64
+	hashes   sync.Map     // opbus.Key → uint64, the hash of each key seen
+	notOwned atomic.Int64 // states received of keys not owned
+	acquired atomic.Int64 // hand-offs that took buckets on
+	released atomic.Int64 // hand-offs that gave buckets up
 }
 
 // shardGrace is how long after a member's Lease expired its buckets are
@@ -77,6 +79,7 @@ func (s *Source) shard(ctx context.Context, bus *opbus.Bus) error {
 		ringDone <- r.run(rctx, func(err error) { s.log.Warn("k8s: shard ring", "ring", ring, "err", err) })
 	}()
 	s.log.Info("k8s: joining shard ring", "ring", ring, "identity", id, "namespace", cfg.Namespace)
+	s.logShardSelection(ctx)
 
 	var wg sync.WaitGroup
 	lctx, lcancel := context.WithCancel(ctx)
@@ -189,6 +192,8 @@ func (sh *sharder) step(ctx context.Context) {
 		if err := sh.ring.sync(ctx); err != nil && ctx.Err() == nil {
 			sh.s.log.Warn("k8s: shard ring: announcing a release", "err", err)
 		}
+		sh.released.Add(1)
+		sh.s.opts.Metrics.handoff("released", time.Since(begin))
 		sh.s.log.Info("k8s: released shard buckets", "buckets", drop.count(), "owned", owned.count(), "took", time.Since(begin), "err", err)
 	}
 
@@ -201,6 +206,7 @@ func (sh *sharder) step(ctx context.Context) {
 		return
 	}
 	// Claim, then check that nobody else claims the same.
+	claimed := time.Now()
 	sh.ring.Announce(owned.or(want))
 	if err := sh.ring.sync(ctx); err != nil {
 		sh.ring.Announce(owned)
@@ -224,7 +230,8 @@ func (sh *sharder) step(ctx context.Context) {
 	sh.mu.Lock()
 	sh.owned = sh.owned.or(take)
 	sh.mu.Unlock()
-	sh.handoffs.Add(1)
+	sh.acquired.Add(1)
+	sh.s.opts.Metrics.handoff("acquired", time.Since(claimed))
 	n := sh.s.observeCached(func(obj map[string]any) bool { return take.hasHash(shardHash(shardUID(obj))) })
 	sh.s.log.Info("k8s: took on shard buckets", "buckets", take.count(), "owned", owned.or(take).count(), "objects", n, "took", time.Since(begin))
 }
@@ -266,4 +273,30 @@ func (s *Source) observeCached(pick func(obj map[string]any) bool) int {
 		}
 	}
 	return n
+}
+
+// logShardSelection says once in the log how this replica receives the
+// objects: it lists and watches every object of its resources and drops
+// those of other replicas (counted by opbus_shard_objects_not_owned_total),
+// and whether the API server would apply shard selectors.
+func (s *Source) logShardSelection(ctx context.Context) {
+	s.mu.Lock()
+	kinds := s.kinds
+	s.mu.Unlock()
+	for _, r := range kinds {
+		if r.readOnly || r.shared != nil {
+			continue
+		}
+		all := shardSelector([]ShardRange{{Start: 0, Last: math.MaxUint64}})
+		applied, err := serverShards(ctx, s.dyn, r.gvr, r.namespaces()[0], all)
+		switch {
+		case err != nil:
+			s.log.Warn("k8s: shard ring: could not tell whether the API server applies shard selectors; filtering objects on this side", "resource", r.gvr.String(), "err", err)
+		case applied:
+			s.log.Info("k8s: shard ring: the API server applies shard selectors (ShardedListAndWatch); this replica still watches every object and filters on its side", "resource", r.gvr.String())
+		default:
+			s.log.Info("k8s: shard ring: the API server does not apply shard selectors (feature gate ShardedListAndWatch off, or a server before v1.36): this replica watches every object and filters on its side", "resource", r.gvr.String())
+		}
+		return
+	}
 }
