@@ -93,7 +93,7 @@ type Options struct {
 	// of their uid (an owned child's by its controller owner's), each
 	// handling only its part, and hand parts over as replicas come and go
 	// (see [Shards]). Nil means this replica handles every object. It
-	// excludes LeaderElection and Fence.
+	// excludes LeaderElection, Fence and Informers.
 	Shards *Shards
 	// Scheme, if set, gives [Client.Apply] and [Client.Delete] the
 	// apiVersion and kind of typed objects that leave their TypeMeta
@@ -266,6 +266,9 @@ func (o *Options) validate() error {
 	}
 	if o.Shards != nil && (o.LeaderElection != nil || o.Fence != nil) {
 		return errors.New("k8s: Options.Shards is set with LeaderElection or Fence: a shard ring shares the objects between replicas, an election gives them all to one; choose one")
+	}
+	if o.Shards != nil && o.Informers != nil {
+		return errors.New("k8s: Options.Shards is set with Informers: a shard ring gives the bus the cached objects of the buckets it takes on, which needs the Source's own informers (an Informer of Options.Informers cannot list its objects)")
 	}
 	if sh := o.Shards; sh != nil {
 		ring := sh.Ring

@@ -64,7 +64,7 @@ func (s Shards) validate(ring string) error {
 		return errors.New("k8s: Shards.Namespace is empty: name the namespace of the shard ring's Leases, such as the operator's own")
 	}
 	if errs := validation.IsValidLabelValue(ring); len(errs) > 0 || ring == "" {
-		return fmt.Errorf("k8s: shard ring name %q: want a label value (63 characters at most, alphanumeric, '-', '_' or '.' inside): %s", ring, strings.Join(errs, "; "))
+		return fmt.Errorf("k8s: shard ring name %q: want a label value (63 characters at most, alphanumeric, '-', '_' or '.' inside; set Shards.Ring if Options.Name is not one): %s", ring, strings.Join(errs, "; "))
 	}
 	d := s.withDefaults()
 	if d.RenewPeriod <= 0 || d.LeaseDuration <= 2*d.RenewPeriod {
