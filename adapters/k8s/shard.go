@@ -149,13 +149,6 @@ func (s *bucketSet) add(b int)            { s[b/64] |= 1 << (b % 64) }
 func (s bucketSet) has(b int) bool        { return s[b/64]&(1<<(b%64)) != 0 }
 func (s bucketSet) hasHash(h uint64) bool { return s.has(int(h / bucketWidth)) }
 
-func (s bucketSet) and(o bucketSet) (r bucketSet) {
-	for i := range s {
-		r[i] = s[i] & o[i]
-	}
-	return r
-}
-
 func (s bucketSet) or(o bucketSet) (r bucketSet) {
 	for i := range s {
 		r[i] = s[i] | o[i]

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/opbus/opbus"
 )
@@ -26,10 +27,11 @@ import (
 // Lease lists it too, it withdraws and tries again later, so that two
 // replicas whose views of the ring differ for a moment never both take it.
 type sharder struct {
-	s     *Source
-	bus   *opbus.Bus
-	ring  *shardRing
-	grace time.Duration
+	s      *Source
+	bus    *opbus.Bus
+	ring   *shardRing
+	grace  time.Duration
+	server bool // the API server applies shard selectors
 
 	mu     sync.Mutex
 	owned  bucketSet // buckets whose keys the bus handles
@@ -79,7 +81,7 @@ func (s *Source) shard(ctx context.Context, bus *opbus.Bus) error {
 		ringDone <- r.run(rctx, func(err error) { s.log.Warn("k8s: shard ring", "ring", ring, "err", err) })
 	}()
 	s.log.Info("k8s: joining shard ring", "ring", ring, "identity", id, "namespace", cfg.Namespace)
-	s.logShardSelection(ctx)
+	sh.server = s.logShardSelection(ctx, cfg.Namespace)
 
 	var wg sync.WaitGroup
 	lctx, lcancel := context.WithCancel(ctx)
@@ -192,6 +194,7 @@ func (sh *sharder) step(ctx context.Context) {
 		if err := sh.ring.sync(ctx); err != nil && ctx.Err() == nil {
 			sh.s.log.Warn("k8s: shard ring: announcing a release", "err", err)
 		}
+		sh.selectOwned()
 		sh.released.Add(1)
 		sh.s.opts.Metrics.handoff("released", time.Since(begin))
 		sh.s.log.Info("k8s: released shard buckets", "buckets", drop.count(), "owned", owned.count(), "took", time.Since(begin), "err", err)
@@ -230,6 +233,7 @@ func (sh *sharder) step(ctx context.Context) {
 	sh.mu.Lock()
 	sh.owned = sh.owned.or(take)
 	sh.mu.Unlock()
+	sh.selectOwned()
 	sh.acquired.Add(1)
 	sh.s.opts.Metrics.handoff("acquired", time.Since(claimed))
 	n := sh.s.observeCached(func(obj map[string]any) bool { return take.hasHash(shardHash(shardUID(obj))) })
@@ -275,28 +279,40 @@ func (s *Source) observeCached(pick func(obj map[string]any) bool) int {
 	return n
 }
 
+// leasesGVR is the resource of the shard ring's Leases.
+var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+
 // logShardSelection says once in the log how this replica receives the
-// objects: it lists and watches every object of its resources and drops
-// those of other replicas (counted by opbus_shard_objects_not_owned_total),
-// and whether the API server would apply shard selectors.
-func (s *Source) logShardSelection(ctx context.Context) {
-	s.mu.Lock()
-	kinds := s.kinds
-	s.mu.Unlock()
-	for _, r := range kinds {
-		if r.readOnly || r.shared != nil {
-			continue
-		}
-		all := shardSelector([]ShardRange{{Start: 0, Last: math.MaxUint64}})
-		applied, err := serverShards(ctx, s.dyn, r.gvr, r.namespaces()[0], all)
-		switch {
-		case err != nil:
-			s.log.Warn("k8s: shard ring: could not tell whether the API server applies shard selectors; filtering objects on this side", "resource", r.gvr.String(), "err", err)
-		case applied:
-			s.log.Info("k8s: shard ring: the API server applies shard selectors (ShardedListAndWatch); this replica still watches every object and filters on its side", "resource", r.gvr.String())
-		default:
-			s.log.Info("k8s: shard ring: the API server does not apply shard selectors (feature gate ShardedListAndWatch off, or a server before v1.36): this replica watches every object and filters on its side", "resource", r.gvr.String())
-		}
+// objects, and reports whether the API server applies shard selectors:
+// it lists the ring's Leases (which it may list) with a selector of half
+// the hash space and looks for it echoed. Custom resources' lists echo
+// nothing (an unstructured list has no shardInfo), though the server
+// selects them too. Where the server does not, the replica watches every
+// object and drops those of other replicas (counted by
+// opbus_shard_objects_not_owned_total).
+func (s *Source) logShardSelection(ctx context.Context, ns string) bool {
+	half := shardSelector([]ShardRange{{Start: 0, Last: math.MaxUint64 / 2}})
+	applied, err := serverShards(ctx, s.dyn, leasesGVR, ns, half)
+	switch {
+	case err != nil:
+		s.log.Warn("k8s: shard ring: could not tell whether the API server applies shard selectors; this replica watches every object and filters on its side", "err", err)
+	case applied:
+		s.log.Info("k8s: shard ring: the API server applies shard selectors (ShardedListAndWatch): this replica lists and watches only the objects of its buckets (owned children, whose shard is their owner's, all of them)")
+	default:
+		s.log.Info("k8s: shard ring: the API server does not apply shard selectors (feature gate ShardedListAndWatch off, or a server before v1.36): this replica watches every object and filters on its side")
+	}
+	return applied
+}
+
+// selectOwned sets the shard selector of the sharded informers to the
+// buckets owned, when the server applies selectors; every object while
+// none is owned.
+func (sh *sharder) selectOwned() {
+	if !sh.server {
 		return
 	}
+	sh.mu.Lock()
+	owned := sh.owned
+	sh.mu.Unlock()
+	sh.s.shardSel.set(shardSelector(owned.ranges()))
 }

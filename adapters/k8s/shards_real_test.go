@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/opbus/opbus"
 	"github.com/opbus/opbus/adapters/k8s"
 	"github.com/opbus/opbus/adapters/k8s/kubetest"
@@ -30,7 +32,11 @@ func newShardLog() *shardLog {
 func (l *shardLog) handler(replica string) opbus.HandlerFunc {
 	return func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 		name := ev.Key.Name
-		n := fmt.Sprint(ev.Object()["spec"].(map[string]any)["n"])
+		spec, ok := ev.Object()["spec"].(map[string]any)
+		if !ok {
+			spec, _ = ev.Object()["data"].(map[string]any) // a ConfigMap's
+		}
+		n := fmt.Sprint(spec["n"])
 		l.mu.Lock()
 		if other, ok := l.running[name]; ok {
 			l.overlaps = append(l.overlaps, fmt.Sprintf("%s on %s and %s", name, other, replica))
@@ -130,5 +136,79 @@ func TestShardsSplitAndHandOver(t *testing.T) {
 				t.Errorf("%s: value n=%s handled %d times", name, n, runs)
 			}
 		}
+	}
+}
+
+// TestShardsServerSelects runs two replicas in a shard ring on an API
+// server with the ShardedListAndWatch gate on, and, for contrast, on the
+// shared one without it: once they own their buckets, a change of every
+// widget reaches each replica only for its own widgets with the gate on
+// (no state received that the other owns), and all of them without it;
+// either way each value is handled once.
+func TestShardsServerSelects(t *testing.T) {
+	t.Parallel()
+	for _, gate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gate=%v", gate), func(t *testing.T) {
+			env := kubetest.Shared(t)
+			if gate {
+				env = kubetest.StartWith(t, &kubetest.StartOptions{FeatureGates: map[string]bool{"ShardedListAndWatch": true}})
+			}
+			ns := env.Namespace(t)
+			c := dynClient(t, env.AdminConfig())
+			const objects = 40
+			log := newShardLog()
+			run := func(id string) *operator {
+				return start(t, k8s.Options{
+					Config: env.AdminConfig(), Name: "shardtest",
+					Resources: []k8s.Resource{{GVR: configMapsGVR, Namespaces: []string{ns}, LabelSelector: "shard-test"}},
+					Shards:    &k8s.Shards{Namespace: ns, Identity: id, LeaseDuration: 3 * time.Second, RenewPeriod: 200 * time.Millisecond},
+				}, func(b *opbus.Bus) {
+					must(t, b.Handle("record", log.handler(id), opbus.On{Kinds: []string{"ConfigMap"}, Fields: []string{"data"}}))
+				})
+			}
+			a, b := run("a"), run("b")
+			for i := range objects {
+				cm := obj(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w-%03d","labels":{"shard-test":"yes"}},"data":{"n":"1"}}`, i)
+				if _, err := c.Resource(configMapsGVR).Namespace(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, "every ConfigMap's n=1 handled", func() bool { return log.lastHandled(objects, "1") })
+			eventually(t, "both own all buckets", func() bool {
+				_, na := k8s.ShardNotOwned(a.src)
+				_, nb := k8s.ShardNotOwned(b.src)
+				return na+nb == 256 && a.src.Ready() == nil && b.src.Ready() == nil
+			})
+			time.Sleep(time.Second) // the relists with the final selectors
+			a0, _ := k8s.ShardNotOwned(a.src)
+			b0, _ := k8s.ShardNotOwned(b.src)
+			for i := range objects {
+				patch(t, c, configMapsGVR, ns, fmt.Sprintf("w-%03d", i), `{"data":{"n":"2"}}`)
+			}
+			eventually(t, "every ConfigMap's n=2 handled", func() bool { return log.lastHandled(objects, "2") })
+			a1, _ := k8s.ShardNotOwned(a.src)
+			b1, _ := k8s.ShardNotOwned(b.src)
+			if gate && (a1 != a0 || b1 != b0) {
+				t.Errorf("with the gate on, the replicas received %d and %d states of the other's ConfigMaps", a1-a0, b1-b0)
+			}
+			if !gate && a1-a0+b1-b0 < objects/2 {
+				t.Errorf("without the gate, the replicas received only %d and %d states of the other's ConfigMaps: the contrast shows nothing", a1-a0, b1-b0)
+			}
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			if len(log.by["a"]) == 0 || len(log.by["b"]) == 0 {
+				t.Errorf("one replica handled nothing: a %d, b %d", len(log.by["a"]), len(log.by["b"]))
+			}
+			if len(log.overlaps) > 0 {
+				t.Errorf("handler runs overlapped: %v", log.overlaps)
+			}
+			for name, vs := range log.handled {
+				for n, runs := range vs {
+					if runs > 1 {
+						t.Errorf("%s: n=%s handled %d times", name, n, runs)
+					}
+				}
+			}
+		})
 	}
 }

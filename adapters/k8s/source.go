@@ -53,7 +53,8 @@ type Source struct {
 	kinds map[string]*resource // by key kind; set once by Run
 	watch *watch               // the watch of the running lead, nil outside one
 
-	sharder *sharder // the shard ring membership of Run, with Options.Shards (shardrun.go)
+	sharder  *sharder       // the shard ring membership of Run, with Options.Shards (shardrun.go)
+	shardSel shardSelection // the shard selector of the sharded informers (shardinformer.go)
 
 	ignored     []string // the bus's Ignore, as BusOptions saw it
 	userRelated bool     // the bus has a Related function of the user's, as BusOptions saw it
@@ -340,7 +341,11 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 		return err
 	}
 	for _, r := range rs {
-		if s.opts.Informers == nil {
+		if s.opts.Shards != nil && !r.readOnly && !r.cfg.Owned {
+			// Selected by the API server where it can: an owned child's
+			// shard is its owner's, which the server cannot tell.
+			r.buildShardedInformers(s.dyn, &s.shardSel)
+		} else if s.opts.Informers == nil {
 			r.buildInformers(s.dyn)
 		} else if err := r.takeInformer(ctx, s.opts.Informers); err != nil {
 			return err
