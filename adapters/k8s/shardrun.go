@@ -297,7 +297,7 @@ func (s *Source) logShardSelection(ctx context.Context, ns string) bool {
 	case err != nil:
 		s.log.Warn("k8s: shard ring: could not tell whether the API server applies shard selectors; this replica watches every object and filters on its side", "err", err)
 	case applied:
-		s.log.Info("k8s: shard ring: the API server applies shard selectors (ShardedListAndWatch): this replica lists and watches only the objects of its buckets (owned children, whose shard is their owner's, all of them)")
+		s.log.Info("k8s: shard ring: the API server applies shard selectors (ShardedListAndWatch): this replica lists and watches with the selector of its buckets (owned children, whose shard is their owner's, unselected), and drops what the server still sends of other replicas' objects")
 	default:
 		s.log.Info("k8s: shard ring: the API server does not apply shard selectors (feature gate ShardedListAndWatch off, or a server before v1.36): this replica watches every object and filters on its side")
 	}
