@@ -67,9 +67,19 @@ func TestShardsReplicaProcesses(t *testing.T) {
 	runLog := filepath.Join(t.TempDir(), "runs")
 	config := func(i int) replicaConfig {
 		return replicaConfig{Kubeconfig: kubeconfig, Namespace: ns, Identity: fmt.Sprintf("r%d", i),
-			Lease: fenceLease, Retry: fenceRetry, Shards: true, RunLog: runLog}
+			Lease: fenceLease, Retry: fenceRetry, Shards: true, RunLog: runLog, Children: 1}
 	}
-	const widgets = 60
+	// OPBUS_SHARD_OBJECTS sets the number of widgets, for a larger run
+	// than the default's (such as 2000).
+	widgets := 60
+	if v := os.Getenv("OPBUS_SHARD_OBJECTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("OPBUS_SHARD_OBJECTS=%q: want a positive number of widgets", v)
+		}
+		widgets = n
+	}
+	limit := 60*time.Second + time.Duration(widgets)*50*time.Millisecond
 	rs := []*replica{startReplica(t, config(0)), startReplica(t, config(1)), startReplica(t, config(2))}
 	for i := range widgets {
 		createWidget(t, c, ns, fmt.Sprintf("w-%03d", i), `{"version":1}`)
@@ -92,10 +102,10 @@ func TestShardsReplicaProcesses(t *testing.T) {
 	}
 	waitLong := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
+		deadline := time.Now().Add(limit)
 		for !cond() {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 60s", what)
+				t.Fatalf("%s: not within %v", what, limit)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -141,7 +151,7 @@ func TestShardsReplicaProcesses(t *testing.T) {
 		if n := r.metric(`opbus_shard_handoffs_total{direction="acquired"`); n == 0 {
 			t.Errorf("%s counted no hand-off", r.id)
 		}
-		if n := r.metric("opbus_shard_keys_owned"); n == 0 || n == widgets {
+		if n := r.metric("opbus_shard_keys_owned"); n == 0 || n == float64(widgets) {
 			t.Errorf("%s owns %v of %d widgets, want a part", r.id, n, widgets)
 		}
 	}
