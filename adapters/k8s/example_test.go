@@ -2,6 +2,7 @@ package k8s_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -216,4 +217,31 @@ func ExampleClient_Delete() {
 		return opbus.Active(fmt.Sprintf("%d jobs kept", min(3, len(jobs)))), nil
 	}, opbus.On{Kinds: []string{"CronJob.batch.example.com"}, Fields: []string{`related["Job.batch"][*].metadata.name`}})
 	_ = src.Run(context.Background(), bus)
+}
+
+// ExampleShards runs an operator as one of several replicas that split
+// its objects: started with --shards, each replica holds a Lease labelled
+// opbus.dev/shard-ring=webapp in the namespace "webapp-system" and handles
+// only the objects of the buckets of the hash space the ring gives it.
+// Without --shards it handles every object.
+func ExampleShards() {
+	var flags k8s.Flags
+	fs := flag.NewFlagSet("webapp", flag.ContinueOnError)
+	flags.Bind(fs)
+	if err := fs.Parse([]string{"--shards"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	opts := &k8s.Options{
+		Config:    &rest.Config{Host: "https://127.0.0.1:6443"},
+		Name:      "webapp",
+		Resources: []k8s.Resource{{GVR: schema.GroupVersionResource{Group: "example.opbus.dev", Version: "v1", Resource: "webapps"}}},
+		Shards:    flags.ShardRing(k8s.Shards{Namespace: "webapp-system"}),
+	}
+	if _, err := k8s.New(opts); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("sharded:", opts.Shards != nil, "in", opts.Shards.Namespace)
+	// Output: sharded: true in webapp-system
 }

@@ -81,3 +81,17 @@ func HoldInFlight(s *Source, key opbus.Key, handler string, status map[string]an
 func StatusesLanded(s *Source, key opbus.Key, handler string) uint64 {
 	return s.sink.landedSeq(key, FieldManager(s.name, handler))
 }
+
+// ShardNotOwned returns how many object states the watch of s received
+// that another replica owns, and how many buckets s owns.
+func ShardNotOwned(s *Source) (notOwned int64, buckets int) {
+	s.mu.Lock()
+	sh := s.sharder
+	s.mu.Unlock()
+	if sh == nil {
+		return 0, 0
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.notOwned.Load(), sh.owned.count()
+}

@@ -60,6 +60,8 @@ type Metrics struct {
 
 	queued atomic.Int64 // the last queue depth a bus reported
 
+	handoffSecs *prometheus.HistogramVec // opbus_shard_handoff_duration_seconds
+
 	mu    sync.Mutex
 	leads map[*Source]*opbus.Bus // the Sources leading now and their buses
 	known map[*Source]bool       // every Source that has led, for the per-Source gauges
@@ -125,7 +127,8 @@ func NewMetrics(opts *MetricsOptions) (*Metrics, error) {
 	perSource := sourceGauges{m: m,
 		leader: prometheus.NewDesc("opbus_source_leader", "1 while the Source of this name watches and handles, else 0 (once it has led).", []string{"source"}, nil),
 		depth:  prometheus.NewDesc("opbus_source_queue_depth", "Object states waiting to be dispatched by the running bus of the Source of this name.", []string{"source"}, nil)}
-	for _, c := range []prometheus.Collector{m.runs, m.failures, m.retries, m.duration, m.scheduled, m.observed, m.coalesced, m.storeWrites, m.statusWrites, m.writeFailures, m.timerRuns, m.lateness, leader, depth, perSource} {
+	m.handoffSecs = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "opbus_shard_handoff_duration_seconds", Help: "How long hand-offs of shard buckets took, by direction (acquired, released).", Buckets: buckets}, []string{"direction"})
+	for _, c := range []prometheus.Collector{m.handoffSecs, newShardGauges(m), m.runs, m.failures, m.retries, m.duration, m.scheduled, m.observed, m.coalesced, m.storeWrites, m.statusWrites, m.writeFailures, m.timerRuns, m.lateness, leader, depth, perSource} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("k8s: registering metrics: %w", err)
 		}

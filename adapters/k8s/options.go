@@ -88,6 +88,13 @@ type Options struct {
 	// write and returns an error matching [ErrLeadershipLost]. Nil means
 	// no such check; [Options].LeaderElection has its own.
 	Fence func() time.Time
+	// Shards, if set, makes this replica a member of a shard ring: the
+	// replicas of the operator split its objects between them by the hash
+	// of their uid (an owned child's by its controller owner's), each
+	// handling only its part, and hand parts over as replicas come and go
+	// (see [Shards]). Nil means this replica handles every object. It
+	// excludes LeaderElection, Fence and Informers.
+	Shards *Shards
 	// Scheme, if set, gives [Client.Apply] and [Client.Delete] the
 	// apiVersion and kind of typed objects that leave their TypeMeta
 	// empty, before client-go's scheme of Kubernetes' own types and the
@@ -256,6 +263,24 @@ func (o *Options) validate() error {
 	}
 	if o.LeaderElection != nil && o.Fence != nil {
 		return errors.New("k8s: Options.LeaderElection and Options.Fence are both set: the Source's own election fences itself; set Fence only for an election run outside the Source (a manager's)")
+	}
+	if o.Shards != nil && (o.LeaderElection != nil || o.Fence != nil) {
+		return errors.New("k8s: Options.Shards is set with LeaderElection or Fence: a shard ring shares the objects between replicas, an election gives them all to one; choose one")
+	}
+	if o.Shards != nil && o.Informers != nil {
+		return errors.New("k8s: Options.Shards is set with Informers: a shard ring gives the bus the cached objects of the buckets it takes on, which needs the Source's own informers (an Informer of Options.Informers cannot list its objects)")
+	}
+	if sh := o.Shards; sh != nil {
+		ring := sh.Ring
+		if ring == "" {
+			ring = o.Name
+		}
+		if ring == "" {
+			ring = "opbus"
+		}
+		if err := sh.validate(ring); err != nil {
+			return err
+		}
 	}
 	if le := o.LeaderElection; le != nil {
 		if le.Namespace == "" || le.Name == "" {

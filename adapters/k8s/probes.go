@@ -14,12 +14,13 @@ var ErrNotReady = errors.New("k8s: not ready")
 // probeState is what a Source's probes report.
 type probeState struct {
 	mu       sync.Mutex
-	started  bool // Run began
-	stopped  bool // Run returned
-	electing bool // Run campaigns for a Lease
-	leading  bool // this replica watches and handles
-	synced   bool // the informers of the current lead have synced
-	lost     bool // the Lease was lost: the bus halted, Run is returning
+	started  bool         // Run began
+	stopped  bool         // Run returned
+	electing bool         // Run campaigns for a Lease
+	leading  bool         // this replica watches and handles
+	synced   bool         // the informers of the current lead have synced
+	lost     bool         // the Lease was lost: the bus halted, Run is returning
+	sharded  func() error // with Options.Shards: why the replica does not own its buckets yet
 }
 
 func (p *probeState) set(f func(p *probeState)) {
@@ -56,6 +57,8 @@ func (s *Source) Ready() error {
 		return nil // standby
 	case !p.synced:
 		return fmt.Errorf("%w: informers have not synced", ErrNotReady)
+	case p.sharded != nil:
+		return p.sharded()
 	}
 	return nil
 }

@@ -40,6 +40,14 @@ type replicaConfig struct {
 	// each with data.version (the Widget's spec.version) and data.writer
 	// (the replica's Identity).
 	Children int
+	// Shards makes the replica a member of the shard ring "shards" (Lease
+	// for its lease duration, Retry for its renew period) instead of a
+	// candidate for the Lease "fence".
+	Shards bool
+	// RunLog, if set, is a file the handler appends a line to as each of
+	// its runs starts and ends: "start|end <widget> <version> <identity>
+	// <unix nanoseconds>".
+	RunLog string
 }
 
 // Exit codes of a replica process.
@@ -70,12 +78,30 @@ func replicaMain(raw string) int {
 	if err != nil {
 		return fail(err)
 	}
-	src, err := k8s.New(&k8s.Options{
+	opts := &k8s.Options{
 		Config: cfg, Logger: logger, Metrics: metrics,
 		Resources: []k8s.Resource{{GVR: widgetsGVR, Namespaces: []string{rc.Namespace}}},
 		LeaderElection: &k8s.LeaderElection{Namespace: rc.Namespace, Name: "fence", Identity: rc.Identity,
 			LeaseDuration: rc.Lease, RenewDeadline: rc.Renew, RetryPeriod: rc.Retry},
-	})
+	}
+	if rc.Shards {
+		opts.LeaderElection = nil
+		opts.Shards = &k8s.Shards{Namespace: rc.Namespace, Ring: "shards", Identity: rc.Identity,
+			LeaseDuration: rc.Lease, RenewPeriod: rc.Retry}
+	}
+	var runLog *os.File
+	if rc.RunLog != "" {
+		if runLog, err = os.OpenFile(rc.RunLog, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600); err != nil {
+			return fail(err)
+		}
+		defer runLog.Close()
+	}
+	logRun := func(what, name string, v any) {
+		if runLog != nil {
+			_, _ = fmt.Fprintf(runLog, "%s %s %v %s %d\n", what, name, v, rc.Identity, time.Now().UnixNano())
+		}
+	}
+	src, err := k8s.New(opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -85,6 +111,11 @@ func replicaMain(raw string) int {
 	}
 	err = bus.Handle("children", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 		v, _, _ := unstructured.NestedFieldNoCopy(ev.New, "spec", "version")
+		logRun("start", ev.Key.Name, v)
+		defer logRun("end", ev.Key.Name, v)
+		if runLog != nil {
+			time.Sleep(10 * time.Millisecond) // long enough for an overlap to show
+		}
 		c := src.Client(ev)
 		for i := range rc.Children {
 			cm := map[string]any{

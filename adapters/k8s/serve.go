@@ -24,6 +24,10 @@ type Flags struct {
 	// LeaderElect turns on leader election (--leader-elect, default
 	// false); see [Flags.LeaderElection].
 	LeaderElect bool
+	// Shards makes the replica a member of the operator's shard ring, so
+	// that replicas split the objects between them (--shards, default
+	// false); see [Flags.ShardRing]. It excludes LeaderElect.
+	Shards bool
 	// ServeExplain serves GET /explain?kind=K&namespace=NS&name=N on the
 	// metrics server: why each handler did or did not run for that
 	// object ([opbus.Bus.Explain]), as JSON (--serve-explain, default
@@ -47,7 +51,17 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", DefaultMetricsBindAddress, `The address the metrics endpoint binds to; "0" disables it.`)
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", DefaultHealthProbeBindAddress, `The address the probe endpoints (/healthz, /readyz) bind to; "0" disables them.`)
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Enable leader election, so that only one replica handles at a time.")
+	fs.BoolVar(&f.Shards, "shards", false, "Join the operator's shard ring: replicas split the objects between them by the hash of their uid, each handling its part (excludes --leader-elect).")
 	fs.BoolVar(&f.ServeExplain, "serve-explain", false, "Serve /explain?kind=&namespace=&name= on the metrics server: why each handler did or did not run for an object, as JSON.")
+}
+
+// ShardRing returns &sh if f.Shards is set, else nil: the value for
+// [Options].Shards.
+func (f *Flags) ShardRing(sh Shards) *Shards {
+	if !f.Shards {
+		return nil
+	}
+	return &sh
 }
 
 // LeaderElection returns &le if f.LeaderElect is set, else nil: the value

@@ -38,6 +38,37 @@ func TestFlags(t *testing.T) {
 	if le := f.LeaderElection(k8s.LeaderElection{Namespace: "ns", Name: "op"}); le == nil || le.Name != "op" {
 		t.Errorf("LeaderElection with --leader-elect: got %+v, want the Lease ns/op", le)
 	}
+	if sh := f.ShardRing(k8s.Shards{Namespace: "ns"}); sh != nil {
+		t.Errorf("ShardRing without --shards: got %+v, want nil", sh)
+	}
+	if err := fs.Parse([]string{"--shards"}); err != nil {
+		t.Fatal(err)
+	}
+	if sh := f.ShardRing(k8s.Shards{Namespace: "ns"}); sh == nil || sh.Namespace != "ns" {
+		t.Errorf("ShardRing with --shards: got %+v, want the ring in ns", sh)
+	}
+}
+
+// TestShardsExcludeLeaderElection: a Source refuses Shards with leader
+// election, and a Shards without a namespace, naming the field.
+func TestShardsExcludeLeaderElection(t *testing.T) {
+	base := k8s.Options{Config: &rest.Config{Host: "http://127.0.0.1:1"}, Resources: []k8s.Resource{{GVR: podsGVR}}}
+	o := base
+	o.Shards = &k8s.Shards{Namespace: "ns"}
+	o.LeaderElection = &k8s.LeaderElection{Namespace: "ns", Name: "op"}
+	if _, err := k8s.New(&o); err == nil || !strings.Contains(err.Error(), "Options.Shards is set with LeaderElection") {
+		t.Errorf("Shards with LeaderElection: %v", err)
+	}
+	o = base
+	o.Shards = &k8s.Shards{}
+	if _, err := k8s.New(&o); err == nil || !strings.Contains(err.Error(), "Shards.Namespace is empty") {
+		t.Errorf("Shards without a namespace: %v", err)
+	}
+	o = base
+	o.Name, o.Shards = "web app", &k8s.Shards{Namespace: "ns"}
+	if _, err := k8s.New(&o); err == nil || !strings.Contains(err.Error(), `shard ring name "web app"`) {
+		t.Errorf("Shards of an operator whose name is no label value: %v", err)
+	}
 }
 
 func newOfflineSource(t *testing.T, m *k8s.Metrics) *k8s.Source {

@@ -53,6 +53,9 @@ type Source struct {
 	kinds map[string]*resource // by key kind; set once by Run
 	watch *watch               // the watch of the running lead, nil outside one
 
+	sharder  *sharder       // the shard ring membership of Run, with Options.Shards (shardrun.go)
+	shardSel shardSelection // the shard selector of the sharded informers (shardinformer.go)
+
 	ignored     []string // the bus's Ignore, as BusOptions saw it
 	userRelated bool     // the bus has a Related function of the user's, as BusOptions saw it
 
@@ -289,6 +292,9 @@ func (s *Source) Run(ctx context.Context, bus *opbus.Bus) error {
 	if s.opts.LeaderElection != nil {
 		return s.elect(ctx, bus)
 	}
+	if s.opts.Shards != nil {
+		return s.shard(ctx, bus)
+	}
 	if s.opts.Fence == nil {
 		return s.lead(ctx, bus)
 	}
@@ -335,7 +341,11 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 		return err
 	}
 	for _, r := range rs {
-		if s.opts.Informers == nil {
+		if s.opts.Shards != nil && !r.readOnly && !r.cfg.Owned {
+			// Selected by the API server where it can: an owned child's
+			// shard is its owner's, which the server cannot tell.
+			r.buildShardedInformers(s.dyn, &s.shardSel)
+		} else if s.opts.Informers == nil {
 			r.buildInformers(s.dyn)
 		} else if err := r.takeInformer(ctx, s.opts.Informers); err != nil {
 			return err

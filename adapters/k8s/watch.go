@@ -28,6 +28,7 @@ const claimWorkers = 2
 // because of the adapter's own bookkeeping would run handlers again.
 type watch struct {
 	s      *Source
+	sh     *sharder // with Options.Shards, nil otherwise
 	bus    *opbus.Bus
 	ctx    context.Context // the run's; ends when the bus stops taking work
 	claims workqueue.TypedRateLimitingInterface[claim]
@@ -57,6 +58,7 @@ func (s *Source) lead(ctx context.Context, bus *opbus.Bus) error {
 	}
 	s.mu.Lock()
 	kinds := s.kinds
+	w.sh = s.sharder
 	s.watch = w
 	s.mu.Unlock()
 	defer func() {
@@ -200,6 +202,9 @@ func (w *watch) changed(r *resource, old, u *unstructured.Unstructured) {
 	key := r.key(u)
 	w.s.store.settle(key, u.GetResourceVersion())
 	obj := u.Object
+	if w.sh != nil && !w.sh.note(key, obj) {
+		return // another replica's
+	}
 	if isDeleting(obj) {
 		id := uid(obj)
 		if w.isDeleting(id) {
@@ -266,6 +271,9 @@ func (w *watch) deleted(r *resource, obj any) {
 	w.s.sink.forgetHeld(key)
 	if u != nil {
 		defer w.reRelate(r, u, nil)
+	}
+	if w.sh != nil && !w.sh.ownsDeleted(key, u) {
+		return // another replica's
 	}
 	if u == nil {
 		w.observe(w.bus.ObserveDelete(w.ctx, key, nil), key)

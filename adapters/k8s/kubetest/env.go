@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +42,22 @@ type Env struct {
 // should use [Shared].
 func Start(t TB) *Env {
 	t.Helper()
+	return StartWith(t, nil)
+}
+
+// StartOptions configures a server that [StartWith] launches.
+type StartOptions struct {
+	// FeatureGates sets kube-apiserver's feature gates, such as
+	// {"ShardedListAndWatch": true}: passed as --feature-gates, in name
+	// order. A gate the server does not know fails the start.
+	FeatureGates map[string]bool
+}
+
+// StartWith is [Start] with options for a server it launches. An existing
+// cluster (a kubeconfig) is used as it is: o cannot change it, so a test
+// that needs a feature gate must check that the server has it.
+func StartWith(t TB, o *StartOptions) *Env {
+	t.Helper()
 	src, err := lookupSource(os.Getenv)
 	if errors.Is(err, errNoServer) {
 		skipOrFail(t, err)
@@ -54,7 +74,7 @@ func Start(t TB) *Env {
 		t.Logf("kubetest: using the cluster at %s from %s=%s", e.admin.Host, KubeconfigVar, src.kubeconfig)
 		return e
 	}
-	e, err := launch(t.Context(), src.bin, t.TempDir())
+	e, err := launch(t.Context(), src.bin, t.TempDir(), o.args())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,4 +159,16 @@ func (e *Env) coreClient() (corev1client.CoreV1Interface, error) {
 		e.core, e.coreErr = corev1client.NewForConfig(e.AdminConfig())
 	})
 	return e.core, e.coreErr
+}
+
+// args returns the kube-apiserver flags of o; nil o gives none.
+func (o *StartOptions) args() []string {
+	if o == nil || len(o.FeatureGates) == 0 {
+		return nil
+	}
+	gates := make([]string, 0, len(o.FeatureGates))
+	for _, name := range slices.Sorted(maps.Keys(o.FeatureGates)) {
+		gates = append(gates, name+"="+strconv.FormatBool(o.FeatureGates[name]))
+	}
+	return []string{"--feature-gates=" + strings.Join(gates, ",")}
 }

@@ -58,7 +58,7 @@ type localServer struct {
 // their files in dir, and waits until the API server is ready. It retries
 // with other ports when a port it picked was taken in the meantime. ctx
 // bounds only the start; the programs run until stop.
-func launch(ctx context.Context, bin, dir string) (*Env, error) {
+func launch(ctx context.Context, bin, dir string, extra []string) (*Env, error) {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	tokens := map[string]string{adminUser: rand.Text(), OperatorUser: rand.Text()}
@@ -66,7 +66,7 @@ func launch(ctx context.Context, bin, dir string) (*Env, error) {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		s, ca, err := startLocal(ctx, bin, dir, tokens[adminUser])
+		s, ca, err := startLocal(ctx, bin, dir, tokens[adminUser], extra)
 		if err == nil {
 			admin := &rest.Config{
 				Host:            s.apiURL,
@@ -91,7 +91,7 @@ func launch(ctx context.Context, bin, dir string) (*Env, error) {
 // startLocal starts etcd and kube-apiserver on fresh ports. It returns the
 // server and the API server's CA certificate, or stops whatever it started
 // and returns an error.
-func startLocal(ctx context.Context, bin, dir, adminToken string) (_ *localServer, ca []byte, _ error) {
+func startLocal(ctx context.Context, bin, dir, adminToken string, extra []string) (_ *localServer, ca []byte, _ error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, nil, err
@@ -123,6 +123,7 @@ func startLocal(ctx context.Context, bin, dir, adminToken string) (_ *localServe
 			"--shutdown-watch-termination-grace-period=2s",
 		},
 	}
+	s.apiArgs = append(s.apiArgs, extra...)
 	s.etcd, err = startProcess(etcdProgram, filepath.Join(bin, etcdProgram), []string{
 		"--name=default",
 		"--data-dir=" + filepath.Join(dir, "etcd"),

@@ -90,7 +90,7 @@ func startShared(ctx context.Context) {
 		shared.err = fmt.Errorf("kubetest: %w", err)
 		return
 	}
-	shared.env, shared.err = launch(ctx, src.bin, shared.dir)
+	shared.env, shared.err = launch(ctx, src.bin, shared.dir, nil)
 	if shared.err == nil {
 		shared.started = fmt.Sprintf("kubetest: shared: kube-apiserver ready at %s in %v (programs from %s=%s, files in %s)",
 			shared.env.admin.Host, time.Since(begin).Round(time.Millisecond), src.binVar, src.bin, shared.dir)

@@ -1,0 +1,215 @@
+package k8s_test
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/opbus/opbus/adapters/k8s/kubetest"
+)
+
+// shardRun is one handler run that a replica process logged.
+type shardRun struct {
+	widget, version, replica string
+	start, end               int64 // unix nanoseconds; end 0 if the run never ended
+}
+
+// readShardRuns parses the run log that replica processes append to.
+func readShardRuns(t *testing.T, path string) []shardRun {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var runs []shardRun
+	open := map[string]int{} // widget+replica → index of its open run
+	for line := range strings.SplitSeq(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 5 {
+			continue
+		}
+		at, _ := strconv.ParseInt(f[4], 10, 64)
+		k := f[1] + " " + f[3]
+		switch f[0] {
+		case "start":
+			open[k] = len(runs)
+			runs = append(runs, shardRun{widget: f[1], version: f[2], replica: f[3], start: at})
+		case "end":
+			if i, ok := open[k]; ok {
+				runs[i].end = at
+				delete(open, k)
+			}
+		}
+	}
+	return runs
+}
+
+// TestShardsReplicaProcesses runs replicas of a sharded operator as
+// separate processes on the real API server (gate off: they filter on
+// their side): three split the widgets; one is killed with SIGKILL and
+// the others take its part on once its Lease expired; one is added and
+// takes a part; one is stopped cleanly (SIGTERM) and its part moves at
+// once. After each step every widget's last version is handled, and no
+// two runs on one widget, by any replicas, overlap in time (a run that
+// never ended, the killed replica's, lasts until the kill).
+func TestShardsReplicaProcesses(t *testing.T) {
+	env := kubetest.Shared(t)
+	ensureWidgets(t, env)
+	ns := env.Namespace(t)
+	c := dynClient(t, env.AdminConfig())
+	kubeconfig := env.WriteKubeconfig(t, nil)
+	runLog := filepath.Join(t.TempDir(), "runs")
+	config := func(i int) replicaConfig {
+		return replicaConfig{Kubeconfig: kubeconfig, Namespace: ns, Identity: fmt.Sprintf("r%d", i),
+			Lease: fenceLease, Retry: fenceRetry, Shards: true, RunLog: runLog, Children: 1}
+	}
+	// OPBUS_SHARD_OBJECTS sets the number of widgets, for a larger run
+	// than the default's (such as 2000).
+	widgets := 60
+	if v := os.Getenv("OPBUS_SHARD_OBJECTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("OPBUS_SHARD_OBJECTS=%q: want a positive number of widgets", v)
+		}
+		widgets = n
+	}
+	limit := 60*time.Second + time.Duration(widgets)*50*time.Millisecond
+	rs := []*replica{startReplica(t, config(0)), startReplica(t, config(1)), startReplica(t, config(2))}
+	for i := range widgets {
+		createWidget(t, c, ns, fmt.Sprintf("w-%03d", i), `{"version":1}`)
+	}
+	handled := func(version string) func() bool {
+		return func() bool {
+			seen := map[string]bool{}
+			for _, r := range readShardRuns(t, runLog) {
+				if r.version == version && r.end != 0 {
+					seen[r.widget] = true
+				}
+			}
+			return len(seen) == widgets
+		}
+	}
+	bump := func(version int) {
+		for i := range widgets {
+			patch(t, c, widgetsGVR, ns, fmt.Sprintf("w-%03d", i), fmt.Sprintf(`{"spec":{"version":%d}}`, version))
+		}
+	}
+	waitLong := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(limit)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v", what, limit)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitLong("version 1 handled", handled("1"))
+	byReplica := map[string]int{}
+	for _, r := range readShardRuns(t, runLog) {
+		byReplica[r.replica]++
+	}
+	for _, r := range rs {
+		if byReplica[r.id] == 0 {
+			t.Errorf("replica %s handled nothing of version 1: %v", r.id, byReplica)
+		}
+	}
+
+	killed := time.Now().UnixNano()
+	rs[0].signal(t, syscall.SIGKILL)
+	bump(2)
+	waitLong("version 2 handled after r0 was killed", handled("2"))
+
+	rs = append(rs, startReplica(t, config(3)))
+	waitLong("r3 ready", func() bool { return rs[3].ready() == 200 })
+	bump(3)
+	waitLong("version 3 handled after r3 joined", handled("3"))
+
+	rs[1].signal(t, syscall.SIGTERM)
+	waitLong("r1 exited", rs[1].exited)
+	if rs[1].code != replicaClean {
+		t.Errorf("r1 exited with %d after SIGTERM, want %d", rs[1].code, replicaClean)
+	}
+	bump(4)
+	waitLong("version 4 handled after r1 stopped", handled("4"))
+
+	// The two replicas left own the whole hash space between them, and
+	// each received objects of the other's (the server did not select).
+	waitLong("r2 and r3 own all 256 buckets", func() bool {
+		return rs[2].metric("opbus_shard_buckets_owned")+rs[3].metric("opbus_shard_buckets_owned") == 256
+	})
+	for _, r := range rs[2:] {
+		if n := r.metric("opbus_shard_objects_not_owned_total"); n == 0 {
+			t.Errorf("%s counted no objects not owned, though the server does not select", r.id)
+		}
+		if n := r.metric(`opbus_shard_handoffs_total{direction="acquired"`); n == 0 {
+			t.Errorf("%s counted no hand-off", r.id)
+		}
+		if n := r.metric("opbus_shard_keys_owned"); n == 0 || n == float64(widgets) {
+			t.Errorf("%s owns %v of %d widgets, want a part", r.id, n, widgets)
+		}
+	}
+
+	runs := readShardRuns(t, runLog)
+	by := map[string][]shardRun{}
+	v3 := map[string]int{}
+	for _, r := range runs {
+		if r.end == 0 {
+			if r.replica != "r0" {
+				t.Errorf("a run of %s by %s never ended", r.widget, r.replica)
+			}
+			r.end = killed
+		}
+		by[r.widget] = append(by[r.widget], r)
+		if r.version == "3" {
+			v3[r.replica]++
+		}
+	}
+	if v3["r3"] == 0 {
+		t.Errorf("the replica that joined handled none of version 3: %v", v3)
+	}
+	for w, rr := range by {
+		for i := range rr {
+			for j := i + 1; j < len(rr); j++ {
+				a, b := rr[i], rr[j]
+				if a.start < b.end && b.start < a.end {
+					t.Errorf("%s: runs overlap: %s on version %s and %s on version %s", w, a.replica, a.version, b.replica, b.version)
+				}
+			}
+		}
+	}
+}
+
+// metric returns the sum of the replica's samples whose line starts with
+// prefix (a name, or a name and the start of its labels); 0 if it did not
+// answer.
+func (r *replica) metric(prefix string) float64 {
+	resp, err := scrapeClient.Get("http://" + r.metrics + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			var f float64
+			if _, err := fmt.Sscan(line[i+1:], &f); err == nil {
+				sum += f
+			}
+		}
+	}
+	return sum
+}
