@@ -4,8 +4,9 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
+
+	"github.com/opbus/opbus/internal/filestore"
 )
 
 // Store keeps one record per object: the digests of the values its handlers
@@ -109,12 +110,4 @@ func (s *MemoryStore) Keys(ctx context.Context) ([]Key, error) {
 	return slices.SortedFunc(maps.Keys(s.records), compareKeys), nil
 }
 
-func compareKeys(a, b Key) int {
-	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
-}
+func compareKeys(a, b Key) int { return filestore.Compare(filestore.Key(a), filestore.Key(b)) }
