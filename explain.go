@@ -132,7 +132,7 @@ func (b *Bus) handlerFacts(h *handler, key Key, cur map[string]any, rec *record)
 	}
 	f.Fail = explain.FailureOf(rec.Fails[h.id])
 	if s := rec.schedOf(h.id); s != nil {
-		f.Timer = &explain.Timer{Next: s.next(), Every: s.every, Again: s.every != h.every}
+		f.Timer = &explain.Timer{Next: s.Next(), Every: s.Every, Again: s.Every != h.every}
 	}
 	return f
 }

@@ -31,9 +31,9 @@ type pendingState = stored.Pending
 var recordCodec = stored.Codec[Slots, *schedule]{
 	AppendSlots: appendSlotsJSON,
 	CheckSlots:  checkSlots,
-	Timer:       func(s *schedule) (string, int64, time.Duration) { return s.id, s.anchor, s.every },
+	Timer:       func(s *schedule) (string, int64, time.Duration) { return s.ID, s.Anchor, s.Every },
 	NewTimer: func(id string, anchor int64, every time.Duration) *schedule {
-		return &schedule{id: id, anchor: anchor, every: every}
+		return &schedule{ID: id, Anchor: anchor, Every: every}
 	},
 	ValidNumber: validNumber,
 }

@@ -20,7 +20,7 @@ func wireOf(t *testing.T, r *record, ids []string) stored.Wire[Slots] {
 		if w.Timers == nil {
 			w.Version, w.Timers = 3, map[string]stored.WireTimer{}
 		}
-		w.Timers[s.id] = stored.WireTimer{At: time.Duration(s.anchor).Milliseconds(), Every: s.every.Milliseconds()}
+		w.Timers[s.ID] = stored.WireTimer{At: time.Duration(s.Anchor).Milliseconds(), Every: s.Every.Milliseconds()}
 	}
 	for i, d := range r.Digests {
 		if d.isZero() {
@@ -108,8 +108,8 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			r.Olds = map[string][]byte{ids[3]: snap, str() + "o": {}}
 		}
 		if rng.IntN(3) == 0 {
-			r.setSched(&schedule{id: ids[3], anchor: rng.Int64N(1<<40) * 1e6, every: time.Duration(rng.IntN(1e6)+1) * time.Millisecond})
-			r.setSched(&schedule{id: str(), anchor: -1e6, every: time.Hour})
+			r.setSched(&schedule{ID: ids[3], Anchor: rng.Int64N(1<<40) * 1e6, Every: time.Duration(rng.IntN(1e6)+1) * time.Millisecond})
+			r.setSched(&schedule{ID: str(), Anchor: -1e6, Every: time.Hour})
 		}
 		got, err := r.encode(ids)
 		must(t, err)
@@ -185,7 +185,7 @@ func TestRecordTimersOutOfRange(t *testing.T) {
 	}
 	ok := []byte(`{"v":3,"timers":{"h":{"at":1700000000000,"every":60000}}}`)
 	r, err := decodeRecord(podKey, ok, index)
-	if err != nil || len(r.Timers()) != 1 || r.Timers()[0].every != time.Minute {
+	if err != nil || len(r.Timers()) != 1 || r.Timers()[0].Every != time.Minute {
 		t.Fatalf("a good timer: %v, %+v", err, r)
 	}
 }

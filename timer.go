@@ -3,38 +3,26 @@ package opbus
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	stored "github.com/opbus/opbus/internal/record"
 	"github.com/opbus/opbus/internal/timegrid"
 )
 
-// A schedule is a handler's timer on one incarnation of one object: the
-// handler is due at anchor + k·every for k ≥ 1, even if its value did not
-// change. It comes from [On.Every] (a periodic handler) or from
-// [Event.Again] (one handler run asking for another).
+// A schedule is a handler's timer on one incarnation of one object
+// (internal/timegrid holds it and its arithmetic). It comes from
+// [On.Every] (a periodic handler) or from [Event.Again] (one handler run
+// asking for another).
 //
-// Only anchor and every are stored, and the record is written only when
-// the schedule starts or changes (a new period, a new anchor), never for a
-// run alone: on Kubernetes each record write is an API-server write. A run
-// moves the anchor in memory to the latest due time it covers, which is
-// on the same grid, so the stored anchor is stale but never wrong; any
+// The record is written only when a schedule starts or changes (a new
+// period, a new anchor), never for a run alone: on Kubernetes each record
+// write is an API-server write. A run moves the anchor in memory; any
 // write the record gets anyway carries the newer one. After a restart the
 // handler is due at the first due time after the stored anchor: due times
 // missed while no program ran, and runs the store does not know of,
 // collapse into one run at the first pass; the grid, and so the cadence,
 // is kept.
-//
-// Times are Unix nanoseconds, to keep a schedule small (48 bytes): a
-// running bus keeps one per object per scheduled handler.
-type schedule struct {
-	id     string        // the handler's
-	anchor int64         // a due time (or the start) at which the handler is known to have run
-	every  time.Duration // the period
-	later  int64         // in memory: a due time after a run that did not succeed; 0 for none
-}
+type schedule = timegrid.Schedule
 
 // maxPeriod bounds a schedule's period, [On.Every] (checked by Handle) and
 // [Event.Again] (longer is taken as this). A schedule's times are Unix
@@ -47,54 +35,14 @@ type schedule struct {
 // never due.
 const maxPeriod = stored.MaxPeriod
 
-// period returns s's period in nanoseconds (see [timegrid.Period]).
-func (s *schedule) period() int64 { return timegrid.Period(int64(s.every)) }
-
-// next returns when the handler is due: the first due time after the
-// anchor, or after a run that did not succeed (whose retries follow the
-// failure rules, not the schedule).
-func (s *schedule) next() time.Time {
-	return time.Unix(0, timegrid.Next(s.anchor, s.period(), s.later))
-}
-
-// ran moves the anchor to the latest due time at or before now: a run that
-// began at now covers every due time up to it.
-func (s *schedule) ran(now time.Time) {
-	s.anchor, s.later = timegrid.Ran(s.anchor, s.period(), now.UnixNano()), 0
-}
-
-// tried notes a due run at now that did not succeed: the schedule is next
-// due at the first due time after now.
-func (s *schedule) tried(now time.Time) {
-	s.later = timegrid.Tried(s.anchor, s.period(), s.later, now.UnixNano())
-}
-
 // schedOf returns the schedule of handler id, or nil.
-func (r *record) schedOf(id string) *schedule {
-	for _, s := range r.Timers() {
-		if s.id == id {
-			return s
-		}
-	}
-	return nil
-}
+func (r *record) schedOf(id string) *schedule { return timegrid.Find(r.Timers(), id) }
 
-// setSched puts s in place of the schedule of its handler, keeping the
-// list in ID order.
-func (r *record) setSched(s *schedule) {
-	l := r.Timers()
-	i, found := slices.BinarySearchFunc(l, s.id, func(x *schedule, id string) int { return strings.Compare(x.id, id) })
-	if found {
-		l[i] = s
-		return
-	}
-	r.SetTimers(slices.Insert(l, i, s))
-}
+// setSched puts s in place of the schedule of its handler.
+func (r *record) setSched(s *schedule) { r.SetTimers(timegrid.Put(r.Timers(), s)) }
 
 // dropSched removes the schedule of handler id.
-func (r *record) dropSched(id string) {
-	r.SetTimers(slices.DeleteFunc(r.Timers(), func(s *schedule) bool { return s.id == id }))
-}
+func (r *record) dropSched(id string) { r.SetTimers(timegrid.Drop(r.Timers(), id)) }
 
 // startAt returns the anchor of a schedule started at now: whole
 // milliseconds, as stored, so that memory and store agree.
@@ -136,12 +84,12 @@ func (d *pass) scheduleOf(h *handler) *schedule {
 // isDue reports whether h's schedule s is due in this pass.
 func (d *pass) isDue(h *handler, s *schedule) bool {
 	if d.b.cfg.due != nil {
-		return d.b.cfg.due(d.ks.key, h.id, s.every != h.every)
+		return d.b.cfg.due(d.ks.key, h.id, s.Every != h.every)
 	}
 	if d.now.IsZero() {
 		d.now = d.b.now()
 	}
-	return !d.now.Before(s.next())
+	return !d.now.Before(s.Next())
 }
 
 // runDue runs h if its schedule is due and its value is the one it last
@@ -156,7 +104,7 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 	stored := d.rec.Digests[h.idx]
 	f := d.rec.Fails[h.id]
 	failingHere := f != nil && f.On == stored // a due run failed, on an unchanged value
-	anchor := s.anchor
+	anchor := s.Anchor
 	if !failingHere && !d.isDue(h, s) {
 		return false
 	}
@@ -176,17 +124,17 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 		}
 		d.tick = true
 		if o, ok := b.cfg.observer.(TimerObserver); ok && !failingHere {
-			o.TimerDue(d.ks.key, h.id, max(-b.until(s.next()), 0))
+			o.TimerDue(d.ks.key, h.id, max(-b.until(s.Next()), 0))
 		}
 		b.run(ctx, d, h, typ, cur, coalesced)
 		d.tick = false
 	}
-	if now := b.now(); d.scheduleOf(h) == s && s.anchor == anchor && !s.next().After(now) {
+	if now := b.now(); d.scheduleOf(h) == s && s.Anchor == anchor && !s.Next().After(now) {
 		// Failed, waiting for a retry, filtered out by When, or
 		// interrupted: the schedule is next due at its next due time. (A
 		// run that succeeded moved the anchor to its start: a due time
 		// that passed while it ran is due now.)
-		s.tried(now)
+		s.Tried(now)
 	}
 	return true
 }
@@ -213,26 +161,26 @@ func (d *pass) scheduled(h *handler, again time.Duration, start time.Time) {
 		}
 		return
 	}
-	if s != nil && s.every == every {
+	if s != nil && s.Every == every {
 		// In memory only: no write for a run alone. The run covers the due
 		// times up to its start, which it saw; one that passed while it ran
 		// is due at once after it.
-		s.ran(start)
+		s.Ran(start)
 		late := time.Duration(0)
 		if d.tick {
 			late = every / 10 // a due run's start may pass its due time a little
 		}
-		if again == 0 || !s.next().Before(start.Add(every-late)) {
+		if again == 0 || !s.Next().Before(start.Add(every-late)) {
 			return
 		}
 		// A new grid from start, in memory only like ran's move: the
 		// store keeps the old anchor until the record is written for
 		// another reason, which at worst makes one more run at a restart
 		// (the run that collapses missed due times).
-		s.anchor, s.later = startAt(start), 0
+		s.Restart(startAt(start))
 		return
 	}
-	d.rec.setSched(&schedule{id: h.id, anchor: startAt(start), every: every})
+	d.rec.setSched(&schedule{ID: h.id, Anchor: startAt(start), Every: every})
 	d.dirty = true
 }
 
@@ -250,7 +198,7 @@ func (b *Bus) startSchedules(d *pass) {
 		if d.rec.Digests[h.idx].isZero() {
 			continue // not handled yet: its first success starts it
 		}
-		d.rec.setSched(&schedule{id: h.id, anchor: startAt(b.now()), every: h.every})
+		d.rec.setSched(&schedule{ID: h.id, Anchor: startAt(b.now()), Every: h.every})
 		d.dirty = true
 	}
 }
@@ -264,14 +212,14 @@ func (b *Bus) armTick(ks *keyState, checked time.Time) {
 	var at time.Time
 	if ks.rec != nil && ks.live && !ks.deleting && b.cfg.due == nil {
 		for _, s := range ks.rec.Timers() {
-			if !checked.IsZero() && !s.next().After(checked) {
+			if !checked.IsZero() && !s.Next().After(checked) {
 				// Due when the pass looked, but it did not run: its
 				// value changed and is failing, or it was filtered out.
 				// The next due time is next. (One that came due since
 				// the pass looked fires at once.)
-				s.tried(checked)
+				s.Tried(checked)
 			}
-			if n := s.next(); at.IsZero() || n.Before(at) {
+			if n := s.Next(); at.IsZero() || n.Before(at) {
 				at = n
 			}
 		}
@@ -325,7 +273,7 @@ func (b *Bus) armSchedules() {
 		}
 		var at time.Time
 		for _, s := range ks.rec.Timers() {
-			if n := s.next(); at.IsZero() || n.Before(at) {
+			if n := s.Next(); at.IsZero() || n.Before(at) {
 				at = n
 			}
 		}

@@ -398,21 +398,21 @@ func TestTimerPeriodBounded(t *testing.T) {
 func TestScheduleSaturates(t *testing.T) {
 	late := time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, s := range []*schedule{
-		{anchor: startAt(late), every: maxPeriod},
-		{anchor: startAt(time.Now()), every: math.MaxInt64},
-		{anchor: math.MinInt64 + 1, every: math.MaxInt64},
+		{Anchor: startAt(late), Every: maxPeriod},
+		{Anchor: startAt(time.Now()), Every: math.MaxInt64},
+		{Anchor: math.MinInt64 + 1, Every: math.MaxInt64},
 	} {
-		start := time.Unix(0, s.anchor)
-		if n := s.next(); !n.After(start) {
+		start := time.Unix(0, s.Anchor)
+		if n := s.Next(); !n.After(start) {
 			t.Errorf("schedule %+v: next = %v, want after its anchor %v", *s, n, start)
 		}
 		now := time.Now()
-		s.tried(now)
-		if n := s.next(); !n.After(now) {
+		s.Tried(now)
+		if n := s.Next(); !n.After(now) {
 			t.Errorf("schedule %+v: next after a failed run at %v = %v, want after it", *s, now, n)
 		}
-		s.ran(now)
-		if n := s.next(); !n.After(now) {
+		s.Ran(now)
+		if n := s.Next(); !n.After(now) {
 			t.Errorf("schedule %+v: next after a run at %v = %v, want after it", *s, now, n)
 		}
 	}

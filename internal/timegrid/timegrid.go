@@ -1,5 +1,6 @@
 // Package timegrid is the arithmetic of a periodic schedule: a grid of due
-// times anchor + k·period for k ≥ 1, in Unix nanoseconds.
+// times anchor + k·period for k ≥ 1, in Unix nanoseconds; and the Schedule
+// itself, a handler's timer, with the list of them a record keeps.
 //
 // Invariants:
 //   - Every time it computes lies on the grid of the anchor it is given
@@ -9,6 +10,8 @@
 //     past is never due, instead of due again and again.
 //   - A period is at least 1 nanosecond, so that division is defined
 //     whatever a stored record holds.
+//   - A list of schedules that Put and Drop keep is in ID order, with at
+//     most one schedule per ID.
 package timegrid
 
 import "math"

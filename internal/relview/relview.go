@@ -1,0 +1,213 @@
+// Package relview is the storage of what one object sees of the objects
+// related to it: per kind, name → the related object's last observed
+// state, and per related field the combined digest (a Sum) of the entries
+// under it.
+//
+// Invariants:
+//   - A View holds each related object at most once, under its key, with
+//     its kind and the name it appears under in the view (both given by
+//     the caller, the same for one key each time).
+//   - Sums[j] is always the sum, modulo 2^256, of the entries' shares in
+//     field j: Set takes an entry's old shares out before it puts the new
+//     ones in, so one change costs one share per field however many
+//     entries there are.
+//   - The map of a kind holds exactly the entries of that
+//     kind, and a kind with no entry left has no map.
+//   - States are held by reference, never copied: the caller keeps them
+//     anyway, and a reference costs a pointer where a copy costs a map.
+//
+// A View is not safe for concurrent use: it belongs to the goroutine that
+// dispatches its object.
+package relview
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// Sum is a 256-bit number: a related field's value is the sum, modulo
+// 2^256, of the SHA-256 digests of its entries, so that one entry's change
+// costs one digest, however many entries there are (Bellare and
+// Micciancio's AdHash). It resists accidental collisions, not someone who
+// crafts many related objects to make one sum pass for another.
+type Sum [4]uint64
+
+// SumOf returns the 256-bit number whose big-endian bytes are h.
+func SumOf(h [32]byte) Sum {
+	var s Sum
+	for i := range s {
+		for _, c := range h[8*i : 8*i+8] {
+			s[i] = s[i]<<8 | uint64(c)
+		}
+	}
+	return s
+}
+
+// Add sets s to s + t modulo 2^256.
+func (s *Sum) Add(t Sum) {
+	var c uint64
+	s[3], c = bits.Add64(s[3], t[3], 0)
+	s[2], c = bits.Add64(s[2], t[2], c)
+	s[1], c = bits.Add64(s[1], t[1], c)
+	s[0], _ = bits.Add64(s[0], t[0], c)
+}
+
+// Sub sets s to s - t modulo 2^256.
+func (s *Sum) Sub(t Sum) {
+	var c uint64
+	s[3], c = bits.Sub64(s[3], t[3], 0)
+	s[2], c = bits.Sub64(s[2], t[2], c)
+	s[1], c = bits.Sub64(s[1], t[1], c)
+	s[0], _ = bits.Sub64(s[0], t[0], c)
+}
+
+// View is what one object sees of the objects related to it, keyed by K.
+type View[K comparable] struct {
+	kinds []kindView      // by kind, in the order they appeared
+	few   []*entry[K]     // the entries while there are at most manyEntries
+	many  map[K]*entry[K] // the entries beyond that
+	sums  []Sum           // by related field: the sum of the entries' shares
+}
+
+// kindView is the related objects of one kind: name → state.
+type kindView struct {
+	kind   string
+	byName map[string]any
+}
+
+// entry is one related object in a view.
+type entry[K comparable] struct {
+	key K
+	doc map[string]any // its last observed state, by reference
+	hs  []Sum          // by related field: its share of the sums; zero where the field does not match it
+}
+
+// manyEntries is how many entries a view keeps in a slice before it
+// indexes them by key: most objects have one or a few related objects,
+// and a map of one costs several hundred bytes.
+const manyEntries = 8
+
+// New returns an empty view with fields related fields.
+func New[K comparable](fields int) *View[K] {
+	return &View[K]{sums: make([]Sum, fields)}
+}
+
+// Sum returns the sum of related field j: zero for a nil view.
+func (v *View[K]) Sum(j int) Sum {
+	if v == nil {
+		return Sum{}
+	}
+	return v.sums[j]
+}
+
+// Doc returns the state of the related object k, nil if it is not in v.
+func (v *View[K]) Doc(k K) map[string]any {
+	if e := v.get(k); e != nil {
+		return e.doc
+	}
+	return nil
+}
+
+// Empty reports whether v holds no related object.
+func (v *View[K]) Empty() bool { return len(v.few) == 0 && len(v.many) == 0 }
+
+// ByKind returns the map name → state of kind's related objects, nil if
+// there are none.
+func (v *View[K]) ByKind(kind string) map[string]any {
+	for _, k := range v.kinds {
+		if k.kind == kind {
+			return k.byName
+		}
+	}
+	return nil
+}
+
+// Root returns a new map kind → name → state, with each other name of a
+// kind in names (name → kind) mapped to that kind's map, unless the other
+// name is a kind in v itself.
+func (v *View[K]) Root(names map[string]string) map[string]any {
+	m := make(map[string]any, len(v.kinds)+len(names))
+	for _, k := range v.kinds {
+		m[k.kind] = k.byName
+	}
+	for name, kind := range names {
+		if byName, ok := m[kind]; ok && m[name] == nil {
+			m[name] = byName
+		}
+	}
+	return m
+}
+
+// Set makes doc the state of the related object k, of kind, appearing as
+// name; a nil doc removes it. share(j) gives its share in field j, zero
+// where field j does not match it; it is called for each field, only when
+// doc is not nil.
+func (v *View[K]) Set(k K, kind, name string, doc map[string]any, share func(j int) Sum) {
+	e := v.get(k)
+	if e != nil {
+		for j := range e.hs {
+			v.sums[j].Sub(e.hs[j])
+		}
+	}
+	byName := v.ByKind(kind)
+	if doc == nil {
+		if e == nil {
+			return
+		}
+		v.remove(k)
+		delete(byName, name)
+		if len(byName) == 0 {
+			v.kinds = slices.DeleteFunc(v.kinds, func(x kindView) bool { return x.kind == kind })
+		}
+		return
+	}
+	if e == nil {
+		e = &entry[K]{key: k, hs: make([]Sum, len(v.sums))}
+		v.put(e)
+	}
+	e.doc = doc
+	for j := range e.hs {
+		e.hs[j] = share(j)
+		v.sums[j].Add(e.hs[j])
+	}
+	if byName == nil {
+		byName = map[string]any{}
+		v.kinds = append(v.kinds, kindView{kind, byName})
+	}
+	byName[name] = doc
+}
+
+func (v *View[K]) get(k K) *entry[K] {
+	if v.many != nil {
+		return v.many[k]
+	}
+	for _, e := range v.few {
+		if e.key == k {
+			return e
+		}
+	}
+	return nil
+}
+
+func (v *View[K]) put(e *entry[K]) {
+	switch {
+	case v.many != nil:
+		v.many[e.key] = e
+	case len(v.few) < manyEntries:
+		v.few = append(v.few, e)
+	default:
+		v.many = make(map[K]*entry[K], 2*manyEntries)
+		for _, x := range append(v.few, e) {
+			v.many[x.key] = x
+		}
+		v.few = nil
+	}
+}
+
+func (v *View[K]) remove(k K) {
+	if v.many != nil {
+		delete(v.many, k)
+		return
+	}
+	v.few = slices.DeleteFunc(v.few, func(e *entry[K]) bool { return e.key == k })
+}

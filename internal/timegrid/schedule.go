@@ -1,0 +1,77 @@
+package timegrid
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// A Schedule is a handler's timer on one incarnation of one object: the
+// handler is due at Anchor + k·Every for k ≥ 1, even if its value did not
+// change.
+//
+// Only ID, Anchor and Every are stored. A run moves the anchor in memory
+// to the latest due time it covers, which is on the same grid, so a stored
+// anchor is stale but never wrong. After a run that did not succeed, the
+// schedule is due at a later due time kept in memory only.
+//
+// Times are Unix nanoseconds, to keep a schedule small (48 bytes): a
+// running program keeps one per object per scheduled handler.
+type Schedule struct {
+	ID     string        // the handler's
+	Anchor int64         // a due time (or the start) at which the handler is known to have run
+	Every  time.Duration // the period
+	later  int64         // in memory: a due time after a run that did not succeed; 0 for none
+}
+
+// Period returns s's period in nanoseconds (see [Period]).
+func (s *Schedule) Period() int64 { return Period(int64(s.Every)) }
+
+// Next returns when the handler is due: the first due time after the
+// anchor, or after a run that did not succeed.
+func (s *Schedule) Next() time.Time {
+	return time.Unix(0, Next(s.Anchor, s.Period(), s.later))
+}
+
+// Ran moves the anchor to the latest due time at or before now: a run that
+// began at now covers every due time up to it.
+func (s *Schedule) Ran(now time.Time) {
+	s.Anchor, s.later = Ran(s.Anchor, s.Period(), now.UnixNano()), 0
+}
+
+// Tried notes a due run at now that did not succeed: the schedule is next
+// due at the first due time after now.
+func (s *Schedule) Tried(now time.Time) {
+	s.later = Tried(s.Anchor, s.Period(), s.later, now.UnixNano())
+}
+
+// Restart starts a new grid at anchor, forgetting a due time after a run
+// that did not succeed.
+func (s *Schedule) Restart(anchor int64) { s.Anchor, s.later = anchor, 0 }
+
+// Find returns the schedule of handler id in l, or nil.
+func Find(l []*Schedule, id string) *Schedule {
+	for _, s := range l {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Put returns l, kept in ID order, with s in place of the schedule of its
+// handler. l may be changed in place.
+func Put(l []*Schedule, s *Schedule) []*Schedule {
+	i, found := slices.BinarySearchFunc(l, s.ID, func(x *Schedule, id string) int { return strings.Compare(x.ID, id) })
+	if found {
+		l[i] = s
+		return l
+	}
+	return slices.Insert(l, i, s)
+}
+
+// Drop returns l without the schedule of handler id. l may be changed in
+// place.
+func Drop(l []*Schedule, id string) []*Schedule {
+	return slices.DeleteFunc(l, func(s *Schedule) bool { return s.ID == id })
+}
