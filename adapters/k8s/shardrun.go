@@ -38,7 +38,7 @@ type sharder struct {
 	target bucketSet // buckets the ring assigns this replica
 	joined bool      // the ring was read with this replica in it
 
-	hashes   sync.Map     // opbus.Key → uint64, the hash of each key seen
+	keys     shardKeys    // the hash of each key seen
 	notOwned atomic.Int64 // states received of keys not owned
 	acquired atomic.Int64 // hand-offs that took buckets on
 	released atomic.Int64 // hand-offs that gave buckets up
@@ -114,7 +114,7 @@ func (sh *sharder) ready() error {
 // replica handles it.
 func (sh *sharder) note(key opbus.Key, obj map[string]any) bool {
 	h := shardHash(shardUID(obj))
-	sh.hashes.Store(key, h)
+	sh.keys.note(key, h)
 	sh.mu.Lock()
 	ok := sh.owned.hasHash(h)
 	sh.mu.Unlock()
@@ -127,8 +127,8 @@ func (sh *sharder) note(key opbus.Key, obj map[string]any) bool {
 // keysIn returns the predicate of the keys whose hash lies in set.
 func (sh *sharder) keysIn(set bucketSet) func(opbus.Key) bool {
 	return func(key opbus.Key) bool {
-		if h, ok := sh.hashes.Load(key); ok {
-			return set.hasHash(h.(uint64))
+		if h, ok := sh.keys.lookup(key); ok {
+			return set.hasHash(h)
 		}
 		if r, err := sh.s.resourceFor(key); err == nil {
 			if u, ok := r.cached(key); ok {
@@ -190,6 +190,9 @@ func (sh *sharder) step(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, sh.grace)
 		err := sh.bus.Release(rctx, sh.keysIn(drop))
 		cancel()
+		if err == nil {
+			sh.keys.released(drop) // the bus forgot their keys
+		}
 		sh.ring.Announce(owned)
 		if err := sh.ring.sync(ctx); err != nil && ctx.Err() == nil {
 			sh.s.log.Warn("k8s: shard ring: announcing a release", "err", err)
@@ -241,8 +244,10 @@ func (sh *sharder) step(ctx context.Context) {
 }
 
 // ownsDeleted reports whether this replica handles the deletion of key,
-// whose last state is u (nil if unknown).
+// whose last state is u (nil if unknown), and moves its hash aside (see
+// [shardKeys]).
 func (sh *sharder) ownsDeleted(key opbus.Key, u *unstructured.Unstructured) bool {
+	defer sh.keys.deleted(key)
 	if u != nil {
 		return sh.note(key, u.Object)
 	}
