@@ -17,7 +17,9 @@ func TestShardKeysBoundedUnderChurn(t *testing.T) {
 	for b := range shardBuckets {
 		all.add(b)
 	}
-	key := func(i int) opbus.Key { return opbus.Key{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("cm-", i)} }
+	key := func(i int) opbus.Key {
+		return opbus.Key{Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprint("cm-", i)}
+	}
 	const churn = 3 * maxGoneKeys
 	for i := range churn {
 		k.note(key(i), shardHash(fmt.Sprint("uid-", i)))
