@@ -37,6 +37,7 @@ type sharder struct {
 	owned  bucketSet // buckets whose keys the bus handles
 	target bucketSet // buckets the ring assigns this replica
 	joined bool      // the ring was read with this replica in it
+	live   bool      // at the last step: in the ring, its Lease renewed in time
 
 	keys     shardKeys    // the hash of each key seen
 	notOwned atomic.Int64 // states received of keys not owned
@@ -95,14 +96,22 @@ func (s *Source) shard(ctx context.Context, bus *opbus.Bus) error {
 	return errors.Join(err, <-ringDone)
 }
 
-// ready returns why the replica is not ready yet: it has not joined the
-// ring, or it does not own all its buckets yet; nil once it does.
+// ready returns why the replica is not ready: it has not joined the
+// ring, it is no longer a live member (its Lease not renewed in time, so
+// that it released everything, or gone from the ring), or it does not own
+// all its buckets yet; nil once it does.
 func (sh *sharder) ready() error {
+	last := sh.ring.lastRenewed()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	switch {
 	case !sh.joined:
 		return fmt.Errorf("%w: not in shard ring %s yet", ErrNotReady, sh.ring.ring)
+	case sh.ring.lapsed(last):
+		return fmt.Errorf("%w: its Lease in shard ring %s was last renewed %v ago: it handles nothing until it renews", ErrNotReady,
+			sh.ring.ring, time.Since(last).Round(time.Millisecond))
+	case !sh.live:
+		return fmt.Errorf("%w: not a live member of shard ring %s: it handles nothing until the ring lists it again", ErrNotReady, sh.ring.ring)
 	case sh.target.minus(sh.owned).count() > 0:
 		return fmt.Errorf("%w: %d of its %d shard buckets are still held by other replicas", ErrNotReady,
 			sh.target.minus(sh.owned).count(), sh.target.count())
@@ -171,11 +180,12 @@ func (sh *sharder) step(ctx context.Context) {
 	}
 	// A replica whose Lease may have expired for the others stops
 	// handling everything.
-	if last := sh.ring.lastRenewed(); !last.IsZero() && time.Since(last) > sh.ring.dur-sh.ring.tick {
+	lapsed := sh.ring.lapsed(sh.ring.lastRenewed())
+	if lapsed {
 		target = bucketSet{}
 	}
 	sh.mu.Lock()
-	sh.target, sh.joined = target, sh.joined || in
+	sh.target, sh.joined, sh.live = target, sh.joined || in, in && !lapsed
 	drop := sh.owned.minus(target)
 	sh.mu.Unlock()
 
