@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 
@@ -112,3 +114,7 @@ func ShardKeys(s *Source) (owned, held, outside int) {
 	owned, held = sh.keys.count(set)
 	return owned, held, sh.keys.outside(set)
 }
+
+// ShardGrace returns how long after a member's Lease expired its buckets
+// are taken over, for cfg.
+func ShardGrace(cfg Shards) time.Duration { return shardGrace(cfg) }
