@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,13 +63,17 @@ func (s *Source) shard(ctx context.Context, bus *opbus.Bus) error {
 	if id == "" {
 		id = s.identity()
 	}
+	if err := s.checkShardedReferences(); err != nil {
+		return err
+	}
 	r, err := newShardRing(s.leases, cfg, ring, id)
 	if err != nil {
 		return err
 	}
 	sh := &sharder{s: s, bus: bus, ring: r, grace: shardGrace(cfg)}
-	// The bus owns nothing until the ring assigns it buckets.
-	if err := bus.Release(ctx, func(opbus.Key) bool { return true }); err != nil {
+	// The bus owns nothing until the ring assigns it buckets, but for the
+	// objects of read-only resources, which every replica owns.
+	if err := bus.Release(ctx, func(key opbus.Key) bool { return !sh.everywhere(key) }); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -133,9 +139,43 @@ func (sh *sharder) note(key opbus.Key, obj map[string]any) bool {
 	return ok
 }
 
-// keysIn returns the predicate of the keys whose hash lies in set.
+// everywhere reports whether key is of a read-only resource: no handler
+// runs on its objects, which are watched for the objects they relate to
+// (owned children, referenced objects). Every replica receives them and
+// its bus owns them, so that their changes reach the objects related to
+// them on whichever replica handles those (the bus passes a change on
+// only to the objects it owns).
+func (sh *sharder) everywhere(key opbus.Key) bool {
+	r, err := sh.s.resourceFor(key)
+	return err == nil && r.readOnly
+}
+
+// checkShardedReferences refuses a resource Referenced by another on
+// which handlers run too: its objects are placed by their own uid, and the
+// bus of the replica that handles one passes its changes on only to the
+// referrers that replica handles, never to those other replicas handle.
+// A read-only referenced resource is owned by every replica (see
+// [sharder.everywhere]), so each passes its changes to its own referrers.
+func (s *Source) checkShardedReferences() error {
+	s.mu.Lock()
+	kinds := s.kinds
+	s.mu.Unlock()
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		if r := kinds[k]; len(r.refs) > 0 && !r.readOnly {
+			return fmt.Errorf("k8s: Shards: resource %s is Referenced by %s and handlers run on its kind %s: a replica could not pass its changes to the referrers other replicas handle; "+
+				"run no handler on it (it is then read-only, watched by every replica for its referrers), or drop Shards", r.gvr.GroupResource(), r.refs[0].from.keyKind, k)
+		}
+	}
+	return nil
+}
+
+// keysIn returns the predicate of the keys whose hash lies in set; a key
+// owned everywhere is in no set.
 func (sh *sharder) keysIn(set bucketSet) func(opbus.Key) bool {
 	return func(key opbus.Key) bool {
+		if sh.everywhere(key) {
+			return false
+		}
 		if h, ok := sh.keys.lookup(key); ok {
 			return set.hasHash(h)
 		}
