@@ -19,9 +19,9 @@ import (
 // TestShardsReferencedFollowReferrer runs two replicas in a shard ring on
 // the real API server with Backups that each name a ConfigMap in
 // spec.target (ConfigMaps Referenced by Backups, read-only): when every
-// ConfigMap's data changes, each Backup's handler sees the new data on
-// the replica that handles the Backup, wherever the ConfigMap's own uid
-// would place it.
+// ConfigMap's data changes, and when every ConfigMap is deleted, each
+// Backup's handler sees it on the replica that handles the Backup,
+// wherever the ConfigMap's own uid would place it.
 func TestShardsReferencedFollowReferrer(t *testing.T) {
 	t.Parallel()
 	env := kubetest.Shared(t)
@@ -101,6 +101,12 @@ func TestShardsReferencedFollowReferrer(t *testing.T) {
 		patch(t, c, configMapsGVR, ns, fmt.Sprintf("cm-%03d", i), `{"data":{"v":"2"}}`)
 	}
 	eventually(t, "every Backup saw its ConfigMap's v=2", all("2"))
+	for i := range objects {
+		if err := c.Resource(configMapsGVR).Namespace(ns).Delete(t.Context(), fmt.Sprintf("cm-%03d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every Backup saw its ConfigMap gone", all(""))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(by["a"]) == 0 || len(by["b"]) == 0 {

@@ -297,6 +297,9 @@ func (sh *sharder) step(ctx context.Context) {
 // whose last state is u (nil if unknown), and moves its hash aside (see
 // [shardKeys]).
 func (sh *sharder) ownsDeleted(key opbus.Key, u *unstructured.Unstructured) bool {
+	if sh.everywhere(key) {
+		return true
+	}
 	defer sh.keys.deleted(key)
 	if u != nil {
 		return sh.note(key, u.Object)
