@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 
@@ -95,3 +97,24 @@ func ShardNotOwned(s *Source) (notOwned int64, buckets int) {
 	defer sh.mu.Unlock()
 	return sh.notOwned.Load(), sh.owned.count()
 }
+
+// ShardKeys returns how many live keys s's replica holds the hash of in
+// its owned buckets, how many keys' hashes it holds in all (live and
+// deleted), and how many of those lie outside its owned buckets.
+func ShardKeys(s *Source) (owned, held, outside int) {
+	s.mu.Lock()
+	sh := s.sharder
+	s.mu.Unlock()
+	if sh == nil {
+		return 0, 0, 0
+	}
+	sh.mu.Lock()
+	set := sh.owned
+	sh.mu.Unlock()
+	owned, held = sh.keys.count(set)
+	return owned, held, sh.keys.outside(set)
+}
+
+// ShardGrace returns how long after a member's Lease expired its buckets
+// are taken over, for cfg.
+func ShardGrace(cfg Shards) time.Duration { return shardGrace(cfg) }

@@ -48,6 +48,13 @@ type replicaConfig struct {
 	// its runs starts and ends: "start|end <widget> <version> <identity>
 	// <unix nanoseconds>".
 	RunLog string
+	// ConfigMaps makes the replica handle the ConfigMaps labelled
+	// shard-test (their data.version) instead of Widgets.
+	ConfigMaps bool
+	// RecvLog, if set, is a file the replica appends a line to for each
+	// ConfigMap its transport receives, in a list or a watch event:
+	// "<name> <unix nanoseconds>" (see countReceived).
+	RecvLog string
 }
 
 // Exit codes of a replica process.
@@ -89,6 +96,17 @@ func replicaMain(raw string) int {
 		opts.Shards = &k8s.Shards{Namespace: rc.Namespace, Ring: "shards", Identity: rc.Identity,
 			LeaseDuration: rc.Lease, RenewPeriod: rc.Retry}
 	}
+	if rc.ConfigMaps {
+		opts.Resources = []k8s.Resource{{GVR: configMapsGVR, Namespaces: []string{rc.Namespace}, LabelSelector: "shard-test"}}
+	}
+	if rc.RecvLog != "" {
+		recv, err := os.OpenFile(rc.RecvLog, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail(err)
+		}
+		defer recv.Close()
+		cfg.WrapTransport = countReceived(recv)
+	}
 	var runLog *os.File
 	if rc.RunLog != "" {
 		if runLog, err = os.OpenFile(rc.RunLog, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600); err != nil {
@@ -109,8 +127,15 @@ func replicaMain(raw string) int {
 	if err != nil {
 		return fail(err)
 	}
+	on := opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec.version"}}
+	if rc.ConfigMaps {
+		on = opbus.On{Kinds: []string{"ConfigMap"}, Fields: []string{"data.version"}}
+	}
 	err = bus.Handle("children", func(ctx context.Context, ev *opbus.Event) (opbus.Status, error) {
 		v, _, _ := unstructured.NestedFieldNoCopy(ev.New, "spec", "version")
+		if rc.ConfigMaps {
+			v, _, _ = unstructured.NestedFieldNoCopy(ev.New, "data", "version")
+		}
 		logRun("start", ev.Key.Name, v)
 		defer logRun("end", ev.Key.Name, v)
 		if runLog != nil {
@@ -128,7 +153,7 @@ func replicaMain(raw string) int {
 			}
 		}
 		return opbus.Active(fmt.Sprint("version ", v)), nil
-	}, opbus.On{Kinds: []string{widgetKind}, Fields: []string{"spec.version"}})
+	}, on)
 	if err != nil {
 		return fail(err)
 	}

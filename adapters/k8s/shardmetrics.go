@@ -58,12 +58,8 @@ func (g shardGauges) Collect(ch chan<- prometheus.Metric) {
 		owned := sh.owned
 		sh.mu.Unlock()
 		st.buckets += float64(owned.count())
-		sh.hashes.Range(func(_, h any) bool {
-			if owned.hasHash(h.(uint64)) {
-				st.keys++
-			}
-			return true
-		})
+		in, _ := sh.keys.count(owned)
+		st.keys += float64(in)
 		st.acquired += float64(sh.acquired.Load())
 		st.released += float64(sh.released.Load())
 		st.notOwned += float64(sh.notOwned.Load())

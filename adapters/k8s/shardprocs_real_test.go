@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opbus/opbus/adapters/k8s"
 	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
 
@@ -121,23 +122,64 @@ func TestShardsReplicaProcesses(t *testing.T) {
 		}
 	}
 
-	killed := time.Now().UnixNano()
+	// Hand-off times, measured from outside by polling the replicas'
+	// opbus_shard_buckets_owned every 50 ms while the widgets change:
+	// each must be within the Lease duration plus the grace, plus
+	// handOffMargin for the polling and for a loaded machine's delays.
+	grace := k8s.ShardGrace(k8s.Shards{LeaseDuration: fenceLease, RenewPeriod: fenceRetry})
+	bound := fenceLease + grace + handOffMargin
+	waitLong("r0, r1 and r2 own all 256 buckets", func() bool { return owning(rs...) == 256 })
+	handOff := func(what string, from time.Time, cond func() bool) <-chan time.Duration {
+		took := make(chan time.Duration, 1)
+		go func() {
+			deadline := from.Add(limit)
+			for !cond() && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			took <- time.Since(from)
+		}()
+		return took
+	}
+	checkHandOff := func(what string, took <-chan time.Duration) {
+		t.Helper()
+		d := <-took
+		t.Logf("hand-off time, %s: %v (bound: lease %v + grace %v + margin %v = %v)", what, d.Round(time.Millisecond), fenceLease, grace, handOffMargin, bound)
+		if d > bound {
+			t.Errorf("hand-off time, %s: %v, want at most %v", what, d.Round(time.Millisecond), bound)
+		}
+	}
+
+	killedAt := time.Now()
+	killed := killedAt.UnixNano()
 	rs[0].signal(t, syscall.SIGKILL)
+	tookKill := handOff("SIGKILL", killedAt, func() bool { return owning(rs[1], rs[2]) == 256 })
 	bump(2)
+	checkHandOff("from r0's SIGKILL to r1 and r2 owning its buckets", tookKill)
 	waitLong("version 2 handled after r0 was killed", handled("2"))
 
+	joinedAt := time.Now()
 	rs = append(rs, startReplica(t, config(3)))
-	waitLong("r3 ready", func() bool { return rs[3].ready() == 200 })
+	tookJoin := handOff("join", joinedAt, func() bool { return rs[3].ready() == 200 && owning(rs[1], rs[2], rs[3]) == 256 })
+	checkHandOff("from r3's start to it owning its buckets", tookJoin)
 	bump(3)
 	waitLong("version 3 handled after r3 joined", handled("3"))
 
+	stoppedAt := time.Now()
 	rs[1].signal(t, syscall.SIGTERM)
+	tookStop := handOff("SIGTERM", stoppedAt, func() bool { return rs[1].exited() && owning(rs[2], rs[3]) == 256 })
+	bump(4)
+	checkHandOff("from r1's SIGTERM to r2 and r3 owning its buckets", tookStop)
 	waitLong("r1 exited", rs[1].exited)
 	if rs[1].code != replicaClean {
 		t.Errorf("r1 exited with %d after SIGTERM, want %d", rs[1].code, replicaClean)
 	}
-	bump(4)
 	waitLong("version 4 handled after r1 stopped", handled("4"))
+	for _, r := range rs[2:] {
+		sum, n := r.metric(`opbus_shard_handoff_duration_seconds_sum{direction="acquired"`), r.metric(`opbus_shard_handoff_duration_seconds_count{direction="acquired"`)
+		if n > 0 {
+			t.Logf("%s: %v hand-offs acquired, %.3f s each on average from claim to Acquire's end", r.id, n, sum/n)
+		}
+	}
 
 	// The two replicas left own the whole hash space between them, and
 	// each received objects of the other's (the server did not select).
@@ -184,6 +226,22 @@ func TestShardsReplicaProcesses(t *testing.T) {
 			}
 		}
 	}
+}
+
+// handOffMargin is what a hand-off time may exceed the Lease duration
+// plus the grace by in TestShardsReplicaProcesses: the 50 ms polling of
+// the replicas' metrics, the steps of their balancers (a renew period
+// each) and the delays of a loaded 2-core machine.
+const handOffMargin = 2 * time.Second
+
+// owning returns how many buckets the replicas rs own together, by their
+// opbus_shard_buckets_owned.
+func owning(rs ...*replica) float64 {
+	var n float64
+	for _, r := range rs {
+		n += r.metric("opbus_shard_buckets_owned")
+	}
+	return n
 }
 
 // metric returns the sum of the replica's samples whose line starts with

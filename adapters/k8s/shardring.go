@@ -197,6 +197,13 @@ func (r *shardRing) lastRenewed() time.Time {
 	return r.renewed
 }
 
+// lapsed reports whether a renewal last, begun at last (zero: none yet),
+// is so old that the others may see this replica's Lease expire before it
+// renews again: more than LeaseDuration less a renew period ago.
+func (r *shardRing) lapsed(last time.Time) bool {
+	return !last.IsZero() && time.Since(last) > r.dur-r.tick
+}
+
 // sync renews this replica's Lease, with what it announces now, and reads
 // the ring.
 func (r *shardRing) sync(ctx context.Context) error {

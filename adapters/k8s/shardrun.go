@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,8 +39,9 @@ type sharder struct {
 	owned  bucketSet // buckets whose keys the bus handles
 	target bucketSet // buckets the ring assigns this replica
 	joined bool      // the ring was read with this replica in it
+	live   bool      // at the last step: in the ring, its Lease renewed in time
 
-	hashes   sync.Map     // opbus.Key → uint64, the hash of each key seen
+	keys     shardKeys    // the hash of each key seen
 	notOwned atomic.Int64 // states received of keys not owned
 	acquired atomic.Int64 // hand-offs that took buckets on
 	released atomic.Int64 // hand-offs that gave buckets up
@@ -60,13 +63,17 @@ func (s *Source) shard(ctx context.Context, bus *opbus.Bus) error {
 	if id == "" {
 		id = s.identity()
 	}
+	if err := s.checkShardedReferences(); err != nil {
+		return err
+	}
 	r, err := newShardRing(s.leases, cfg, ring, id)
 	if err != nil {
 		return err
 	}
 	sh := &sharder{s: s, bus: bus, ring: r, grace: shardGrace(cfg)}
-	// The bus owns nothing until the ring assigns it buckets.
-	if err := bus.Release(ctx, func(opbus.Key) bool { return true }); err != nil {
+	// The bus owns nothing until the ring assigns it buckets, but for the
+	// objects of read-only resources, which every replica owns.
+	if err := bus.Release(ctx, func(key opbus.Key) bool { return !sh.everywhere(key) }); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -95,14 +102,22 @@ func (s *Source) shard(ctx context.Context, bus *opbus.Bus) error {
 	return errors.Join(err, <-ringDone)
 }
 
-// ready returns why the replica is not ready yet: it has not joined the
-// ring, or it does not own all its buckets yet; nil once it does.
+// ready returns why the replica is not ready: it has not joined the
+// ring, it is no longer a live member (its Lease not renewed in time, so
+// that it released everything, or gone from the ring), or it does not own
+// all its buckets yet; nil once it does.
 func (sh *sharder) ready() error {
+	last := sh.ring.lastRenewed()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	switch {
 	case !sh.joined:
 		return fmt.Errorf("%w: not in shard ring %s yet", ErrNotReady, sh.ring.ring)
+	case sh.ring.lapsed(last):
+		return fmt.Errorf("%w: its Lease in shard ring %s was last renewed %v ago: it handles nothing until it renews", ErrNotReady,
+			sh.ring.ring, time.Since(last).Round(time.Millisecond))
+	case !sh.live:
+		return fmt.Errorf("%w: not a live member of shard ring %s: it handles nothing until the ring lists it again", ErrNotReady, sh.ring.ring)
 	case sh.target.minus(sh.owned).count() > 0:
 		return fmt.Errorf("%w: %d of its %d shard buckets are still held by other replicas", ErrNotReady,
 			sh.target.minus(sh.owned).count(), sh.target.count())
@@ -114,7 +129,7 @@ func (sh *sharder) ready() error {
 // replica handles it.
 func (sh *sharder) note(key opbus.Key, obj map[string]any) bool {
 	h := shardHash(shardUID(obj))
-	sh.hashes.Store(key, h)
+	sh.keys.note(key, h)
 	sh.mu.Lock()
 	ok := sh.owned.hasHash(h)
 	sh.mu.Unlock()
@@ -124,11 +139,45 @@ func (sh *sharder) note(key opbus.Key, obj map[string]any) bool {
 	return ok
 }
 
-// keysIn returns the predicate of the keys whose hash lies in set.
+// everywhere reports whether key is of a read-only resource: no handler
+// runs on its objects, which are watched for the objects they relate to
+// (owned children, referenced objects). Every replica receives them and
+// its bus owns them, so that their changes reach the objects related to
+// them on whichever replica handles those (the bus passes a change on
+// only to the objects it owns).
+func (sh *sharder) everywhere(key opbus.Key) bool {
+	r, err := sh.s.resourceFor(key)
+	return err == nil && r.readOnly
+}
+
+// checkShardedReferences refuses a resource Referenced by another on
+// which handlers run too: its objects are placed by their own uid, and the
+// bus of the replica that handles one passes its changes on only to the
+// referrers that replica handles, never to those other replicas handle.
+// A read-only referenced resource is owned by every replica (see
+// [sharder.everywhere]), so each passes its changes to its own referrers.
+func (s *Source) checkShardedReferences() error {
+	s.mu.Lock()
+	kinds := s.kinds
+	s.mu.Unlock()
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		if r := kinds[k]; len(r.refs) > 0 && !r.readOnly {
+			return fmt.Errorf("k8s: Shards: resource %s is Referenced by %s and handlers run on its kind %s: a replica could not pass its changes to the referrers other replicas handle; "+
+				"run no handler on it (it is then read-only, watched by every replica for its referrers), or drop Shards", r.gvr.GroupResource(), r.refs[0].from.keyKind, k)
+		}
+	}
+	return nil
+}
+
+// keysIn returns the predicate of the keys whose hash lies in set; a key
+// owned everywhere is in no set.
 func (sh *sharder) keysIn(set bucketSet) func(opbus.Key) bool {
 	return func(key opbus.Key) bool {
-		if h, ok := sh.hashes.Load(key); ok {
-			return set.hasHash(h.(uint64))
+		if sh.everywhere(key) {
+			return false
+		}
+		if h, ok := sh.keys.lookup(key); ok {
+			return set.hasHash(h)
 		}
 		if r, err := sh.s.resourceFor(key); err == nil {
 			if u, ok := r.cached(key); ok {
@@ -171,11 +220,12 @@ func (sh *sharder) step(ctx context.Context) {
 	}
 	// A replica whose Lease may have expired for the others stops
 	// handling everything.
-	if last := sh.ring.lastRenewed(); !last.IsZero() && time.Since(last) > sh.ring.dur-sh.ring.tick {
+	lapsed := sh.ring.lapsed(sh.ring.lastRenewed())
+	if lapsed {
 		target = bucketSet{}
 	}
 	sh.mu.Lock()
-	sh.target, sh.joined = target, sh.joined || in
+	sh.target, sh.joined, sh.live = target, sh.joined || in, in && !lapsed
 	drop := sh.owned.minus(target)
 	sh.mu.Unlock()
 
@@ -190,6 +240,9 @@ func (sh *sharder) step(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, sh.grace)
 		err := sh.bus.Release(rctx, sh.keysIn(drop))
 		cancel()
+		if err == nil {
+			sh.keys.released(drop) // the bus forgot their keys
+		}
 		sh.ring.Announce(owned)
 		if err := sh.ring.sync(ctx); err != nil && ctx.Err() == nil {
 			sh.s.log.Warn("k8s: shard ring: announcing a release", "err", err)
@@ -241,8 +294,13 @@ func (sh *sharder) step(ctx context.Context) {
 }
 
 // ownsDeleted reports whether this replica handles the deletion of key,
-// whose last state is u (nil if unknown).
+// whose last state is u (nil if unknown), and moves its hash aside (see
+// [shardKeys]).
 func (sh *sharder) ownsDeleted(key opbus.Key, u *unstructured.Unstructured) bool {
+	if sh.everywhere(key) {
+		return true
+	}
+	defer sh.keys.deleted(key)
 	if u != nil {
 		return sh.note(key, u.Object)
 	}
