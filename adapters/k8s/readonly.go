@@ -44,13 +44,9 @@ func (s *Source) markReadOnly(subs []opbus.Subscription, rs []*resource) error {
 }
 
 // observeReadOnly hands the bus a new state of an object of a read-only
-// resource as it is: nothing is claimed, restored or released. A sharded
-// replica drops, counted, the states of another replica's objects.
+// resource as it is: nothing is claimed, restored or released.
 func (w *watch) observeReadOnly(r *resource, old, u *unstructured.Unstructured) {
 	key := r.key(u)
-	if w.sh != nil && !w.sh.note(key, u.Object) {
-		return // another replica's
-	}
 	if old == nil {
 		w.observe(w.bus.Observe(w.ctx, key, u.Object), key)
 		return
