@@ -41,7 +41,10 @@ const CheckName = "opbus"
 //
 // opts is as for [k8s.New], with these fields left unset, since the
 // manager provides them: Config, HTTPClient, Informers, and
-// LeaderElection (the manager's --leader-elect election applies). A
+// LeaderElection (the manager's --leader-elect election applies). Shards
+// must be unset too: the cache's informers cannot list with a shard
+// selector, so a sharded replica's Source is built with [k8s.New] on
+// informers of its own and run by the manager with [Add]. A
 // [k8s.Resource] may set no Namespaces or selectors: the manager's
 // cache.Options (DefaultNamespaces, ByObject) say what its informers
 // watch. A cache of all namespaces gives one informer per resource, whose
@@ -72,6 +75,10 @@ func New(mgr manager.Manager, opts *k8s.Options) (*k8s.Source, error) {
 	case o.LeaderElection != nil:
 		return nil, errors.New("ctrlmgr: Options.LeaderElection is set: inside a manager the Source runs only on the replica the manager's own election chose " +
 			"(manager.Options.LeaderElection, the --leader-elect flag); leave it nil")
+	}
+	if o.Shards != nil {
+		return nil, errors.New("ctrlmgr: Options.Shards is set: the manager's cache cannot list and watch with a shard selector, nor give the objects of a bucket taken on; " +
+			"build a sharded Source with k8s.New (Config: mgr.GetConfig(), its own informers) and run it with ctrlmgr.Add, the manager's leader election off")
 	}
 	if o.Fence != nil {
 		return nil, errors.New("ctrlmgr: Options.Fence is set: inside a manager made by ctrlmgr.NewManager the Source is fenced by the manager's Lease; leave it nil")
@@ -148,7 +155,9 @@ func registryMetrics() (*k8s.Metrics, error) {
 // on a replica that is not elected (a healthy standby, as the manager's
 // own readiness) and, on the elected one, once src's handlers have been
 // given every object of its informers ([k8s.Source.Ready]); /healthz
-// fails once Run has returned an error. Call it after the bus's handlers
+// fails once Run has returned an error. src may also be a Source of
+// [k8s.New] with informers of its own, such as a sharded one
+// ([k8s.Options].Shards), in a manager without leader election. Call it after the bus's handlers
 // are registered and before mgr.Start. A manager takes one Source: the
 // checks of a second would replace the first's, of the same name.
 //

@@ -43,6 +43,7 @@ func TestNewRefuses(t *testing.T) {
 		{"namespaces", &k8s.Options{Resources: []k8s.Resource{{GVR: configMaps, Namespaces: []string{"a"}}}}, "cache.Options"},
 		{"label selector", &k8s.Options{Resources: []k8s.Resource{{GVR: configMaps, LabelSelector: "app=x"}}}, "must be empty when Options.Informers"},
 		{"no resources", &k8s.Options{}, "Options.Resources is empty"},
+		{"shards", &k8s.Options{Resources: rs, Shards: &k8s.Shards{Namespace: "ns"}}, "Options.Shards is set: the manager's cache cannot list"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ctrlmgr.New(offlineManager(t), c.opts)

@@ -91,7 +91,7 @@ func readyFixture(b *testing.B) (*cluster, watch.Interface) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := setup(mgr, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, time.Second); err != nil {
+		if err := setup(mgr, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, time.Second, nil); err != nil {
 			b.Fatal(err)
 		}
 		// It runs until the process exits, after the last benchmark.

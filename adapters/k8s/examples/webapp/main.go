@@ -21,6 +21,18 @@
 //
 //	kubectl apply -f crd.yaml
 //	KUBECONFIG=$HOME/.kube/config go run . -leader-elect=false
+//
+// With --leader-elect, one replica handles every WebApp and the others
+// wait. With --shards, the replicas split the WebApps between them: each
+// holds a Lease labelled opbus.dev/shard-ring=webapp in the namespace of
+// --leader-election-namespace, and handles the WebApps whose uid hashes
+// into its part of the ring, with their Deployments and Services; a
+// replica that stops or dies hands its WebApps over to the others. A
+// sharded replica watches with informers of its own, not the manager's
+// cache (see newSharded for why). The two flags exclude each other.
+//
+//	go run . --shards --leader-election-namespace=webapp --metrics-bind-address=:8080 --health-probe-bind-address=:8081
+//	go run . --shards --leader-election-namespace=webapp --metrics-bind-address=:8090 --health-probe-bind-address=:8091
 package main
 
 import (
@@ -38,13 +50,13 @@ import (
 
 func main() {
 	var f flags
-	f.Bind(nil) // --metrics-bind-address, --health-probe-bind-address, --leader-elect
-	flag.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "the namespace of the Lease; empty: the Pod's, or default outside a cluster")
+	f.Bind(nil) // --metrics-bind-address, --health-probe-bind-address, --leader-elect, --shards
+	flag.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "the namespace of the Lease (with --shards, of the shard ring's Leases); empty: the Pod's, or default outside a cluster")
 	flag.DurationVar(&f.ProbeInterval, "probe-interval", 10*time.Second, "how often to GET each WebApp's spec.healthURL")
 	flag.DurationVar(&f.ProbeTimeout, "probe-timeout", time.Second, "how long a GET of spec.healthURL may take (the WebApp's other handlers wait for it)")
-	flag.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits, after the leader's last renewal it saw, before it takes the Lease")
+	flag.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits, after the leader's last renewal it saw, before it takes the Lease (with --shards: how long a replica's Lease lasts unrenewed)")
 	flag.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long after its last successful renewal the leader stops handling and writing")
-	flag.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often the Lease is renewed, or tried for")
+	flag.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "how often the Lease is renewed, or tried for (with --shards: how often a replica renews its Lease and reads the others')")
 	debug := flag.Bool("debug", false, "log every dispatch")
 	flag.Parse()
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,9 +26,15 @@ type flags struct {
 	ProbeInterval           time.Duration
 	ProbeTimeout            time.Duration
 	// The leader election's durations, controller-runtime's defaults
-	// unless set.
+	// unless set. With --shards, LeaseDuration and RetryPeriod are the
+	// shard ring's: how long a replica's Lease lasts unrenewed, and how
+	// often it is renewed.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
+
+// shardRing is the name of webapp's shard ring: the value of the label
+// opbus.dev/shard-ring on its replicas' Leases.
+const shardRing = "webapp"
 
 // The resources webapp watches: WebApps, and the Deployments and Services
 // they control, watched only to relate them to their WebApp.
@@ -43,6 +50,9 @@ func run(ctx context.Context, f flags, logger *slog.Logger) error {
 	cfg, err := k8s.LoadConfig(os.Getenv("KUBECONFIG"))
 	if err != nil {
 		return err
+	}
+	if f.Shards && f.LeaderElect {
+		return errors.New("--shards and --leader-elect exclude each other: sharded replicas split the WebApps between them, an election gives them all to one; pass one of them")
 	}
 	ns := f.LeaderElectionNamespace
 	if ns == "" {
@@ -73,16 +83,21 @@ func run(ctx context.Context, f flags, logger *slog.Logger) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := setup(mgr, logger, f.ProbeInterval, f.ProbeTimeout); err != nil {
+	var shards *k8s.Shards
+	if f.Shards {
+		shards = &k8s.Shards{Namespace: ns, Ring: shardRing, LeaseDuration: f.LeaseDuration, RenewPeriod: f.RetryPeriod}
+	}
+	if err := setup(mgr, logger, f.ProbeInterval, f.ProbeTimeout, shards); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
 }
 
 // setup adds the operator to mgr: this is all a kubebuilder project
-// adds to its main to run opbus handlers.
-func setup(mgr ctrl.Manager, logger *slog.Logger, probeInterval, probeTimeout time.Duration) error {
-	src, err := ctrlmgr.New(mgr, &k8s.Options{
+// adds to its main to run opbus handlers. With shards (--shards) the
+// replica is a member of that shard ring instead (see newSharded).
+func setup(mgr ctrl.Manager, logger *slog.Logger, probeInterval, probeTimeout time.Duration, shards *k8s.Shards) error {
+	opts := &k8s.Options{
 		Logger: logger,
 		// The handler "ready" is the Ready condition; the summary of
 		// every slot is Available.
@@ -92,7 +107,14 @@ func setup(mgr ctrl.Manager, logger *slog.Logger, probeInterval, probeTimeout ti
 			{GVR: deployments, Owned: true},
 			{GVR: services, Owned: true},
 		},
-	})
+	}
+	var src *k8s.Source
+	var err error
+	if shards != nil {
+		src, err = newSharded(mgr, opts, shards)
+	} else {
+		src, err = ctrlmgr.New(mgr, opts)
+	}
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ var _ = BeforeSuite(func() {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(setup(mgr, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, time.Second)).To(Succeed())
+	Expect(setup(mgr, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour, time.Second, nil)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	suite.cancel = cancel
 	go func() {
