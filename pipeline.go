@@ -217,26 +217,18 @@ func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
 	go b.writeOut(ctx, w) // its goroutine holds no lane
 }
 
-// writeOut makes the write w and, if its key is parked on it (no lane
-// holds the key: see park), ends the key's hold itself: it takes in the
-// outcome, makes the write that a queued pass of the parked key owes, and
-// lets the key go.
+// writeOut makes the write w on its own goroutine and, if its key is
+// parked on it (no lane holds the key: see park), ends the key's hold
+// itself (unpark); writeq.Parking.Out keeps the hand-off.
 func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
-	for w != nil {
-		ks := w.d.ks
-		b.takeWriteSlot()
-		w.run(ctx, b)
-		b.freeWriteSlot()
-		b.mu.Lock()
-		w.flight.MarkFinished()
-		owed, mine := b.lanes.parked.Claim(ks, w)
-		b.mu.Unlock()
-		w.flight.Close()
-		if !mine {
-			return // a lane holds the key: it joins w
-		}
-		w = b.unpark(ctx, w, owed)
-	}
+	b.lanes.parked.Out(&b.mu, b.lanes.writeSem, w.d.ks, w, &w.flight,
+		func(w *writeJob) { w.run(ctx, b) },
+		func(w *writeJob, owed writeq.Backlog[statusSnap]) (*writeJob, *writeq.Flight, bool) {
+			if next := b.unpark(ctx, w, owed); next != nil {
+				return next, &next.flight, true
+			}
+			return nil, nil, false
+		})
 }
 
 // unpark takes in the outcome of w, whose key was parked on it, on the

@@ -51,6 +51,9 @@
 //     the goroutine of the write it is parked on (Claim), whichever comes
 //     first under the caller's lock; a goroutine whose write the key is
 //     no longer parked on leaves the key to the loop that joins it.
+//     Parking.Out is that goroutine: it claims only after the write
+//     returned and was marked finished, and a key it claimed is its own
+//     until it parks the next write or lets the key go.
 //  6. Abandon: a Backlog that is dropped (Reset) owes nothing; what a
 //     stop must still keep of it is the caller's to save before. A
 //     write's goroutine that finds its key abandoned (at a halt, or past
