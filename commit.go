@@ -95,7 +95,7 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 		b.lanes.owed[ks] = data
 		b.mu.Unlock()
 	}
-	b.publish(ctx, d, false)
+	b.publish(ctx, d)
 	l.writes.Backlog.Owe()
 	return true
 }
@@ -138,9 +138,10 @@ func (b *Bus) saveStatus(ctx context.Context, w *writeJob) (bool, error) {
 	return ss.SaveStatus(ctx, b.cfg.sink, ks.key, w.data, w.cur, w.summary, w.slots)
 }
 
-// publish records the slots of the pass for Status and, if write is set,
-// hands them to the sink if they changed (or an earlier call failed).
-func (b *Bus) publish(ctx context.Context, d *pass, write bool) {
+// publish records the slots of the pass for Status and notes, by
+// clearing ks.sunk, that they changed since the sink last got them; the
+// write of the pass hands them to the sink (pipeline.go).
+func (b *Bus) publish(ctx context.Context, d *pass) {
 	ks := d.ks
 	summary := d.rec.Slots.Summary()
 	b.mu.Lock()
@@ -162,24 +163,6 @@ func (b *Bus) publish(ctx context.Context, d *pass, write bool) {
 		if summary != before && b.cfg.log.Enabled(ctx, slog.LevelInfo) {
 			b.cfg.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
 		}
-	}
-	if !write {
-		return
-	}
-	if b.cfg.sink != nil && !ks.sunk {
-		if b.dropped(ks) {
-			return // shutdown or a halt took the key from this pass
-		}
-		if err := b.cfg.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.Slots.clone()); err != nil {
-			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
-			b.cfg.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
-			d.errs = append(d.errs, err)
-			d.storeFailed()
-		} else {
-			ks.sunk = true
-		}
-	} else if b.cfg.sink == nil {
-		ks.sunk = true
 	}
 }
 

@@ -111,7 +111,7 @@ func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *wr
 			ks.saved = true
 		}
 	}
-	b.publish(ctx, d, false) // notes whether the status changed
+	b.publish(ctx, d) // notes whether the status changed
 	switch {
 	case b.cfg.sink == nil:
 		ks.sunk = true
