@@ -120,22 +120,43 @@ func (b *Bus) saveRecord(ctx context.Context, key Key, data []byte) error {
 	return b.cfg.store.Save(ctx, key, data)
 }
 
-// saveStatus makes the write w, of a record and a status, as one write
-// when the store can (rule 22b). It reports false, having written
-// nothing, otherwise.
-func (b *Bus) saveStatus(ctx context.Context, w *writeJob) (bool, error) {
-	ss, ok := b.cfg.store.(StatusStore)
+// writeStore is the Bus as the store of its writes (writeq.Make).
+type writeStore Bus
+
+// Dropped reports whether shutdown or a halt took ks from its pass.
+func (s *writeStore) Dropped(ks *keyState) bool { return (*Bus)(s).dropped(ks) }
+
+// Save saves the record of ks unless its pass was abandoned.
+func (s *writeStore) Save(ctx context.Context, ks *keyState, data []byte) error {
+	return (*Bus)(s).save(ctx, ks, data)
+}
+
+// SaveWithStatus saves the record and status of ks as one write when the
+// store can (rule 22b). It reports false, having written nothing,
+// otherwise.
+func (s *writeStore) SaveWithStatus(ctx context.Context, ks *keyState, data []byte, st statusSnap) (bool, error) {
+	ss, ok := s.cfg.store.(StatusStore)
 	if !ok {
 		return false, nil
 	}
-	ks := w.d.ks
+	b := (*Bus)(s)
 	mu := b.stripe(ks.key)
 	mu.Lock()
 	defer mu.Unlock()
 	if b.dropped(ks) {
-		return false, nil // save reports the abandoned pass
+		return false, nil // Save reports the abandoned pass
 	}
-	return ss.SaveStatus(ctx, b.cfg.sink, ks.key, w.data, w.cur, w.summary, w.slots)
+	return ss.SaveStatus(ctx, b.cfg.sink, ks.key, data, st.cur, st.summary, st.slots)
+}
+
+// PutStatus hands a status of ks to the sink.
+func (s *writeStore) PutStatus(ctx context.Context, ks *keyState, st statusSnap) error {
+	return s.cfg.sink.PutStatus(ctx, ks.key, st.cur, st.summary, st.slots)
+}
+
+// BeforeFailed logs a status queued beside a write that the sink refused.
+func (s *writeStore) BeforeFailed(ks *keyState, st statusSnap, err error) {
+	s.cfg.log.Error("opbus: publishing a status queued beside a write", "key", ks.key.String(), "status", st.summary.String(), "err", err)
 }
 
 // publish records the slots of the pass for Status and notes, by
