@@ -95,7 +95,7 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 		b.lanes.owed[ks] = data
 		b.mu.Unlock()
 	}
-	b.publish(ctx, d, false)
+	b.publish(ctx, d)
 	l.writes.Backlog.Owe()
 	return true
 }
@@ -120,27 +120,49 @@ func (b *Bus) saveRecord(ctx context.Context, key Key, data []byte) error {
 	return b.cfg.store.Save(ctx, key, data)
 }
 
-// saveStatus makes the write w, of a record and a status, as one write
-// when the store can (rule 22b). It reports false, having written
-// nothing, otherwise.
-func (b *Bus) saveStatus(ctx context.Context, w *writeJob) (bool, error) {
-	ss, ok := b.cfg.store.(StatusStore)
+// writeStore is the Bus as the store of its writes (writeq.Make).
+type writeStore Bus
+
+// Dropped reports whether shutdown or a halt took ks from its pass.
+func (s *writeStore) Dropped(ks *keyState) bool { return (*Bus)(s).dropped(ks) }
+
+// Save saves the record of ks unless its pass was abandoned.
+func (s *writeStore) Save(ctx context.Context, ks *keyState, data []byte) error {
+	return (*Bus)(s).save(ctx, ks, data)
+}
+
+// SaveWithStatus saves the record and status of ks as one write when the
+// store can (rule 22b). It reports false, having written nothing,
+// otherwise.
+func (s *writeStore) SaveWithStatus(ctx context.Context, ks *keyState, data []byte, st statusSnap) (bool, error) {
+	ss, ok := s.cfg.store.(StatusStore)
 	if !ok {
 		return false, nil
 	}
-	ks := w.d.ks
+	b := (*Bus)(s)
 	mu := b.stripe(ks.key)
 	mu.Lock()
 	defer mu.Unlock()
 	if b.dropped(ks) {
-		return false, nil // save reports the abandoned pass
+		return false, nil // Save reports the abandoned pass
 	}
-	return ss.SaveStatus(ctx, b.cfg.sink, ks.key, w.data, w.cur, w.summary, w.slots)
+	return ss.SaveStatus(ctx, b.cfg.sink, ks.key, data, st.cur, st.summary, st.slots)
 }
 
-// publish records the slots of the pass for Status and, if write is set,
-// hands them to the sink if they changed (or an earlier call failed).
-func (b *Bus) publish(ctx context.Context, d *pass, write bool) {
+// PutStatus hands a status of ks to the sink.
+func (s *writeStore) PutStatus(ctx context.Context, ks *keyState, st statusSnap) error {
+	return s.cfg.sink.PutStatus(ctx, ks.key, st.cur, st.summary, st.slots)
+}
+
+// BeforeFailed logs a status queued beside a write that the sink refused.
+func (s *writeStore) BeforeFailed(ks *keyState, st statusSnap, err error) {
+	s.cfg.log.Error("opbus: publishing a status queued beside a write", "key", ks.key.String(), "status", st.summary.String(), "err", err)
+}
+
+// publish records the slots of the pass for Status and notes, by
+// clearing ks.sunk, that they changed since the sink last got them; the
+// write of the pass hands them to the sink (pipeline.go).
+func (b *Bus) publish(ctx context.Context, d *pass) {
 	ks := d.ks
 	summary := d.rec.Slots.Summary()
 	b.mu.Lock()
@@ -162,24 +184,6 @@ func (b *Bus) publish(ctx context.Context, d *pass, write bool) {
 		if summary != before && b.cfg.log.Enabled(ctx, slog.LevelInfo) {
 			b.cfg.log.Info("opbus: status changed", "key", ks.key.String(), "status", summary.String(), "was", before.String())
 		}
-	}
-	if !write {
-		return
-	}
-	if b.cfg.sink != nil && !ks.sunk {
-		if b.dropped(ks) {
-			return // shutdown or a halt took the key from this pass
-		}
-		if err := b.cfg.sink.PutStatus(ctx, ks.key, ks.cur, summary, d.rec.Slots.clone()); err != nil {
-			err = fmt.Errorf("opbus: publishing status of %v: %w", ks.key, err)
-			b.cfg.log.Error("opbus: publishing status", "key", ks.key.String(), "err", err)
-			d.errs = append(d.errs, err)
-			d.storeFailed()
-		} else {
-			ks.sunk = true
-		}
-	} else if b.cfg.sink == nil {
-		ks.sunk = true
 	}
 }
 

@@ -36,20 +36,9 @@ const pipeAfter = 100 * time.Microsecond
 // needs of the pass so that it can run while the next pass changes the
 // key's record.
 type writeJob struct {
-	d       *pass
-	data    []byte         // the record to save; nil if it is saved already
-	cur     map[string]any // the object, for the sink
-	summary Status
-	slots   Slots
-	put     bool          // the status goes to the sink
-	before  []statusSnap  // statuses of queued passes, for the sink before this one's
-	flight  writeq.Flight // of a job run beside the next pass; Finished under Bus.mu
-
-	// What the write did, read once it is done.
-	together bool  // record and status went as one write (rule 22b)
-	skipped  bool  // the status was not written: the pass was dropped
-	saveErr  error // of the record, or of both together
-	putErr   error // of the status alone
+	d      *pass
+	w      writeq.Write[statusSnap] // the record, the status and the statuses of queued passes, and what the write did
+	flight writeq.Flight            // of a job run beside the next pass; Finished under Bus.mu
 }
 
 // pipelines reports whether a write of a lane's pass goes beside the next
@@ -107,56 +96,31 @@ func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *wr
 			ks.saved = false
 			b.writeFailed(d, "saving record", err)
 		} else {
-			w.data = data
+			w.w.Record = data
 			ks.saved = true
 		}
 	}
-	b.publish(ctx, d, false) // notes whether the status changed
+	b.publish(ctx, d) // notes whether the status changed
 	switch {
 	case b.cfg.sink == nil:
 		ks.sunk = true
 	case !ks.sunk:
-		w.put = true
-		w.cur, w.summary, w.slots = ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()
+		w.w.Put = true
+		w.w.Status = statusSnap{ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()}
 		ks.sunk = true
-		if n := len(before); n > 0 && before[n-1].slots.equal(w.slots) {
+		if n := len(before); n > 0 && before[n-1].slots.equal(w.w.Status.slots) {
 			before = before[:n-1] // this write's own status
 		}
-		w.before = before
+		w.w.Before = before
 	}
-	return w.data != nil || w.put
+	return w.w.Record != nil || w.w.Put
 }
 
 // run makes the write of w: the record and status in one write when the
 // store can (rule 22b), else the record, then the status.
 func (w *writeJob) run(ctx context.Context, b *Bus) {
 	start := time.Now()
-	ks := w.d.ks
-	for _, s := range w.before {
-		if b.dropped(ks) {
-			break
-		}
-		if err := b.cfg.sink.PutStatus(ctx, ks.key, s.cur, s.summary, s.slots); err != nil {
-			// This write's own status still goes, and is retried.
-			b.cfg.log.Error("opbus: publishing a status queued beside a write", "key", ks.key.String(), "status", s.summary.String(), "err", err)
-			break
-		}
-	}
-	if w.data != nil {
-		if w.put {
-			w.together, w.saveErr = b.saveStatus(ctx, w)
-		}
-		if !w.together {
-			w.saveErr = b.save(ctx, ks, w.data)
-		}
-	}
-	if w.put && !w.together {
-		if b.dropped(ks) {
-			w.skipped = true // shutdown or a halt took the key from this pass
-		} else {
-			w.putErr = b.cfg.sink.PutStatus(ctx, ks.key, w.cur, w.summary, w.slots)
-		}
-	}
+	writeq.Make(ctx, (*writeStore)(b), w.d.ks, &w.w)
 	b.lanes.writeCost.Add(time.Since(start))
 }
 
@@ -164,25 +128,26 @@ func (w *writeJob) run(ctx context.Context, b *Bus) {
 // unsaved or the status unsunk, reports it, and asks for a retry.
 func (b *Bus) finishWrite(w *writeJob) {
 	d, ks := w.d, w.d.ks
-	if w.data != nil && w.saveErr != nil {
+	r := &w.w
+	if r.Record != nil && r.SaveErr != nil {
 		ks.saved = false
 		what := "saving record"
-		if w.together {
+		if r.Together {
 			what = "saving record and status"
 		}
-		b.writeFailed(d, what, w.saveErr)
+		b.writeFailed(d, what, r.SaveErr)
 	}
-	if w.put {
+	if r.Put {
 		switch {
-		case w.together:
-			if w.saveErr != nil {
+		case r.Together:
+			if r.SaveErr != nil {
 				ks.sunk = false
 			}
-		case w.skipped:
+		case r.Skipped:
 			ks.sunk = false
-		case w.putErr != nil:
+		case r.PutErr != nil:
 			ks.sunk = false
-			b.writeFailed(d, "publishing status", w.putErr)
+			b.writeFailed(d, "publishing status", r.PutErr)
 		}
 	}
 	b.afterWrite(ks)
@@ -217,26 +182,18 @@ func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
 	go b.writeOut(ctx, w) // its goroutine holds no lane
 }
 
-// writeOut makes the write w and, if its key is parked on it (no lane
-// holds the key: see park), ends the key's hold itself: it takes in the
-// outcome, makes the write that a queued pass of the parked key owes, and
-// lets the key go.
+// writeOut makes the write w on its own goroutine and, if its key is
+// parked on it (no lane holds the key: see park), ends the key's hold
+// itself (unpark); writeq.Parking.Out keeps the hand-off.
 func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
-	for w != nil {
-		ks := w.d.ks
-		b.takeWriteSlot()
-		w.run(ctx, b)
-		b.freeWriteSlot()
-		b.mu.Lock()
-		w.flight.MarkFinished()
-		owed, mine := b.lanes.parked.Claim(ks, w)
-		b.mu.Unlock()
-		w.flight.Close()
-		if !mine {
-			return // a lane holds the key: it joins w
-		}
-		w = b.unpark(ctx, w, owed)
-	}
+	b.lanes.parked.Out(&b.mu, b.lanes.writeSem, w.d.ks, w, &w.flight,
+		func(w *writeJob) { w.run(ctx, b) },
+		func(w *writeJob, owed writeq.Backlog[statusSnap]) (*writeJob, *writeq.Flight, bool) {
+			if next := b.unpark(ctx, w, owed); next != nil {
+				return next, &next.flight, true
+			}
+			return nil, nil, false
+		})
 }
 
 // unpark takes in the outcome of w, whose key was parked on it, on the

@@ -67,12 +67,6 @@ func (b *Bus) waitWork() {
 	b.mu.Lock()
 }
 
-// takeWriteSlot waits for one of the Options.Writers write slots.
-func (b *Bus) takeWriteSlot() { b.lanes.writeSem <- struct{}{} }
-
-// freeWriteSlot gives back a write slot taken with takeWriteSlot.
-func (b *Bus) freeWriteSlot() { <-b.lanes.writeSem }
-
 // resumeState tells whether the states an earlier run left pending in the
 // store have been looked for: by Run as it starts or, before Run, by the
 // first Wait, which then dispatches them itself. While the store is being

@@ -74,7 +74,7 @@ func (b *Bus) toWrite(l *lane) {
 	b.mu.Lock()
 	b.freeHandler(l)
 	b.mu.Unlock()
-	b.takeWriteSlot()
+	b.lanes.writeSem.Take()
 	l.writing = true
 }
 
@@ -93,7 +93,7 @@ func (b *Bus) leave(l *lane) {
 	b.freeHandler(l)
 	if l.writing {
 		l.writing = false
-		b.freeWriteSlot()
+		b.lanes.writeSem.Free()
 	}
 }
 

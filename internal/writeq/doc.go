@@ -22,6 +22,9 @@
 //     flight: its Key waits in a Parking until a loop takes it over for
 //     its next result, or the write's goroutine claims it once the write
 //     returned, makes the write its backlog owes, and lets the key go.
+//   - A Write is what one write carries (a record, a status, the statuses
+//     queued before it) and, once Make made it through the caller's
+//     Store, what it did.
 //   - A slot is the right to make a write now; Slots holds N of them.
 //   - The *cost* of a write is its duration; Cost keeps their moving
 //     average, which decides whether a write is worth a goroutine of its
@@ -51,6 +54,9 @@
 //     the goroutine of the write it is parked on (Claim), whichever comes
 //     first under the caller's lock; a goroutine whose write the key is
 //     no longer parked on leaves the key to the loop that joins it.
+//     Parking.Out is that goroutine: it claims only after the write
+//     returned and was marked finished, and a key it claimed is its own
+//     until it parks the next write or lets the key go.
 //  6. Abandon: a Backlog that is dropped (Reset) owes nothing; what a
 //     stop must still keep of it is the caller's to save before. A
 //     write's goroutine that finds its key abandoned (at a halt, or past
@@ -58,5 +64,10 @@
 //     Flight finished and closes it, so that nobody waits for it forever.
 //     The check and the store call are made under the key's stripe
 //     (Stripes), under which Abandon marks the key: a write under way
-//     ends before Abandon returns, and none begins after.
+//     ends before Abandon returns, and none begins after. Make writes no
+//     status of a key its Store reports dropped (the Write is Skipped).
+//  7. A write's statuses keep their order: Make hands the sink the
+//     statuses queued before it first, in order, stopping at the first
+//     it refuses, then the record and the write's own status, as one
+//     write when the Store can.
 package writeq
