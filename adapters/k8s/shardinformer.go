@@ -41,10 +41,12 @@ func (sel *shardSelection) set(selector string) {
 	}
 }
 
-func (sel *shardSelection) tweak(o *metav1.ListOptions) {
+// current returns the selector in force: "" for every object.
+func (sel *shardSelection) current() string {
 	if p := sel.selector.Load(); p != nil {
-		o.ShardSelector = *p
+		return *p
 	}
+	return ""
 }
 
 // buildShardedInformers creates r's informers as buildInformers does, but
@@ -52,15 +54,25 @@ func (sel *shardSelection) tweak(o *metav1.ListOptions) {
 func (r *resource) buildShardedInformers(dyn dynamic.Interface, sel *shardSelection) {
 	for _, ns := range r.namespaces() {
 		api := dyn.Resource(r.gvr).Namespace(ns)
+		// listed is the selector of the informer's last list: a watch
+		// that would go on from a list made with another selector (set
+		// ran between the two) ends at once, so that the informer lists
+		// again, or it would miss the objects just taken on until they
+		// change.
+		var listed atomic.Pointer[string]
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.LabelSelector, o.FieldSelector = r.cfg.LabelSelector, r.cfg.FieldSelector
-				sel.tweak(&o)
+				o.ShardSelector = sel.current()
+				listed.Store(&o.ShardSelector)
 				return api.List(ctx, o)
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
 				o.LabelSelector, o.FieldSelector = r.cfg.LabelSelector, r.cfg.FieldSelector
-				sel.tweak(&o)
+				o.ShardSelector = sel.current()
+				if o.SendInitialEvents != nil && *o.SendInitialEvents {
+					listed.Store(&o.ShardSelector) // a watch that lists as it starts
+				}
 				w, err := api.Watch(ctx, o)
 				if err != nil {
 					return nil, err
@@ -72,6 +84,12 @@ func (r *resource) buildShardedInformers(dyn dynamic.Interface, sel *shardSelect
 				}
 				sel.watches[ew] = true
 				sel.mu.Unlock()
+				// Registered first, then checked: a set from now on
+				// expires ew; one made since the selector was read, or
+				// since the list, is seen here.
+				if l := listed.Load(); sel.current() != o.ShardSelector || l != nil && *l != o.ShardSelector {
+					ew.expire()
+				}
 				return ew, nil
 			},
 		}
