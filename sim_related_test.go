@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -376,21 +375,7 @@ func TestSimulationRelated(t *testing.T) {
 	for range 4 {
 		seeds = append(seeds, rand.Uint64()%1_000_000)
 	}
-	var deadline time.Time
-	if d := os.Getenv("OPBUS_SIM_DURATION"); d != "" {
-		dur, err := time.ParseDuration(d)
-		if err != nil {
-			t.Fatalf("OPBUS_SIM_DURATION=%q: %v", d, err)
-		}
-		deadline = time.Now().Add(dur)
-	}
-	if s := os.Getenv("OPBUS_SIM_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("OPBUS_SIM_SEED=%q: %v", s, err)
-		}
-		seeds, deadline = []uint64{seed}, time.Time{}
-	}
+	seeds, deadline := simBounds(t, seeds)
 	failed, start := 0, time.Now()
 	i := 0
 	defer func() { t.Logf("%d sequences of 60 operations in %v", i, time.Since(start).Round(time.Millisecond)) }()

@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,21 +353,7 @@ func (s *shardRunState) check(ctx context.Context) {
 
 func TestSimulationShards(t *testing.T) {
 	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
-	var deadline time.Time
-	if d := os.Getenv("OPBUS_SIM_DURATION"); d != "" {
-		dur, err := time.ParseDuration(d)
-		if err != nil {
-			t.Fatalf("OPBUS_SIM_DURATION=%q: %v", d, err)
-		}
-		deadline = time.Now().Add(dur)
-	}
-	if v := os.Getenv("OPBUS_SIM_SEED"); v != "" {
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("OPBUS_SIM_SEED=%q: %v", v, err)
-		}
-		seeds, deadline = []uint64{seed}, time.Time{}
-	}
+	seeds, deadline := simBounds(t, seeds)
 	start, runs, failed := time.Now(), 0, 0
 	for i := 0; i < len(seeds) || time.Now().Before(deadline); i++ {
 		seed := rand.Uint64() % 1_000_000_000

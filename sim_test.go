@@ -189,21 +189,7 @@ func TestSimulation(t *testing.T) {
 	for range 4 {
 		seeds = append(seeds, rand.Uint64()%1_000_000)
 	}
-	var deadline time.Time
-	if d := os.Getenv("OPBUS_SIM_DURATION"); d != "" {
-		dur, err := time.ParseDuration(d)
-		if err != nil {
-			t.Fatalf("OPBUS_SIM_DURATION=%q: %v", d, err)
-		}
-		deadline = time.Now().Add(dur)
-	}
-	if s := os.Getenv("OPBUS_SIM_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("OPBUS_SIM_SEED=%q: %v", s, err)
-		}
-		seeds, deadline = []uint64{seed}, time.Time{}
-	}
+	seeds, deadline := simBounds(t, seeds)
 	shrinkBudget := 4 * time.Second
 	maxReports := 3
 	if !deadline.IsZero() {
@@ -271,4 +257,27 @@ func watchdog(seed uint64) (stop func()) {
 		panic(fmt.Sprintf("TestSimulation: seed %d has run for 30 s of real time: a hang or a busy loop (replay with OPBUS_SIM_SEED=%d)", seed, seed))
 	})
 	return func() { tm.Stop() }
+}
+
+// simBounds returns what a simulation runs: seeds until the deadline
+// OPBUS_SIM_DURATION sets (zero: the seeds alone), or the one seed
+// OPBUS_SIM_SEED names, for a replay.
+func simBounds(t *testing.T, seeds []uint64) ([]uint64, time.Time) {
+	t.Helper()
+	var deadline time.Time
+	if d := os.Getenv("OPBUS_SIM_DURATION"); d != "" {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			t.Fatalf("OPBUS_SIM_DURATION=%q: %v", d, err)
+		}
+		deadline = time.Now().Add(dur)
+	}
+	if s := os.Getenv("OPBUS_SIM_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("OPBUS_SIM_SEED=%q: %v", s, err)
+		}
+		return []uint64{seed}, time.Time{}
+	}
+	return seeds, deadline
 }
