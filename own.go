@@ -259,8 +259,13 @@ func (b *Bus) takeLeft(targets []*keyState, abandoned map[*keyState]*observation
 		if !b.q.kq.Held(ks) {
 			l.mine = true
 			b.q.kq.Hold(ks)
-			if !isAbandoned {
+			if !isAbandoned || fl == nil {
+				// An abandoned key whose pass had taken no state
+				// (stepIn takes none once it is abandoned) still has its
+				// current state to finish, as any other.
 				l.states = b.current(ks)
+			}
+			if !isAbandoned {
 				// A run moves its schedule's anchor in memory only
 				// (timer.go): written now, the next owner runs the
 				// handler at the next due time, not once more at once.

@@ -122,9 +122,14 @@ func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observa
 // holds ks, decides where the pass's write goes (writestage.go).
 func (b *Bus) stepIn(ctx context.Context, l *lane, ks *keyState, force bool, given *observation, own uint64) (o observation, ok bool, err error) {
 	b.mu.Lock()
-	if given != nil {
+	switch {
+	case given != nil:
 		o, ok = *given, true
-	} else {
+	case !ks.abandoned.Load():
+		// A key that Release or Run's shutdown abandoned takes no more
+		// states: they save those still queued (takeLeft,
+		// persistPending), and one taken now would go to a pass whose
+		// results are dropped, saved by nobody (rule 48).
 		o, ok = b.take(ks, force, own)
 	}
 	if ok {
