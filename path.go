@@ -150,12 +150,6 @@ func (p Path) Equal(q Path) bool {
 	return true
 }
 
-// hasPrefix reports whether q is a prefix of p, segment by segment: p is q
-// itself or lies below it. Wildcards are compared literally, not matched.
-func (p Path) hasPrefix(q Path) bool {
-	return len(q) <= len(p) && p[:len(q)].Equal(q)
-}
-
 // isPattern reports whether p has a [SegAny] or [SegMatch] segment, so that it
 // stands for a set of concrete paths rather than one.
 func (p Path) isPattern() bool {

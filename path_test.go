@@ -200,3 +200,9 @@ func TestMustParsePathPanics(t *testing.T) {
 	}()
 	MustParsePath("a..b")
 }
+
+// hasPrefix reports whether q is a prefix of p, segment by segment: p is q
+// itself or lies below it. Wildcards are compared literally, not matched.
+func (p Path) hasPrefix(q Path) bool {
+	return len(q) <= len(p) && p[:len(q)].Equal(q)
+}

@@ -20,16 +20,6 @@ func asNumber(v any) (jsonvalue.Number, bool) { return jsonvalue.AsNumber(v) }
 // not JSON-like) are unequal.
 func Equal(a, b any) bool { return jsonvalue.Equal(a, b) }
 
-// validDocument reports whether v holds only values that opbus can compare, hash
-// and persist: maps with string keys, []any, strings, bools, nil and finite
-// numbers. The error names the path of the first offending value. This is
-// the form handlers see; [Bus.Observe] and [Bus.Dispatch] also take, and
-// convert to it, the Go values whose JSON form is evident, such as a
-// map[string]string or a []string (see [Document] for the others).
-func validDocument(v any) error {
-	return validate(v, nil)
-}
-
 // maxNesting bounds how deep a value may nest. Real documents are a few
 // dozen levels deep; the bound turns a value that contains itself, which
 // would overflow the stack of every recursive walk, into an error.

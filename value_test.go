@@ -117,3 +117,13 @@ func TestAdmitDocument(t *testing.T) {
 		})
 	}
 }
+
+// validDocument reports whether v holds only values that opbus can compare, hash
+// and persist: maps with string keys, []any, strings, bools, nil and finite
+// numbers. The error names the path of the first offending value. This is
+// the form handlers see; [Bus.Observe] and [Bus.Dispatch] also take, and
+// convert to it, the Go values whose JSON form is evident, such as a
+// map[string]string or a []string (see [Document] for the others).
+func validDocument(v any) error {
+	return validate(v, nil)
+}

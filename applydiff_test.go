@@ -6,7 +6,8 @@ import (
 	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
-// apply returns old with the changes of d applied, leaving old untouched:
+// apply, the tests' oracle for Compare (TestApply, FuzzCompareApply), returns
+// old with the changes of d applied, leaving old untouched:
 // apply(a, Compare(a, b)) equals b. List changes follow the order [Compare]
 // produces (a change or remove names the old list's index, an add the new
 // list's). An element added to a keyed list is appended, so a keyed list's
