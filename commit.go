@@ -2,6 +2,7 @@ package opbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -11,63 +12,75 @@ import (
 // cannot be read; no handler may take its name.
 const busSlot = "opbus"
 
-// commit saves the record and publishes the status if they changed, and
-// finishes a deletion whose handlers are all done. l is the lane of Run
-// whose loop holds the key, nil for a Dispatch or Wait call: with a lane,
-// the write may be merged into the next pass or run beside it.
-func (b *Bus) commit(ctx context.Context, l *lane, d *pass, finished bool) {
-	ks := d.ks
+// write is what a pass leaves the loop that owns its key to write, once
+// its handlers have returned: the pass itself (its record, dirty or not
+// yet saved, and its slots, the status) and whether its incarnation ends.
+// Whether the record still needs saving and the status publishing is
+// known only when the write is made (a write before it may have failed),
+// so the write carries the pass, not a copy. The loop decides where it
+// goes: Run's lane loop (passes) may owe it to the next pass, queue it
+// behind the write in flight, or make it beside or inline; a Dispatch or
+// Wait call makes it inline (writeNow).
+type write struct {
+	d    *pass // nil: no pass ran, nothing to write
+	ends bool  // a finished deletion: a tombstone replaces the record
+	none bool  // nothing is kept of the kind (rule 34a)
+}
+
+// commit returns what the pass d must write: its record and status, or,
+// finished, the end of its deleted incarnation.
+func (b *Bus) commit(d *pass, finished bool) write {
 	b.dropOrphans(d)
-	if finished {
-		b.toWrite(l)
-		if l != nil {
-			l.writes.Backlog.Forgive() // the incarnation's record goes with it
-		}
-		b.settleOwed(ks)
-		b.finishDelete(ctx, d)
-		return
+	if !finished && !b.runsOn(d.ks.key.Kind) {
+		d.ks.saved, d.ks.sunk = true, true // nothing to keep: rule 34a
+		return write{d: d, none: true}
 	}
-	if !b.runsOn(ks.key.Kind) {
-		ks.saved, ks.sunk = true, true // nothing to keep: rule 34a
-		return
-	}
-	if merged := b.mergesWrite(l, d); (merged || b.queuesBehindWrite(l, d)) && b.owe(ctx, d, l) {
-		if merged {
-			l.deferred = true
-			b.stats.merged.Add(1)
-		} else {
-			b.noteQueuedStatus(l, d)
-		}
-		return
-	}
-	pipe := l != nil && l.pipe && b.pipelines()
-	if pipe {
-		// The write before, if under way, goes first: this pass may not
-		// queue its write (shutdown, or a failed pass).
-		b.joinFree(l)
-	} else {
-		b.toWrite(l)
-	}
-	var before []statusSnap
-	if l != nil {
-		before = l.writes.Backlog.Take() // this write carries what was owed
-	}
+	return write{d: d, ends: finished}
+}
+
+// writeNow makes w inline, in the caller's goroutine: the write of a
+// Dispatch or Wait call's pass, or of a lane's once it left the lane's
+// write cycle.
+func (b *Bus) writeNow(ctx context.Context, w write) {
+	d := w.d
 	switch {
-	case pipe:
-		if w := b.prepareWrite(ctx, d, before); w != nil {
-			b.writeBeside(ctx, l, w) // rule 22c
-		} else {
-			b.afterWrite(ks)
-		}
+	case w.none:
+	case w.ends:
+		b.settleOwed(d.ks)
+		b.finishDelete(ctx, d)
 	default:
-		var w writeJob
-		if b.fillWrite(ctx, d, before, &w) {
-			w.run(ctx, b)
-			b.finishWrite(&w)
-		} else {
-			b.afterWrite(ks)
-		}
+		b.writeInline(ctx, d, nil)
 	}
+}
+
+// writeInline makes the write of the pass d in the caller's goroutine,
+// after before, the statuses of the passes queued behind the write
+// before it.
+func (b *Bus) writeInline(ctx context.Context, d *pass, before []statusSnap) {
+	var j writeJob // need not be on the heap: every pass of the memory store makes one
+	if b.fillWrite(ctx, d, before, &j) {
+		j.run(ctx, b)
+		b.finishWrite(&j)
+	} else {
+		b.afterWrite(d.ks)
+	}
+}
+
+// closePass ends the pass d once its write was placed: its schedules are
+// armed, its key's queue blocked while its deletion is unfinished, the
+// retry it asks for armed; it returns the pass's errors.
+func (b *Bus) closePass(d *pass) error {
+	ks := d.ks
+	if b.reg.periodic || ks.rec == nil || ks.rec.Timers() != nil || ks.x != nil {
+		b.armTick(ks, d.now) // schedules (timer.go)
+	}
+	b.mu.Lock()
+	b.q.kq.Block(ks, ks.deleting)
+	if !d.due.IsZero() {
+		b.retryAt(ks, d.due)
+	}
+	b.mu.Unlock()
+	return errors.Join(d.errs...)
 }
 
 // owe leaves the write of the pass d, in lane l, to a later one: to the

@@ -108,19 +108,34 @@ func (d *pass) correlation() string {
 }
 
 // step takes the next observation of ks, which the caller holds busy (or
-// given, one that needs no queue), and dispatches it. It returns the
-// observation it took (ok false if there was none) and the errors of its
-// pass. force is Dispatch's: take the queue even while it waits for a
-// retry, and run failing handlers whatever their backoff; own is its
-// state's seq (0 for a lane; see take). A Dispatch or Wait call holds no
-// lane: its pass writes inline.
+// given, one that needs no queue), dispatches it and makes its write
+// inline. It returns the observation it took (ok false if there was none)
+// and the errors of its pass. force is Dispatch's: take the queue even
+// while it waits for a retry, and run failing handlers whatever their
+// backoff; own is its state's seq (0 for a lane; see take). A Dispatch or
+// Wait call holds no lane: it owns its key while it steps.
 func (b *Bus) step(ctx context.Context, ks *keyState, force bool, given *observation, own uint64) (o observation, ok bool, err error) {
-	return b.stepIn(ctx, nil, ks, force, given, own)
+	o, ok, w, err := b.stepIn(ctx, ks, force, given, own)
+	if !ok {
+		return o, false, nil
+	}
+	if w.d != nil {
+		b.writeNow(ctx, w)
+		err = b.closePass(w.d)
+	}
+	b.mu.Lock()
+	delete(b.lanes.flying, ks)
+	b.mu.Unlock()
+	return o, true, err
 }
 
-// stepIn is step in lane l, nil for none: the lane's loop (passes), which
-// holds ks, decides where the pass's write goes (writestage.go).
-func (b *Bus) stepIn(ctx context.Context, l *lane, ks *keyState, force bool, given *observation, own uint64) (o observation, ok bool, err error) {
+// stepIn takes the next observation of ks, as step does, and runs its
+// pass; it returns the pass's write, which the caller, the loop that owns
+// ks, places and then closes (closePass). err is that of a pass that
+// could not run (w.d nil); the errors of one that ran are closePass's. The
+// state taken stays in Bus.flying for shutdown; the caller forgets it once
+// no write of it is owed or under way.
+func (b *Bus) stepIn(ctx context.Context, ks *keyState, force bool, given *observation, own uint64) (o observation, ok bool, w write, err error) {
 	b.mu.Lock()
 	switch {
 	case given != nil:
@@ -143,28 +158,18 @@ func (b *Bus) stepIn(ctx context.Context, l *lane, ks *keyState, force bool, giv
 	}
 	b.mu.Unlock()
 	if !ok {
-		return o, false, nil
+		return o, false, w, nil
 	}
-	err = b.loadAndProcess(ctx, l, ks, &o, force)
-	b.mu.Lock()
-	if l == nil || (!l.writes.InFlight() && !l.writes.Backlog.Owed()) {
-		delete(b.lanes.flying, ks)
-	} else {
-		// While its write is owed or runs beside, the state stays in
-		// flight for shutdown (rule 16): it is handled only once that
-		// write returns (passes forgets it then).
-		l.flying = true
-	}
-	b.mu.Unlock()
-	return o, true, err
+	w, err = b.loadAndProcess(ctx, ks, &o, force)
+	return o, true, w, err
 }
 
 // loadAndProcess loads the record of ks if needed and dispatches o, or the pending
-// states of the record, which go before it, in lane l (nil for none).
-func (b *Bus) loadAndProcess(ctx context.Context, l *lane, ks *keyState, op *observation, force bool) error {
+// states of the record, which go before it, and returns the pass's write.
+func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation, force bool) (write, error) {
 	o := *op
 	if b.relatedAside(ks, o) {
-		return nil
+		return write{}, nil
 	}
 	if ks.rec == nil && !b.runsOn(ks.key.Kind) {
 		ks.rec, ks.saved = newRecord(len(b.reg.handlers)), true // nothing to read: rule 34a
@@ -178,7 +183,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, l *lane, ks *keyState, op *obs
 			b.q.kq.Block(ks, true)
 			b.retryAt(ks, b.now().Add(b.cfg.backoff.delay(x.loadFails)))
 			b.mu.Unlock()
-			return err
+			return write{}, err
 		}
 		if ks.x != nil {
 			ks.x.loadFails = 0
@@ -206,21 +211,22 @@ func (b *Bus) loadAndProcess(ctx context.Context, l *lane, ks *keyState, op *obs
 			b.mu.Unlock()
 		}
 	}
-	err := b.process(ctx, l, ks, &o, force)
+	w, err := b.process(ctx, ks, &o, force)
 	*op = o
-	return err
+	return w, err
 }
 
-// process dispatches one observation of ks, whose record is loaded, in
-// lane l (nil for none). The incarnation rules may replace *o with the
-// deletion that must go first (putting *o back at the head of the queue).
-func (b *Bus) process(ctx context.Context, l *lane, ks *keyState, o *observation, force bool) error {
+// process dispatches one observation of ks, whose record is loaded, and
+// returns the pass's write (commit). The incarnation rules may replace *o
+// with the deletion that must go first (putting *o back at the head of
+// the queue).
+func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force bool) (write, error) {
 	b.stats.dispatched.Add(1)
 	if o.retry && ks.cur == nil && !ks.deleting {
-		return nil // a retry of a record load: the queue goes on
+		return write{}, nil // a retry of a record load: the queue goes on
 	}
 	if !o.retry && !b.incarnate(ks, o) {
-		return b.repeatDeleted(ctx, ks, o)
+		return write{}, b.repeatDeleted(ctx, ks, o)
 	}
 	d := &pass{b: b, ks: ks, rec: ks.rec, force: force}
 	switch {
@@ -260,18 +266,7 @@ func (b *Bus) process(ctx context.Context, l *lane, ks *keyState, o *observation
 			b.runCollectors(ctx, d)
 		}
 	}
-	b.commit(ctx, l, d, finished)
-	if b.reg.periodic || ks.rec == nil || ks.rec.Timers() != nil || ks.x != nil {
-		b.armTick(ks, d.now) // schedules (timer.go)
-	}
-
-	b.mu.Lock()
-	b.q.kq.Block(ks, ks.deleting)
-	if !d.due.IsZero() {
-		b.retryAt(ks, d.due)
-	}
-	b.mu.Unlock()
-	return errors.Join(d.errs...)
+	return b.commit(d, finished), nil
 }
 
 // incarnate applies the incarnation rules to an observation of ks before

@@ -84,9 +84,8 @@ func (b *Bus) prepareWrite(ctx context.Context, d *pass, before []statusSnap) *w
 	return w
 }
 
-// fillWrite is prepareWrite into w (a write made at once need not be on
-// the heap: every pass of the memory store makes one); it reports whether
-// there is anything to write.
+// fillWrite is prepareWrite into w (writeInline's is not on the heap);
+// it reports whether there is anything to write.
 func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *writeJob) bool {
 	ks := d.ks
 	w.d = d
@@ -229,9 +228,6 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statu
 // join waits for the write that runs beside the pass in lane l, if one
 // does, and takes in its outcome, before that pass writes in turn.
 func (b *Bus) join(l *lane) {
-	if l == nil {
-		return
-	}
 	if w, ok := l.writes.Join(); ok {
 		b.takeIn(w)
 	}
@@ -241,7 +237,7 @@ func (b *Bus) join(l *lane) {
 // one does, having given back the lane's handler slot: the write before
 // goes first, and no handler slot waits for it.
 func (b *Bus) joinFree(l *lane) {
-	if l == nil || !l.writes.InFlight() {
+	if !l.writes.InFlight() {
 		return
 	}
 	b.mu.Lock()
@@ -270,7 +266,7 @@ func (b *Bus) takeIn(w *writeJob) {
 // not: it waits for the write, in no handler slot, so that what is not
 // durable stays bounded.
 func (b *Bus) queuesBehindWrite(l *lane, d *pass) bool {
-	if l == nil || !l.pipe || l.writes.Backlog.Over(maxQueued) || !l.writes.InFlight() || d.storeFail {
+	if l.writes.Backlog.Over(maxQueued) || !l.writes.InFlight() || d.storeFail {
 		return false
 	}
 	b.mu.Lock()
@@ -315,9 +311,7 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 		if !l.writes.Backlog.Owed() {
 			return parkNone
 		}
-		l.merge, l.pipe = false, true
-		b.flush(ctx, l, ks) // joins the write before, then writes beside
-		l.pipe = false
+		b.flush(ctx, l, ks, true) // joins the write before, then writes beside
 	}
 	return parkNone
 }

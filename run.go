@@ -201,13 +201,8 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 	l.taken = 0
 	for {
 		l.taken++
-		l.merge, l.deferred, l.pipe = l.writes.Backlog.Pass() < maxMerged, false, true
-		_, ok, err := b.stepIn(ctx, l, ks, false, nil, 0)
-		l.pipe = false
-		if err != nil {
-			b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
-		}
-		if ok && l.deferred {
+		ok, merged := b.passIn(ctx, l, ks, l.writes.Backlog.Pass() < maxMerged)
+		if ok && merged {
 			continue
 		}
 		if ok || l.writes.InFlight() {
@@ -220,9 +215,8 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		}
 		break
 	}
-	l.merge = false
 	if l.writes.Backlog.Owed() {
-		b.flush(ctx, l, ks)
+		b.flush(ctx, l, ks, false)
 	}
 	b.join(l)
 	if l.flying {
@@ -232,6 +226,34 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		b.mu.Unlock()
 	}
 	return false
+}
+
+// passIn makes one pass of ks in lane l and places the write it returns
+// (place; merge: it may leave it to the next pass). It reports whether a
+// state was taken, and whether its pass left its write to the next.
+func (b *Bus) passIn(ctx context.Context, l *lane, ks *keyState, merge bool) (ok, merged bool) {
+	_, ok, w, err := b.stepIn(ctx, ks, false, nil, 0)
+	if !ok {
+		return false, false
+	}
+	if w.d != nil {
+		merged = b.place(ctx, l, w, merge, true)
+		err = b.closePass(w.d)
+	}
+	if err != nil {
+		b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
+	}
+	b.mu.Lock()
+	if !l.writes.InFlight() && !l.writes.Backlog.Owed() {
+		delete(b.lanes.flying, ks)
+	} else {
+		// While its write is owed or runs beside, the state stays in
+		// flight for shutdown (rule 16): it is handled only once that
+		// write returns (passes forgets it then).
+		l.flying = true
+	}
+	b.mu.Unlock()
+	return true, merged
 }
 
 // acquire makes the caller the only one dispatching ks; b.mu is held.

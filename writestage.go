@@ -26,16 +26,13 @@ type lanes struct {
 }
 
 // lane is what one of Run's goroutines holds. The goroutine's loop
-// (passes) owns it and hands it, as an argument, to each pass it makes of
-// its key down to the pass's commit, which leaves its write to the
-// lane: merged into the next pass, beside it, or made inline.
+// (passes) owns it: each pass it makes of its key returns its write to
+// the loop, which places it (place): merged into the next pass, queued
+// behind the write in flight, beside the next pass, or made inline.
 type lane struct {
 	ks       *keyState // the key of its pass; nil between passes
 	handling bool      // holds a handler slot
 	writing  bool      // holds a write slot
-	// merge lets this pass leave its write to the next pass of its key,
-	// which is queued (rule 22a); deferred says it did.
-	merge, deferred bool
 	// writes is the key's write in flight beside this pass, if any
 	// (pipeline.go), and what the key owes its next write: whether a
 	// write is still to be made (merged, or queued behind the one in
@@ -45,8 +42,6 @@ type lane struct {
 	writes writeq.Key[*writeJob, statusSnap]
 	// taken counts the passes since the lane took the key (maxTaken).
 	taken int
-	// pipe lets this pass write beside the next pass of its key.
-	pipe bool
 	// flying says that Bus.flying keeps the state of the key's last pass
 	// while its write is owed or under way.
 	flying bool
@@ -60,13 +55,51 @@ const maxMerged = 8
 // states keep coming while its writes are under way gets its turn.
 const maxTaken = 64
 
-// toWrite moves the pass in lane l (nil for none: nothing to move)
-// from its handler slot to a write slot, waiting for one while
-// Options.Writers writes are under way.
-func (b *Bus) toWrite(l *lane) {
-	if l == nil {
-		return
+// place places w, the write of the pass that holds lane l: merge says
+// the pass may leave it to the next pass of its key (rule 22a), beside
+// that it may queue it behind the write in flight or make it beside the
+// next pass (rule 22c); otherwise, or when it may not (shutdown, a
+// failed pass, a record that cannot be encoded), it makes it inline. It
+// reports whether the pass left its write to the next pass.
+func (b *Bus) place(ctx context.Context, l *lane, w write, merge, beside bool) bool {
+	d := w.d
+	switch {
+	case w.none:
+		return false
+	case w.ends:
+		b.toWrite(l)
+		l.writes.Backlog.Forgive() // the incarnation's record goes with it
+		b.writeNow(ctx, w)
+		return false
 	}
+	merged := merge && b.mergesWrite(d)
+	if (merged || (beside && b.queuesBehindWrite(l, d))) && b.owe(ctx, d, l) {
+		if merged {
+			b.stats.merged.Add(1)
+		} else {
+			b.noteQueuedStatus(l, d)
+		}
+		return merged
+	}
+	if !beside || !b.pipelines() {
+		b.toWrite(l)
+		b.writeInline(ctx, d, l.writes.Backlog.Take()) // this write carries what was owed
+		return false
+	}
+	// The write before, if under way, goes first: this pass may not
+	// queue its write (shutdown, or a failed pass).
+	b.joinFree(l)
+	if j := b.prepareWrite(ctx, d, l.writes.Backlog.Take()); j != nil {
+		b.writeBeside(ctx, l, j) // rule 22c
+	} else {
+		b.afterWrite(d.ks)
+	}
+	return false
+}
+
+// toWrite moves the pass in lane l from its handler slot to a write slot,
+// waiting for one while Options.Writers writes are under way.
+func (b *Bus) toWrite(l *lane) {
 	b.joinFree(l)
 	if l.writing {
 		return
@@ -97,11 +130,11 @@ func (b *Bus) leave(l *lane) {
 	}
 }
 
-// mergesWrite reports whether the pass d, which holds lane l, leaves its
-// write to the next pass of its key: one is queued and may be taken now,
-// and the bus is not stopping.
-func (b *Bus) mergesWrite(l *lane, d *pass) bool {
-	if l == nil || !l.merge || d.storeFail {
+// mergesWrite reports whether the pass d leaves its write to the next
+// pass of its key: one is queued and may be taken now, and the bus is
+// not stopping.
+func (b *Bus) mergesWrite(d *pass) bool {
+	if d.storeFail {
 		return false
 	}
 	b.mu.Lock()
@@ -116,13 +149,14 @@ func (b *Bus) runnable(ks *keyState) bool {
 }
 
 // flush writes what the passes of ks in lane l left to a next pass that
-// did not come (its state went aside, or its record could not be read).
-func (b *Bus) flush(ctx context.Context, l *lane, ks *keyState) {
+// did not come (its state went aside, or its record could not be read):
+// beside the key's next pass if beside says it may, else inline.
+func (b *Bus) flush(ctx context.Context, l *lane, ks *keyState, beside bool) {
 	if ks.rec == nil {
 		return
 	}
 	d := &pass{b: b, ks: ks, rec: ks.rec}
-	b.commit(ctx, l, d, false)
+	b.place(ctx, l, b.commit(d, false), false, beside)
 	b.mu.Lock()
 	if !d.due.IsZero() {
 		b.retryAt(ks, d.due)
