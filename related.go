@@ -1,10 +1,11 @@
 package opbus
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"slices"
+
+	"github.com/opbus/opbus/internal/relist"
+	"github.com/opbus/opbus/internal/relview"
 )
 
 // RelatedField is the reserved top-level field of a document that holds the
@@ -34,32 +35,15 @@ type RelateFunc func(key Key, obj map[string]any) []Key
 // declared, which handler fields read them, which object each related
 // object relates to, and the views of the objects related to.
 type relations struct {
-	fns    map[string]RelateFunc // by the related object's kind; set before the bus starts
-	any    RelateFunc            // for every kind (Options.Related); nil for none
-	names  map[string]string     // another name of a related kind → the kind (Bus.RelatedName); set before the bus starts
-	fields []relField            // the distinct related fields of all handlers; set before the bus starts
-	// guarded by Bus.mu
-	parents map[Key][]Key    // related object → the objects it relates to, as of its last observation
-	views   map[Key]*relView // object → the view of its related objects; its contents belong to the object's dispatching goroutine
-	// relistWaits: the objects whose handlers reading related objects wait for
-	// the relist to end (relist.go); relistEnded: it ended.
-	relistWaits map[Key]bool
-	relistEnded bool
-}
+	// the relation functions by kind (Relate), for every kind (Options.Related),
+	// and other names of related kinds (Bus.RelatedName); set before the bus starts
+	relview.Decl[Key]
+	fields relview.Fields[Path] // the distinct related fields of all handlers; set before the bus starts
+	// guarded by Bus.mu (internal/relview, internal/relist)
+	parents relview.Parents[Key] // related object → the objects it relates to, as of its last observation
+	relist  relist.Relist[Key]   // the objects whose handlers reading related objects wait for the relist to end (relist.go)
 
-// relField is a subscription to related objects: related.<kind>.<name>.<rest>,
-// kind and name each a key or [*] (omitted: [*]), rest any path (empty: the
-// whole related object).
-type relField struct {
-	path       Path
-	kind, name Segment
-	rest       Path
-}
-
-// matches reports whether the related object child, entered as name,
-// falls under f; names are the related kinds' other names.
-func (f *relField) matches(child Key, name string, names map[string]string) bool {
-	return (f.kind.Kind == SegAny || f.kind.Key == child.Kind || names[f.kind.Key] == child.Kind) && (f.name.Kind == SegAny || f.name.Key == name)
+	views relview.Views[Key] // object → the view of its related objects, with its own lock; a view's contents belong to the object's dispatching goroutine
 }
 
 // RelatedName lets related fields name the related objects of kind by
@@ -77,22 +61,15 @@ func (b *Bus) RelatedName(name, kind string) error {
 	if name == "" || kind == "" || name == kind {
 		return fmt.Errorf("opbus: RelatedName(%q, %q): expected a name and another kind", name, kind)
 	}
-	if other := b.rel.names[name]; other != "" && other != kind {
+	if other := b.rel.Name(name, kind); other != kind {
 		return fmt.Errorf("opbus: RelatedName(%q, %q): the name is kind %q's already", name, kind, other)
 	}
-	if b.rel.names == nil {
-		b.rel.names = map[string]string{}
-	}
-	b.rel.names[name] = kind
 	return nil
 }
 
 // relChange is a change of an object related to the one whose queue holds
-// it: child's new state, or nil when child is gone or no longer related.
-type relChange struct {
-	child Key
-	doc   map[string]any
-}
+// it: Child's new state, or nil when Child is gone or no longer related.
+type relChange = relview.Change[Key]
 
 // relOnly reports whether o carries only changes of related objects, no
 // state of its own key.
@@ -135,10 +112,9 @@ func (b *Bus) Relate(kind string, fn RelateFunc) error {
 	if err := b.relations(); err != nil {
 		return within(err, "opbus: Relate(%q)", kind)
 	}
-	if _, dup := b.rel.fns[kind]; dup {
+	if !b.rel.Declare(kind, fn) {
 		return fmt.Errorf("opbus: Relate(%q): the kind's relation is declared already: one function per kind", kind)
 	}
-	b.rel.fns[kind] = fn
 	return nil
 }
 
@@ -149,7 +125,7 @@ func (b *Bus) relateAny(fn RelateFunc) error {
 	if err := b.relations(); err != nil {
 		return within(err, "opbus: Options.Related")
 	}
-	b.rel.any = fn
+	b.rel.DeclareAny(fn)
 	return nil
 }
 
@@ -162,7 +138,7 @@ func (b *Bus) relations() error {
 	if err := b.setIgnore(append(slices.Clone(b.reg.ignore), RelatedField)); err != nil {
 		return err
 	}
-	b.rel = &relations{fns: map[string]RelateFunc{}, parents: map[Key][]Key{}, views: map[Key]*relView{}}
+	b.rel = &relations{parents: relview.Parents[Key]{}}
 	return nil
 }
 
@@ -173,19 +149,22 @@ func (b *Bus) relatedField(id string, p Path) (int, error) {
 	if len(p) == 0 || p[0].Kind != SegKey || p[0].Key != RelatedField {
 		return -1, nil
 	}
-	f := relField{path: p, kind: Segment{Kind: SegAny}, name: Segment{Kind: SegAny}}
-	for i, at := range []*Segment{&f.kind, &f.name} {
+	// A subscription to related objects: related.<kind>.<name>.<rest>, kind
+	// and name each a key or [*] (omitted: [*]), rest any path (empty: the
+	// whole related object).
+	f := relview.Field[Path]{Path: p, Kind: relview.AnyOne, Name: relview.AnyOne}
+	for i, at := range []*relview.Pattern{&f.Kind, &f.Name} {
 		if len(p) <= i+1 {
 			break
 		}
-		s := p[i+1]
-		if s.Kind != SegKey && s.Kind != SegAny {
+		if s := p[i+1]; s.Kind == SegKey {
+			*at = relview.Pattern{Key: s.Key}
+		} else if s.Kind != SegAny {
 			return -1, fmt.Errorf("opbus: handler %q: field %s: expected related.<Kind>.<name>.<field>, with a kind and a name that are keys or [*]", id, p)
 		}
-		*at = s
 	}
 	if len(p) > 3 {
-		f.rest = slices.Clone(p[3:])
+		f.Rest = slices.Clone(p[3:])
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -195,18 +174,10 @@ func (b *Bus) relatedField(id string, p Path) (int, error) {
 	if b.rel == nil {
 		return -1, fmt.Errorf("opbus: handler %q: field %s reads related objects, but no relation is declared: call Bus.Relate first", id, p)
 	}
-	if f.kind.Kind == SegKey && b.rel.any == nil {
-		if _, ok := b.rel.fns[cmp.Or(b.rel.names[f.kind.Key], f.kind.Key)]; !ok {
-			return -1, fmt.Errorf("opbus: handler %q: field %s: no relation is declared for kind %q (declared: %v), so it would never change", id, p, f.kind.Key, slices.Sorted(maps.Keys(b.rel.fns)))
-		}
+	if !f.Kind.Any && !b.rel.Knows(f.Kind.Key) {
+		return -1, fmt.Errorf("opbus: handler %q: field %s: no relation is declared for kind %q (declared: %v), so it would never change", id, p, f.Kind.Key, b.rel.Kinds())
 	}
-	for i := range b.rel.fields {
-		if b.rel.fields[i].path.Equal(p) {
-			return i, nil
-		}
-	}
-	b.rel.fields = append(b.rel.fields, f)
-	return len(b.rel.fields) - 1, nil
+	return b.rel.fields.Add(f, Path.Equal), nil
 }
 
 // relatedTo calls the relation function of key's kind on o, outside Bus.mu;
@@ -216,26 +187,17 @@ func (b *Bus) relatedTo(key Key, o *observation) (to []Key, err error) {
 	b.mu.Lock()
 	var fn RelateFunc
 	if b.rel != nil {
-		if fn = b.rel.fns[key.Kind]; fn == nil {
-			fn = b.rel.any
-		}
+		fn = b.rel.Func(key.Kind)
 	}
 	b.mu.Unlock()
 	if fn == nil || o.deleted {
 		return nil, nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			to, err = nil, fmt.Errorf("opbus: the relation function of kind %q panicked on %v: %v", key.Kind, key, v)
-		}
-	}()
-	for _, k := range fn(key, o.new) {
-		if err := k.validate(); err != nil {
-			return nil, within(err, "opbus: the relation function of kind %q on %v", key.Kind, key)
-		}
-		if k != key && !slices.Contains(to, k) {
-			to = append(to, k)
-		}
+	to, err = relview.Targets(fn, key, o.new, Key.validate)
+	if p, ok := err.(*relview.Panic); ok {
+		return nil, fmt.Errorf("opbus: the relation function of kind %q panicked on %v: %v", key.Kind, key, p.Value)
+	} else if err != nil {
+		return nil, within(err, "opbus: the relation function of kind %q on %v", key.Kind, key)
 	}
 	return to, nil
 }
@@ -244,28 +206,22 @@ func (b *Bus) relatedTo(key Key, o *observation) (to []Key, err error) {
 // object it relates to now or related to before; b.mu is held.
 func (b *Bus) relay(key Key, o observation, to []Key) {
 	r := b.rel
-	if r == nil || (r.fns[key.Kind] == nil && r.any == nil) {
+	if r == nil || !r.Declared(key.Kind) {
 		return
 	}
 	doc := o.new
 	if o.deleted {
 		doc, to = nil, nil
 	}
-	prev := r.parents[key]
 	for _, p := range to {
 		if b.owns(p) { // else its owner sees the change itself (own.go)
-			b.push(b.keyState(p), observation{rel: []relChange{{child: key, doc: doc}}})
+			b.push(b.keyState(p), observation{rel: []relChange{{Child: key, Doc: doc}}})
 		}
 	}
-	for _, p := range prev {
+	for _, p := range r.parents.Relink(key, to) {
 		if !slices.Contains(to, p) && b.owns(p) {
-			b.push(b.keyState(p), observation{rel: []relChange{{child: key}}})
+			b.push(b.keyState(p), observation{rel: []relChange{{Child: key}}})
 		}
-	}
-	if len(to) == 0 {
-		delete(r.parents, key)
-	} else {
-		r.parents[key] = to
 	}
 }
 
@@ -298,15 +254,7 @@ func (b *Bus) supersedes(x, y observation) bool {
 // carried that y does not: the changes of related objects that y does not
 // change again, and x's own state when y has none.
 func absorb(x, y observation) observation {
-	if len(x.rel) > 0 {
-		rel := make([]relChange, 0, len(x.rel)+len(y.rel))
-		for _, c := range x.rel {
-			if !slices.ContainsFunc(y.rel, func(n relChange) bool { return n.child == c.child }) {
-				rel = append(rel, c)
-			}
-		}
-		y.rel = append(rel, y.rel...)
-	}
+	y.rel = relview.Merge(x.rel, y.rel)
 	if y.new == nil && x.new != nil {
 		y.new, y.old, y.hasOld, y.inc = x.new, x.old, x.hasOld, x.inc
 	}

@@ -395,7 +395,7 @@ func TestRelatedUnknownParentsForgotten(t *testing.T) {
 			}
 			must(t, b.Wait(ctx))
 			b.mu.Lock()
-			keys, views := len(b.q.keys), len(b.rel.views)
+			keys, views := len(b.q.keys), b.rel.views.Len()
 			b.mu.Unlock()
 			// a parent observed now sees the children observed before it
 			must(t, b.Observe(ctx, appKey("gone0"), webAppDoc("gone0", 1)))
@@ -411,8 +411,8 @@ func TestRelatedUnknownParentsForgotten(t *testing.T) {
 			must(t, b.Wait(ctx))
 			b.mu.Lock()
 			defer b.mu.Unlock()
-			if len(b.q.keys) != 0 || len(b.rel.views) != 0 || len(b.rel.parents) != 0 {
-				t.Errorf("after the children's deletion: %d key states, %d views, %d relations; want none", len(b.q.keys), len(b.rel.views), len(b.rel.parents))
+			if len(b.q.keys) != 0 || b.rel.views.Len() != 0 || len(b.rel.parents) != 0 {
+				t.Errorf("after the children's deletion: %d key states, %d views, %d relations; want none", len(b.q.keys), b.rel.views.Len(), len(b.rel.parents))
 			}
 			if len(b.q.ended) > n+1 {
 				t.Errorf("%d finished deletions remembered, want at most the %d children and gone0", len(b.q.ended), n)

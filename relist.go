@@ -3,6 +3,8 @@ package opbus
 import (
 	"context"
 	"time"
+
+	"github.com/opbus/opbus/internal/relist"
 )
 
 // The relist: after a restart, the source observes every object again (an
@@ -55,21 +57,18 @@ func (b *Bus) Synced() {
 // no related object, a pass in which its handlers that read related
 // objects run if their value differs; b.mu is held.
 func (b *Bus) endRelist() {
-	r := b.rel
-	if r == nil || r.relistEnded {
+	if b.rel == nil {
 		return
 	}
-	r.relistEnded = true
-	for key := range r.relistWaits {
+	for _, key := range b.rel.relist.End() {
 		ks := b.q.keys[key]
 		if ks == nil || b.stopping {
 			continue // forgotten (its incarnation ended), or nothing more runs
 		}
 		// A change whose child is the object itself changes nothing in
 		// its view: no object relates to itself (relatedTo).
-		b.push(ks, observation{rel: []relChange{{child: key}}})
+		b.push(ks, observation{rel: []relChange{{Child: key}}})
 	}
-	r.relistWaits = nil
 }
 
 // endRelistWhenQuiet ends the relist, under Run, once no object was
@@ -77,29 +76,14 @@ func (b *Bus) endRelist() {
 // or the store being listed for pending states), or relistLongest after it
 // began at the latest; it returns when ctx ends or the relist has ended.
 func (b *Bus) endRelistWhenQuiet(ctx context.Context) {
-	t := time.NewTicker(relistQuiet)
-	defer t.Stop()
-	deadline := time.Now().Add(relistLongest)
-	last := b.stats.observed.Load()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		n := b.stats.observed.Load()
+	relist.Watch(ctx, relistQuiet, relistLongest, b.stats.observed.Load, func(still, late bool) bool {
 		b.mu.Lock()
-		quiet := n == last && b.q.kq.Pending() == 0
-		if quiet || !time.Now().Before(deadline) {
+		defer b.mu.Unlock()
+		if (still && b.q.kq.Pending() == 0) || late {
 			b.endRelist()
 		}
-		ended := b.rel.relistEnded
-		b.mu.Unlock()
-		if ended {
-			return
-		}
-		last = n
-	}
+		return b.rel.relist.Ended()
+	})
 }
 
 // waitForRelist, for ks whose record was just loaded, makes ks wait for
@@ -113,14 +97,9 @@ func (b *Bus) waitForRelist(ks *keyState) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r := b.rel
-	if r.relistEnded || !b.running || b.stopping {
-		return
+	if b.running && !b.stopping {
+		b.rel.relist.Wait(ks.key)
 	}
-	if r.relistWaits == nil {
-		r.relistWaits = map[Key]bool{}
-	}
-	r.relistWaits[ks.key] = true
 }
 
 // handledRelated reports whether the record of ks holds the digest of a
@@ -151,11 +130,6 @@ func (b *Bus) differsInRelist(d *pass, h *handler) bool {
 // relistWaitOver notes that key waits for the relist no more.
 func (b *Bus) relistWaitOver(key Key) {
 	b.mu.Lock()
-	delete(b.rel.relistWaits, key)
+	b.rel.relist.Over(key)
 	b.mu.Unlock()
-}
-
-// waitsForRelist reports whether key waits for the relist to end; b.mu is held.
-func (r *relations) waitsForRelist(key Key) bool {
-	return r.relistWaits[key]
 }

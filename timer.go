@@ -41,13 +41,6 @@ func (r *record) schedOf(id string) *schedule { return timegrid.Find(r.Timers(),
 // setSched puts s in place of the schedule of its handler.
 func (r *record) setSched(s *schedule) { r.SetTimers(timegrid.Put(r.Timers(), s)) }
 
-// dropSched removes the schedule of handler id.
-func (r *record) dropSched(id string) { r.SetTimers(timegrid.Drop(r.Timers(), id)) }
-
-// startAt returns the anchor of a schedule started at now: whole
-// milliseconds, as stored, so that memory and store agree.
-func startAt(now time.Time) int64 { return now.UnixMilli() * int64(time.Millisecond) }
-
 // DueFunc decides, instead of the clock, whether a handler's schedule is
 // due in a pass; see [Options.Due]. again reports that the schedule comes
 // from [Event.Again], not from [On.Every].
@@ -153,35 +146,14 @@ func (d *pass) scheduled(h *handler, again time.Duration, start time.Time) {
 	if again > 0 {
 		every = max(again.Truncate(time.Millisecond), time.Millisecond) // as stored
 	}
-	s := d.scheduleOf(h)
-	if every == 0 {
-		if s != nil {
-			d.rec.dropSched(h.id) // polling ended
-			d.dirty = true
-		}
-		return
+	slack := time.Duration(0)
+	if d.tick {
+		slack = every / 10 // a due run's start may pass its due time a little
 	}
-	if s != nil && s.Every == every {
-		// In memory only: no write for a run alone. The run covers the due
-		// times up to its start, which it saw; one that passed while it ran
-		// is due at once after it.
-		s.Ran(start)
-		late := time.Duration(0)
-		if d.tick {
-			late = every / 10 // a due run's start may pass its due time a little
-		}
-		if again == 0 || !s.Next().Before(start.Add(every-late)) {
-			return
-		}
-		// A new grid from start, in memory only like ran's move: the
-		// store keeps the old anchor until the record is written for
-		// another reason, which at worst makes one more run at a restart
-		// (the run that collapses missed due times).
-		s.Restart(startAt(start))
-		return
+	if l, changed := timegrid.AfterRun(d.rec.Timers(), h.id, every, start, again > 0, slack); changed {
+		d.rec.SetTimers(l) // a new schedule, or polling ended
+		d.dirty = true
 	}
-	d.rec.setSched(&schedule{ID: h.id, Anchor: startAt(start), Every: every})
-	d.dirty = true
 }
 
 // startSchedules starts the schedule of each periodic handler of the key
@@ -198,7 +170,7 @@ func (b *Bus) startSchedules(d *pass) {
 		if d.rec.Digests[h.idx].isZero() {
 			continue // not handled yet: its first success starts it
 		}
-		d.rec.setSched(&schedule{ID: h.id, Anchor: startAt(b.now()), Every: h.every})
+		d.rec.setSched(&schedule{ID: h.id, Anchor: timegrid.StartAt(b.now()), Every: h.every})
 		d.dirty = true
 	}
 }
@@ -211,18 +183,7 @@ func (b *Bus) startSchedules(d *pass) {
 func (b *Bus) armTick(ks *keyState, checked time.Time) {
 	var at time.Time
 	if ks.rec != nil && ks.live && !ks.deleting && b.cfg.due == nil {
-		for _, s := range ks.rec.Timers() {
-			if !checked.IsZero() && !s.Next().After(checked) {
-				// Due when the pass looked, but it did not run: its
-				// value changed and is failing, or it was filtered out.
-				// The next due time is next. (One that came due since
-				// the pass looked fires at once.)
-				s.Tried(checked)
-			}
-			if n := s.Next(); at.IsZero() || n.Before(at) {
-				at = n
-			}
-		}
+		at = timegrid.Earliest(ks.rec.Timers(), checked)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -242,21 +203,17 @@ func (b *Bus) armTickAt(ks *keyState, at time.Time) {
 		return
 	}
 	x := ks.extraLocked()
-	if x.tick != nil && x.tick.at.Equal(at) {
-		return
-	}
-	x.stopTick()
-	t := &tick{at: at}
-	x.tick = t
-	t.timer = b.cfg.clock.AfterFunc(max(b.until(at), 0), func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if x.tick != t || b.q.keys[ks.key] != ks || b.stopping {
-			return // stopped, replaced, or of a key state that is gone
-		}
-		x.tick = nil
-		ks.retryDue = true // a pass over the current state, as a retry
-		b.markReady(ks)
+	x.tick = timegrid.Rearm(x.tick, at, func(t *tick) timegrid.Stopper {
+		return b.cfg.clock.AfterFunc(max(b.until(at), 0), func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if x.tick != t || b.q.keys[ks.key] != ks || b.stopping {
+				return // stopped, replaced, or of a key state that is gone
+			}
+			x.tick = nil
+			ks.retryDue = true // a pass over the current state, as a retry
+			b.markReady(ks)
+		})
 	})
 }
 
@@ -271,29 +228,19 @@ func (b *Bus) armSchedules() {
 		if b.q.kq.Held(ks) || ks.rec == nil || !ks.live || ks.deleting || len(ks.rec.Timers()) == 0 {
 			continue
 		}
-		var at time.Time
-		for _, s := range ks.rec.Timers() {
-			if n := s.Next(); at.IsZero() || n.Before(at) {
-				at = n
-			}
-		}
-		b.armTickAt(ks, at)
+		b.armTickAt(ks, timegrid.Earliest(ks.rec.Timers(), time.Time{}))
 	}
 }
 
-// tick is the timer of a key's schedules, apart from the retry timer: a
-// key whose only timer is a schedule has no work to save at shutdown.
-type tick struct {
-	timer ClockTimer
-	at    time.Time
-}
+// tick is the timer of a key's schedules (internal/timegrid), apart from
+// the retry timer: a key whose only timer is a schedule has no work to
+// save at shutdown.
+type tick = timegrid.Tick
 
 // stopTick disarms the schedule timer; Bus.mu is held.
 func (x *keyExtra) stopTick() {
-	if x.tick != nil {
-		x.tick.timer.Stop()
-		x.tick = nil
-	}
+	x.tick.Stop()
+	x.tick = nil
 }
 
 // checkEvery reports an On.Every that cannot work for handler id.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/opbus/opbus/internal/timegrid"
 )
 
 // stores runs f with a fresh in-memory store and a fresh file store; each
@@ -398,8 +400,8 @@ func TestTimerPeriodBounded(t *testing.T) {
 func TestScheduleSaturates(t *testing.T) {
 	late := time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, s := range []*schedule{
-		{Anchor: startAt(late), Every: maxPeriod},
-		{Anchor: startAt(time.Now()), Every: math.MaxInt64},
+		{Anchor: timegrid.StartAt(late), Every: maxPeriod},
+		{Anchor: timegrid.StartAt(time.Now()), Every: math.MaxInt64},
 		{Anchor: math.MinInt64 + 1, Every: math.MaxInt64},
 	} {
 		start := time.Unix(0, s.Anchor)

@@ -2,8 +2,6 @@ package opbus
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
-	"maps"
 	"slices"
 
 	"github.com/opbus/opbus/internal/relview"
@@ -11,15 +9,9 @@ import (
 
 // relView is what one object sees of the objects related to it: the value of
 // its RelatedField, and per related field the combined digest of the
-// entries under it (internal/relview holds its storage and invariants). A
-// change of one related object updates its entry and the sums in place, so
-// its cost does not grow with the number of related objects. It holds the
-// related objects' states by reference: the bus (and an informer's cache)
-// keeps those states anyway. Bus.rel.views is guarded by Bus.mu; a view's
-// contents belong to the goroutine dispatching its object. The map of
-// related.<Kind> itself is made for each pass (see View.Root): it has one
-// entry per kind, and a map kept per object would cost more than the rest
-// of the view.
+// entries under it. internal/relview holds its storage, its costs and its
+// invariants; Bus.rel.views has its own lock, and a view's contents belong
+// to the goroutine dispatching its object.
 type relView = relview.View[Key]
 
 // entryName is the name under which child appears in the view of parent:
@@ -36,8 +28,8 @@ func entryName(parent, child Key) string {
 func (b *Bus) share(j int, child Key, name string, doc map[string]any) relview.Sum {
 	f := &b.rel.fields[j]
 	var fields []Path
-	if len(f.rest) > 0 {
-		fields = []Path{f.rest}
+	if len(f.Rest) > 0 {
+		fields = []Path{f.Rest}
 	}
 	// Observed states were checked at the door: a digest cannot fail.
 	d, _ := digestOf(b.cmpFor(child.Kind), doc, fields, "")
@@ -49,46 +41,33 @@ func (b *Bus) share(j int, child Key, name string, doc map[string]any) relview.S
 // making it, and returns it with, if diff, the changes under RelatedField.
 func (b *Bus) applyRelated(key Key, changes []relChange, diff bool) (*relView, Diff) {
 	r := b.rel
-	b.mu.Lock()
-	v := r.views[key]
-	if v == nil {
-		v = relview.New[Key](len(r.fields))
-		r.views[key] = v
-	}
-	b.mu.Unlock()
+	v := r.views.Open(key, len(r.fields))
 	var out Diff
 	for _, c := range changes {
-		name := entryName(key, c.child)
-		old := v.Doc(c.child)
-		if old == nil && c.doc == nil {
-			continue
-		}
-		if diff {
-			at := Path{MapKey(RelatedField), MapKey(c.child.Kind), MapKey(name)}
-			switch {
-			case old == nil:
-				out = append(out, Change{Op: OpAdd, Path: at, New: c.doc})
-			case c.doc == nil:
-				out = append(out, Change{Op: OpRemove, Path: at, Old: old})
-			default:
-				for _, ch := range b.cmpFor(c.child.Kind).Compare(old, c.doc) {
-					ch.Path = append(slices.Clip(at), ch.Path...)
-					out = append(out, ch)
-				}
-			}
-		}
-		v.Set(c.child, c.child.Kind, name, c.doc, func(j int) relview.Sum {
-			if !r.fields[j].matches(c.child, name, r.names) {
+		name := entryName(key, c.Child)
+		old := v.Set(c.Child, c.Child.Kind, name, c.Doc, func(j int) relview.Sum {
+			if !r.fields[j].Matches(c.Child.Kind, name, r.Names()) {
 				return relview.Sum{}
 			}
-			return b.share(j, c.child, name, c.doc)
+			return b.share(j, c.Child, name, c.Doc)
 		})
+		if !diff || (old == nil && c.Doc == nil) {
+			continue
+		}
+		at := Path{MapKey(RelatedField), MapKey(c.Child.Kind), MapKey(name)}
+		switch {
+		case old == nil:
+			out = append(out, Change{Op: OpAdd, Path: at, New: c.Doc})
+		case c.Doc == nil:
+			out = append(out, Change{Op: OpRemove, Path: at, Old: old})
+		default:
+			for _, ch := range b.cmpFor(c.Child.Kind).Compare(old, c.Doc) {
+				ch.Path = append(slices.Clip(at), ch.Path...)
+				out = append(out, ch)
+			}
+		}
 	}
-	if v.Empty() {
-		b.mu.Lock()
-		delete(r.views, key)
-		b.mu.Unlock()
-	}
+	r.views.Close(key)
 	return v, out
 }
 
@@ -129,33 +108,19 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 				d.ks.setClean(h.idx, false)
 			}
 		}
-		b.mu.Lock()
-		d.relistWait = !d.force && b.rel.waitsForRelist(key)
-		b.mu.Unlock()
-	} else {
-		b.mu.Lock()
-		v = b.rel.views[key]
-		d.relistWait = !d.force && b.rel.waitsForRelist(key)
-		b.mu.Unlock()
 	}
+	if v == nil {
+		v = b.rel.views.Get(key)
+	}
+	b.mu.Lock()
+	d.relistWait = !d.force && b.rel.relist.Waits(key)
+	b.mu.Unlock()
 	if d.new == nil || (v == nil && !b.readsRelated(key.Kind)) {
 		return
 	}
 	d.view = v
-	doc := maps.Clone(d.new)
-	root := map[string]any{} // no related object: the field is there, empty
-	if v != nil {
-		root = v.Root(b.rel.names)
-	}
-	doc[RelatedField] = root
-	if o.relOnly() {
-		d.old = doc
-	} else if d.old != nil {
-		old := maps.Clone(d.old)
-		old[RelatedField] = root
-		d.old = old
-	}
-	d.new = doc
+	// No related object: the field is there, empty (a nil view's Root).
+	d.new, d.old = relview.With(RelatedField, v.Root(b.rel.Names()), d.new, d.old, o.relOnly())
 }
 
 // readsRelated reports whether a handler of kind reads related objects.
@@ -184,10 +149,7 @@ func (b *Bus) digestFor(d *pass, h *handler) (digest, error) {
 		buf = append(buf, pd[:]...)
 	}
 	for _, j := range h.rel {
-		buf = appendPath(append(buf, 'F'), b.rel.fields[j].path)
-		for _, x := range d.view.Sum(j) {
-			buf = binary.BigEndian.AppendUint64(buf, x)
-		}
+		buf = d.view.Sum(j).Append(appendPath(append(buf, 'F'), b.rel.fields[j].Path))
 	}
 	h256 := sha256.Sum256(buf)
 	var out digest

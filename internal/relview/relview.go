@@ -1,9 +1,28 @@
-// Package relview is the storage of what one object sees of the objects
-// related to it: per kind, name → the related object's last observed
-// state, and per related field the combined digest (a Sum) of the entries
-// under it.
+// Package relview is the bookkeeping of related objects: what is declared
+// of relations (Decl: the relation function of each kind, other names of
+// kinds; Fields: the related fields handlers read), which objects each
+// related object relates to (Parents, the reverse index), and the storage
+// of what one object sees of the objects related to it (View): per kind,
+// name → the related object's last observed state, and per related field
+// the combined digest (a Sum) of the entries under it; Views keeps them
+// by object. Which changes reach which object, and what a handler sees
+// and when it runs, is the owner's policy; this package only keeps the
+// books.
 //
-// Invariants:
+// Invariants of the books:
+//   - Parents holds an entry only for a related object that relates to
+//     something: Relink with no objects removes it.
+//   - Views holds a view only while it holds a related object, once its
+//     owner closes it after a change: views of objects whose related
+//     objects are all gone do not pile up.
+//   - Fields holds each path once; a field's index never changes, so it
+//     is the index of its sum in every view.
+//   - Decl holds at most one function per kind; Name never gives a name
+//     that is one kind's to another.
+//   - Merge keeps the newer change of a child, and every child either
+//     side carries.
+//
+// Invariants of a View:
 //   - A View holds each related object at most once, under its key, with
 //     its kind and the name it appears under in the view (both given by
 //     the caller, the same for one key each time).
@@ -21,6 +40,8 @@
 package relview
 
 import (
+	"encoding/binary"
+	"maps"
 	"math/bits"
 	"slices"
 )
@@ -52,6 +73,15 @@ func (s *Sum) Add(t Sum) {
 	s[0], _ = bits.Add64(s[0], t[0], c)
 }
 
+// Append appends s to b as 32 big-endian bytes, most significant word
+// first: the bytes SumOf reads back.
+func (s Sum) Append(b []byte) []byte {
+	for _, x := range s {
+		b = binary.BigEndian.AppendUint64(b, x)
+	}
+	return b
+}
+
 // Sub sets s to s - t modulo 2^256.
 func (s *Sum) Sub(t Sum) {
 	var c uint64
@@ -62,6 +92,10 @@ func (s *Sum) Sub(t Sum) {
 }
 
 // View is what one object sees of the objects related to it, keyed by K.
+// A change of one related object updates its entry and the sums in place,
+// so its cost does not grow with the number of related objects. It holds
+// the related objects' states by reference: its owner (and an informer's
+// cache) keeps those states anyway.
 type View[K comparable] struct {
 	kinds []kindView      // by kind, in the order they appeared
 	few   []*entry[K]     // the entries while there are at most manyEntries
@@ -124,8 +158,14 @@ func (v *View[K]) ByKind(kind string) map[string]any {
 
 // Root returns a new map kind → name → state, with each other name of a
 // kind in names (name → kind) mapped to that kind's map, unless the other
-// name is a kind in v itself.
+// name is a kind in v itself. For a nil view it is a new empty map. The
+// caller makes it for each pass rather than keeping one per object: it
+// has one entry per kind, and a map kept per object would cost more than
+// the rest of the view.
 func (v *View[K]) Root(names map[string]string) map[string]any {
+	if v == nil {
+		return map[string]any{}
+	}
 	m := make(map[string]any, len(v.kinds)+len(names))
 	for _, k := range v.kinds {
 		m[k.kind] = k.byName
@@ -141,10 +181,11 @@ func (v *View[K]) Root(names map[string]string) map[string]any {
 // Set makes doc the state of the related object k, of kind, appearing as
 // name; a nil doc removes it. share(j) gives its share in field j, zero
 // where field j does not match it; it is called for each field, only when
-// doc is not nil.
-func (v *View[K]) Set(k K, kind, name string, doc map[string]any, share func(j int) Sum) {
+// doc is not nil. It returns k's state before, nil if k was not in v.
+func (v *View[K]) Set(k K, kind, name string, doc map[string]any, share func(j int) Sum) (old map[string]any) {
 	e := v.get(k)
 	if e != nil {
+		old = e.doc
 		for j := range e.hs {
 			v.sums[j].Sub(e.hs[j])
 		}
@@ -152,14 +193,14 @@ func (v *View[K]) Set(k K, kind, name string, doc map[string]any, share func(j i
 	byName := v.ByKind(kind)
 	if doc == nil {
 		if e == nil {
-			return
+			return nil
 		}
 		v.remove(k)
 		delete(byName, name)
 		if len(byName) == 0 {
 			v.kinds = slices.DeleteFunc(v.kinds, func(x kindView) bool { return x.kind == kind })
 		}
-		return
+		return old
 	}
 	if e == nil {
 		e = &entry[K]{key: k, hs: make([]Sum, len(v.sums))}
@@ -175,6 +216,24 @@ func (v *View[K]) Set(k K, kind, name string, doc map[string]any, share func(j i
 		v.kinds = append(v.kinds, kindView{kind, byName})
 	}
 	byName[name] = doc
+	return old
+}
+
+// With returns what a handler sees of an object and its view: its state
+// now and before, each a shallow copy with root (see Root) under field;
+// old nil stays nil. When only related objects changed (same), the state
+// before is the state now, view and all: the view changed in place.
+func With(field string, root, now, old map[string]any, same bool) (map[string]any, map[string]any) {
+	doc := maps.Clone(now)
+	doc[field] = root
+	switch {
+	case same:
+		old = doc
+	case old != nil:
+		old = maps.Clone(old)
+		old[field] = root
+	}
+	return doc, old
 }
 
 func (v *View[K]) get(k K) *entry[K] {

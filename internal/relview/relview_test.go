@@ -73,7 +73,10 @@ func TestSetKeepsSums(t *testing.T) {
 		t.Helper()
 		kind := fmt.Sprint("K", k%3)
 		name := fmt.Sprint("n", k)
-		v.Set(k, kind, name, doc, share(k, doc))
+		before := docs[k]
+		if old := v.Set(k, kind, name, doc, share(k, doc)); (old == nil) != (before == nil) || (old != nil && old["v"] != before["v"]) {
+			t.Fatalf("Set %d returned %v, want the state before, %v", k, old, before)
+		}
 		if doc == nil {
 			delete(docs, k)
 		} else {
@@ -137,5 +140,39 @@ func TestRootNames(t *testing.T) {
 	var nilView *View[string]
 	if nilView.Sum(0) != (Sum{}) {
 		t.Fatal("nil view's sum is not zero")
+	}
+	if r := nilView.Root(map[string]string{"po": "Pod"}); r == nil || len(r) != 0 {
+		t.Fatalf("nil view's Root = %v, want an empty map", r)
+	}
+}
+
+// TestSumAppend checks that Append writes the bytes SumOf reads.
+func TestSumAppend(t *testing.T) {
+	h := sha256.Sum256([]byte("x"))
+	b := SumOf(h).Append([]byte{9})
+	if len(b) != 33 || b[0] != 9 || [32]byte(b[1:]) != h {
+		t.Fatalf("Append = %x, want 09 then %x", b, h)
+	}
+}
+
+// TestWith checks what a handler sees: copies with the view's root under
+// the field, the state before as the state now when only related objects
+// changed, and no state before when there is none.
+func TestWith(t *testing.T) {
+	now, old := map[string]any{"a": 1}, map[string]any{"a": 0}
+	root := map[string]any{"K": map[string]any{}}
+	n, o := With("related", root, now, old, false)
+	if len(now) != 1 || len(old) != 1 {
+		t.Fatalf("With changed its arguments: %v %v", now, old)
+	}
+	if n["a"] != 1 || o["a"] != 0 || fmt.Sprint(n["related"]) != fmt.Sprint(root) || fmt.Sprint(o["related"]) != fmt.Sprint(root) {
+		t.Fatalf("With = %v, %v", n, o)
+	}
+	_, o = With("related", root, now, old, true)
+	if o["a"] != 1 || o["related"] == nil {
+		t.Fatalf("same: old = %v, want the new state with the view", o)
+	}
+	if _, o = With("related", root, now, nil, false); o != nil {
+		t.Fatalf("no old state: old = %v", o)
 	}
 }

@@ -49,6 +49,51 @@ func (s *Schedule) Tried(now time.Time) {
 // that did not succeed.
 func (s *Schedule) Restart(anchor int64) { s.Anchor, s.later = anchor, 0 }
 
+// StartAt returns the anchor of a schedule started at now: whole
+// milliseconds, as a record stores it, so that memory and store agree.
+func StartAt(now time.Time) int64 { return now.UnixMilli() * int64(time.Millisecond) }
+
+// Succeeded notes a run that began at start and succeeded, and asks
+// (again) for another a period after it, or does not: the anchor moves as
+// Ran moves it, in memory only. A run that asks again restarts the grid
+// at start (see StartAt) if the next due time would come sooner than a
+// period after start less slack: the caller gives no slack after a run
+// that was not due (its value changed), so that a run asked for is never
+// sooner than asked, and some (such as a tenth of the period) after a due
+// run, whose start may pass its due time a little, so that only one that
+// began late (such as the run that collapses due times missed while no
+// program ran) starts a new grid.
+func (s *Schedule) Succeeded(start time.Time, again bool, slack time.Duration) {
+	s.Ran(start)
+	if again && s.Next().Before(start.Add(s.Every-slack)) {
+		s.Restart(StartAt(start))
+	}
+}
+
+// AfterRun returns l after a successful run of handler id that began at
+// start, and reports whether it changed in a way the store must learn:
+// every is the period the handler has now (0: none), again whether the
+// run asked for another, slack as for [Schedule.Succeeded]. A period that
+// ended drops the schedule, and a new period starts a new one at start;
+// both change l. A run on the same period moves the schedule in memory
+// only (see Succeeded), a new grid included: l is unchanged, and no
+// write is owed for a run alone. The store keeps the old anchor until the
+// record is written for another reason, which at worst makes one more run
+// at a restart (the run that collapses the due times missed). The run
+// covers the due times up to its start, which it saw; one that passed
+// while it ran is due at once after it.
+func AfterRun(l []*Schedule, id string, every time.Duration, start time.Time, again bool, slack time.Duration) ([]*Schedule, bool) {
+	s := Find(l, id)
+	switch {
+	case every == 0:
+		return Drop(l, id), s != nil
+	case s != nil && s.Every == every:
+		s.Succeeded(start, again, slack)
+		return l, false
+	}
+	return Put(l, &Schedule{ID: id, Anchor: StartAt(start), Every: every}), true
+}
+
 // Find returns the schedule of handler id in l, or nil.
 func Find(l []*Schedule, id string) *Schedule {
 	for _, s := range l {

@@ -1,6 +1,8 @@
 // Package timegrid is the arithmetic of a periodic schedule: a grid of due
-// times anchor + k·period for k ≥ 1, in Unix nanoseconds; and the Schedule
-// itself, a handler's timer, with the list of them a record keeps.
+// times anchor + k·period for k ≥ 1, in Unix nanoseconds; the Schedule
+// itself, a handler's timer, with the list of them a record keeps and
+// what a run does to it; and the Tick, the one timer armed for the
+// earliest due time of one object's schedules.
 //
 // Invariants:
 //   - Every time it computes lies on the grid of the anchor it is given
@@ -12,6 +14,11 @@
 //     whatever a stored record holds.
 //   - A list of schedules that Put and Drop keep is in ID order, with at
 //     most one schedule per ID.
+//   - A run on a schedule's own period changes the schedule in memory
+//     only; AfterRun reports a change of the list (a record write) only
+//     for a schedule started, given a new period, or dropped.
+//   - Rearm keeps at most one armed timer per Tick chain: it stops the
+//     one it replaces, and replaces it only when the due time changes.
 package timegrid
 
 import "math"
