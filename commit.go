@@ -83,36 +83,6 @@ func (b *Bus) closePass(d *pass) error {
 	return errors.Join(d.errs...)
 }
 
-// owe leaves the write of the pass d, in lane l, to a later one: to the
-// next pass of its key, which is queued (rule 22a), or to the write after
-// the one under way (rule 22c). What it would have written is kept for
-// shutdown, which writes it should the pass that owes it be abandoned
-// (rule 16). It reports false, owing nothing, if the record cannot be
-// encoded: the pass then writes at once and reports that.
-func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
-	ks := d.ks
-	// With a write under way the store may not get its record: keep it
-	// whatever the pass changed.
-	if d.dirty || !ks.saved || l.writes.InFlight() {
-		data, err := d.rec.encode(b.reg.ids)
-		if err != nil {
-			return false
-		}
-		if d.dirty || !ks.saved {
-			ks.saved = false
-		}
-		b.mu.Lock()
-		if b.lanes.owed == nil {
-			b.lanes.owed = map[*keyState][]byte{}
-		}
-		b.lanes.owed[ks] = data
-		b.mu.Unlock()
-	}
-	b.publish(ctx, d)
-	l.writes.Backlog.Owe()
-	return true
-}
-
 // save writes the record of ks unless shutdown abandoned this pass.
 func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
 	mu := b.stripe(ks.key)

@@ -11,8 +11,9 @@ import (
 // Under Run, the write of a pass can run beside the next pass of its key
 // (rule 22c): when a state of the key arrives while its record is being
 // written, its handlers run at once. At most one write of a key is under
-// way: a pass that ends while it is queues its write behind the one under way until it returns
-// (queuesBehindWrite), later passes merge into that one (rule 22a), and the write
+// way: a pass that ends while it is queues its write behind the one under
+// way until it returns (writeq.Behind), later passes merge into that one
+// (rule 22a), and the write
 // after carries the latest record and status. A value still counts as
 // handled only once its record is durable, and a key's writes stay in
 // order: a pass takes in the outcome of the write before it (join) before
@@ -47,7 +48,7 @@ func (b *Bus) pipelines() bool {
 	return b.lanes.pipeAlways || b.lanes.writeCost.AtLeast(pipeAfter)
 }
 
-// statusSnap is a status that a pass queued behind a write (queuesBehindWrite)
+// statusSnap is a status that a pass queued behind a write (writeq.Behind)
 // published: the sink gets it, in order, before the status of the write
 // that carries the pass's record, so that no level a handler reported is
 // skipped (Kubernetes Events count each change of level).
@@ -257,40 +258,19 @@ func (b *Bus) takeIn(w *writeJob) {
 	}
 }
 
-// queuesBehindWrite reports whether the pass d, which holds lane l, queues its
-// write until the write of the pass before, still under way beside it,
-// returns (rule 22c): the next state of the key can then run at once,
-// and the write after that one carries the latest record. The status a
-// queued pass changed still reaches the sink, before that write's (see
-// statusSnap). Past maxQueued passes since that write began, a pass does
-// not: it waits for the write, in no handler slot, so that what is not
-// durable stays bounded.
-func (b *Bus) queuesBehindWrite(l *lane, d *pass) bool {
-	if l.writes.Backlog.Over(maxQueued) || !l.writes.InFlight() || d.storeFail {
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return l.writes.Running() && !b.stopping
-}
-
-// Results of park.
-const (
-	parkNone   = iota // no write under way: the lane ends its passes
-	parkRun           // a state of the key may run now: the lane runs it
-	parkParked        // the key is parked: the lane lets go of it
-)
-
-// park decides, after a pass of ks in lane l, what the lane does while
-// the pass's write, or the write it queues its own behind, runs beside: run
-// the next state of ks at once if one may run, else leave ks parked on
-// the write and take other keys' work. A write already returned is taken
-// in, and what a queued pass owes is written, beside in turn.
-func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
-	for l.writes.InFlight() {
+// park, after a pass of ks in lane l, does what the key's write cycle
+// says (writeq.Cycle.Next) while the pass's write, or the write it
+// queued its own behind, runs beside: run the next state of ks at once if
+// one may run (writeq.Run), else leave ks parked on the write and take
+// other keys' work (writeq.Park). A write already returned is taken in,
+// and what a queued pass owes is written, beside in turn (writeq.Flush),
+// until none is in flight or owed (writeq.Done).
+func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) writeq.Next {
+	for {
 		b.mu.Lock()
-		switch {
-		case !b.stopping && l.taken < maxTaken && b.runnable(ks) && !b.awaited(ks) && (l.handling || b.lanes.handling < b.cfg.workers):
+		next := l.writes.Next(writeq.Facts{Stopping: b.stopping, Ready: b.runnable(ks) && !b.awaited(ks), Slot: l.handling || b.lanes.handling < b.cfg.workers})
+		switch next {
+		case writeq.Run:
 			if !l.handling { // given back while the pass waited for the write before
 				b.lanes.handling++
 				l.handling = true
@@ -298,31 +278,26 @@ func (b *Bus) park(ctx context.Context, l *lane, ks *keyState) int {
 			if l.writes.Running() {
 				b.stats.beside.Add(1)
 			}
-			b.mu.Unlock()
-			return parkRun
-		case l.writes.Running():
-			b.lanes.parked.Park(ks, &l.writes) // the lane's backlog is the parking's now
-			b.markReady(ks)                    // a due retry, or the lane's maxTaken: another lane may take it over
-			b.mu.Unlock()
-			l.flying = false // the write's goroutine forgets the flying state
-			return parkParked
+		case writeq.Park:
+			b.lanes.parked.Park(ks, &l.writes.Key) // the lane's backlog is the parking's now
+			b.markReady(ks)                        // a due retry, or the lane's maxTaken: another lane may take it over
+			l.writes.Kept = false                  // the write's goroutine forgets the flying state
 		}
 		b.mu.Unlock()
-		if !l.writes.Backlog.Owed() {
-			return parkNone
+		if next != writeq.Flush {
+			return next
 		}
 		b.flush(ctx, l, ks, true) // joins the write before, then writes beside
 	}
-	return parkNone
 }
 
 // takeParked gives lane l the key ks parked on its write, for a state of
 // ks that may run now (see markReady); b.mu is held.
 func (b *Bus) takeParked(l *lane, ks *keyState) bool {
-	if l == nil || !b.lanes.parked.TakeOver(ks, &l.writes) {
+	if l == nil || !b.lanes.parked.TakeOver(ks, &l.writes.Key) {
 		return false
 	}
-	l.flying = true
+	l.writes.Kept = true
 	if l.writes.Running() {
 		b.stats.beside.Add(1)
 	}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/opbus/opbus/internal/writeq"
 )
 
 // errAbandoned is the result of a store write by a pass that shutdown
@@ -161,7 +163,6 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 		b.acquire(ks)
 		if l != nil {
 			l.writes.Reset()
-			l.flying = false
 		}
 	}
 	if l != nil {
@@ -198,18 +199,18 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 // write (see park), still busy; l.writes is those of a key taken
 // over from its write.
 func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
-	l.taken = 0
+	l.writes.Took(cycleLimits)
 	for {
-		l.taken++
-		ok, merged := b.passIn(ctx, l, ks, l.writes.Backlog.Pass() < maxMerged)
+		l.writes.Pass()
+		ok, merged := b.passIn(ctx, l, ks)
 		if ok && merged {
 			continue
 		}
 		if ok || l.writes.InFlight() {
 			switch b.park(ctx, l, ks) {
-			case parkRun:
+			case writeq.Run:
 				continue
-			case parkParked:
+			case writeq.Park:
 				return true
 			}
 		}
@@ -219,8 +220,8 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 		b.flush(ctx, l, ks, false)
 	}
 	b.join(l)
-	if l.flying {
-		l.flying = false
+	if l.writes.Kept {
+		l.writes.Kept = false
 		b.mu.Lock()
 		delete(b.lanes.flying, ks) // kept while a write of its state was under way
 		b.mu.Unlock()
@@ -229,15 +230,15 @@ func (b *Bus) passes(ctx context.Context, l *lane, ks *keyState) (parked bool) {
 }
 
 // passIn makes one pass of ks in lane l and places the write it returns
-// (place; merge: it may leave it to the next pass). It reports whether a
-// state was taken, and whether its pass left its write to the next.
-func (b *Bus) passIn(ctx context.Context, l *lane, ks *keyState, merge bool) (ok, merged bool) {
+// (place). It reports whether a state was taken, and whether its pass
+// left its write to the next.
+func (b *Bus) passIn(ctx context.Context, l *lane, ks *keyState) (ok, merged bool) {
 	_, ok, w, err := b.stepIn(ctx, ks, false, nil, 0)
 	if !ok {
 		return false, false
 	}
 	if w.d != nil {
-		merged = b.place(ctx, l, w, merge, true)
+		merged = b.place(ctx, l, w, true, false)
 		err = b.closePass(w.d)
 	}
 	if err != nil {
@@ -250,7 +251,7 @@ func (b *Bus) passIn(ctx context.Context, l *lane, ks *keyState, merge bool) (ok
 		// While its write is owed or runs beside, the state stays in
 		// flight for shutdown (rule 16): it is handled only once that
 		// write returns (passes forgets it then).
-		l.flying = true
+		l.writes.Kept = true
 	}
 	b.mu.Unlock()
 	return true, merged

@@ -27,24 +27,21 @@ type lanes struct {
 
 // lane is what one of Run's goroutines holds. The goroutine's loop
 // (passes) owns it: each pass it makes of its key returns its write to
-// the loop, which places it (place): merged into the next pass, queued
-// behind the write in flight, beside the next pass, or made inline.
+// the loop, which asks the key's write cycle where it goes and places it
+// there (place): merged into the next pass, queued behind the write in
+// flight, beside the next pass, or made inline.
 type lane struct {
 	ks       *keyState // the key of its pass; nil between passes
 	handling bool      // holds a handler slot
 	writing  bool      // holds a write slot
-	// writes is the key's write in flight beside this pass, if any
-	// (pipeline.go), and what the key owes its next write: whether a
-	// write is still to be made (merged, or queued behind the one in
-	// flight, rule 22c), the passes since the last write began
-	// (maxMerged, maxQueued), and the statuses of the passes queued
-	// behind it, for the sink (statusSnap).
-	writes writeq.Key[*writeJob, statusSnap]
-	// taken counts the passes since the lane took the key (maxTaken).
-	taken int
-	// flying says that Bus.flying keeps the state of the key's last pass
-	// while its write is owed or under way.
-	flying bool
+	// writes is the key's write cycle: its write in flight beside this
+	// pass, if any (pipeline.go); what it owes its next write (merged,
+	// or queued behind the one in flight, rule 22c), with the passes
+	// since the last write began and the statuses of the passes queued
+	// behind it, for the sink (statusSnap); the passes the lane made of
+	// it (cycleLimits); and whether Bus.flying keeps the state of its
+	// last pass while its write is owed or under way (Kept).
+	writes writeq.Cycle[*writeJob, statusSnap]
 }
 
 // maxMerged bounds the passes of one key whose writes go as one.
@@ -55,13 +52,17 @@ const maxMerged = 8
 // states keep coming while its writes are under way gets its turn.
 const maxTaken = 64
 
-// place places w, the write of the pass that holds lane l: merge says
-// the pass may leave it to the next pass of its key (rule 22a), beside
-// that it may queue it behind the write in flight or make it beside the
-// next pass (rule 22c); otherwise, or when it may not (shutdown, a
-// failed pass, a record that cannot be encoded), it makes it inline. It
-// reports whether the pass left its write to the next pass.
-func (b *Bus) place(ctx context.Context, l *lane, w write, merge, beside bool) bool {
+// cycleLimits are the bounds of a key's write cycle (rules 22a and 22c).
+var cycleLimits = writeq.Limits{Merged: maxMerged, Queued: maxQueued, Taken: maxTaken}
+
+// place places w, the write of the pass that holds lane l, where the
+// key's write cycle routes it (writeq.Cycle.Route): owed to the next pass
+// of the key (rule 22a) or to the write after the one in flight (rule
+// 22c), made beside the next pass (rule 22c), or made inline. loop says
+// that the lane goes on with the key after this write; flush that the
+// write is the one the key owes, which no pass came to carry. It reports
+// whether the pass left its write to the next pass.
+func (b *Bus) place(ctx context.Context, l *lane, w write, loop, flush bool) bool {
 	d := w.d
 	switch {
 	case w.none:
@@ -72,16 +73,22 @@ func (b *Bus) place(ctx context.Context, l *lane, w write, merge, beside bool) b
 		b.writeNow(ctx, w)
 		return false
 	}
-	merged := merge && b.mergesWrite(d)
-	if (merged || (beside && b.queuesBehindWrite(l, d))) && b.owe(ctx, d, l) {
-		if merged {
-			b.stats.merged.Add(1)
-		} else {
-			b.noteQueuedStatus(l, d)
+	b.mu.Lock()
+	f := writeq.Facts{Loop: loop, Slow: b.pipelines(), Flush: flush, Failed: d.storeFail, Stopping: b.stopping, Ready: b.runnable(d.ks)}
+	r := l.writes.Route(f)
+	b.mu.Unlock()
+	if r.Owes() {
+		if b.owe(ctx, d, l) {
+			if r == writeq.Merge {
+				b.stats.merged.Add(1)
+			} else {
+				b.noteQueuedStatus(l, d)
+			}
+			return r == writeq.Merge
 		}
-		return merged
+		r = f.Now() // its record cannot be encoded: the write reports it now
 	}
-	if !beside || !b.pipelines() {
+	if r == writeq.Inline {
 		b.toWrite(l)
 		b.writeInline(ctx, d, l.writes.Backlog.Take()) // this write carries what was owed
 		return false
@@ -95,6 +102,36 @@ func (b *Bus) place(ctx context.Context, l *lane, w write, merge, beside bool) b
 		b.afterWrite(d.ks)
 	}
 	return false
+}
+
+// owe leaves the write of the pass d, in lane l, to a later one: to the
+// next pass of its key, which is queued (rule 22a), or to the write after
+// the one under way (rule 22c). What it would have written is kept for
+// shutdown, which writes it should the pass that owes it be abandoned
+// (rule 16). It reports false, owing nothing, if the record cannot be
+// encoded: the pass then writes at once and reports that.
+func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
+	ks := d.ks
+	// With a write under way the store may not get its record: keep it
+	// whatever the pass changed.
+	if d.dirty || !ks.saved || l.writes.InFlight() {
+		data, err := d.rec.encode(b.reg.ids)
+		if err != nil {
+			return false
+		}
+		if d.dirty || !ks.saved {
+			ks.saved = false
+		}
+		b.mu.Lock()
+		if b.lanes.owed == nil {
+			b.lanes.owed = map[*keyState][]byte{}
+		}
+		b.lanes.owed[ks] = data
+		b.mu.Unlock()
+	}
+	b.publish(ctx, d)
+	l.writes.Backlog.Owe()
+	return true
 }
 
 // toWrite moves the pass in lane l from its handler slot to a write slot,
@@ -130,18 +167,6 @@ func (b *Bus) leave(l *lane) {
 	}
 }
 
-// mergesWrite reports whether the pass d leaves its write to the next
-// pass of its key: one is queued and may be taken now, and the bus is
-// not stopping.
-func (b *Bus) mergesWrite(d *pass) bool {
-	if d.storeFail {
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return !b.stopping && b.runnable(d.ks)
-}
-
 // runnable reports whether a queued state of ks may be dispatched now by
 // a lane; b.mu is held.
 func (b *Bus) runnable(ks *keyState) bool {
@@ -149,14 +174,14 @@ func (b *Bus) runnable(ks *keyState) bool {
 }
 
 // flush writes what the passes of ks in lane l left to a next pass that
-// did not come (its state went aside, or its record could not be read):
-// beside the key's next pass if beside says it may, else inline.
-func (b *Bus) flush(ctx context.Context, l *lane, ks *keyState, beside bool) {
+// did not come (its state went aside, or its record could not be read);
+// loop says that the lane goes on with ks after it (see place).
+func (b *Bus) flush(ctx context.Context, l *lane, ks *keyState, loop bool) {
 	if ks.rec == nil {
 		return
 	}
 	d := &pass{b: b, ks: ks, rec: ks.rec}
-	b.place(ctx, l, b.commit(d, false), false, beside)
+	b.place(ctx, l, b.commit(d, false), loop, true)
 	b.mu.Lock()
 	if !d.due.IsZero() {
 		b.retryAt(ks, d.due)

@@ -16,8 +16,17 @@
 //     statuses they published, for the sink, in order.
 //   - A *Key* is what the loop that owns a key holds of its writes: the
 //     write in flight and the Backlog of the next. A pass returns its
-//     write to that loop (Key.Begin), which joins it (Key.Join) before the
-//     key writes again; nothing in the pass reaches for it otherwise.
+//     write to that loop, which puts it in flight (Key.Begin) and joins
+//     it (Key.Join) before the key writes again; nothing in the pass
+//     reaches for it otherwise.
+//   - A *Cycle* is a key's write cycle as its loop drives it: the Key,
+//     the passes the loop made of the key, and whether the caller keeps
+//     the key's state for a stop. For each pass the loop asks it where
+//     the write goes (a *Route*: merged into the next pass, queued behind
+//     the write in flight, beside the next pass, or inline), then what to
+//     do next (run the next state, park the key, flush what is owed, or
+//     be done). The caller supplies what only it knows (Facts) and its
+//     bounds (Limits), and makes the writes.
 //   - A key is *parked* when no loop holds it while its write is in
 //     flight: its Key waits in a Parking until a loop takes it over for
 //     its next result, or the write's goroutine claims it once the write
@@ -32,8 +41,8 @@
 //
 // # Invariants
 //
-// Each type states its own; together (Check and the tests name them by
-// number):
+// Each type states its own; together (Parking.Check, Cycle.Check and
+// the tests name them by number):
 //
 //  1. At most one write in flight per key: a Key begins a write only once
 //     the last was joined (Begin panics otherwise), and a key's Key is in
@@ -70,4 +79,15 @@
 //     statuses queued before it first, in order, stopping at the first
 //     it refuses, then the record and the write's own status, as one
 //     write when the Store can.
+//  8. A write is owed only by a pass that was counted: a Cycle's Backlog
+//     never owes with no pass counted since its last write began.
+//  9. What is owed is bounded and never risky: a Cycle routes to Merge
+//     only while fewer than Limits.Merged passes are owed and a next
+//     state may run now, to Behind only while the write in flight runs
+//     and at most Limits.Queued passes were counted since it began, and
+//     never routes a failed pass, a flush, or a pass while the caller
+//     stops to either; it says Run only below Limits.Taken passes, with
+//     a handler slot, while the caller does not stop.
+//  10. A Cycle whose write is in flight or owed keeps its key's state for
+//     a stop (Kept): a stop that abandons the key can save what it owes.
 package writeq

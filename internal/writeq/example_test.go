@@ -87,3 +87,59 @@ func ExampleParking() {
 	// Output:
 	// claimed: true owes a write: true still parked: false
 }
+
+// A loop drives its key's write cycle: each pass returns its write, the
+// Cycle routes it, the loop places it and asks what to do next. Two
+// states are queued: the first pass merges its write into the second's,
+// which goes beside the next pass on a goroutine of its own; a third
+// pass, beside it, queues its write behind it, and once the write in
+// flight returned the loop flushes what the third pass owes.
+func ExampleCycle() {
+	type job struct {
+		record string
+		flight writeq.Flight
+	}
+	var mu sync.Mutex // the owner's lock
+	var c writeq.Cycle[*job, string]
+	c.Took(writeq.Limits{Merged: 8, Queued: 64, Taken: 64})
+	release := make(chan struct{}) // lets the write in flight return
+	var inFlight *job
+	place := func(record string, f writeq.Facts) {
+		c.Pass()
+		mu.Lock()
+		r := c.Route(f)
+		mu.Unlock()
+		fmt.Println(record, "→", r)
+		switch r {
+		case writeq.Merge, writeq.Behind:
+			c.Backlog.Owe()
+			c.Kept = true
+		case writeq.Beside:
+			c.Backlog.Take()
+			inFlight = &job{record: record}
+			c.Begin(inFlight, &inFlight.flight)
+			c.Kept = true
+			go func(j *job) {
+				<-release // the store writes j.record
+				mu.Lock()
+				j.flight.MarkFinished()
+				mu.Unlock()
+				j.flight.Close()
+			}(inFlight)
+		}
+	}
+	slow := writeq.Facts{Loop: true, Slow: true}
+	place("r1", writeq.Facts{Loop: true, Slow: true, Ready: true}) // r2 is queued
+	place("r2", slow)
+	place("r3", slow) // its state came while r2's write runs
+	close(release)
+	<-inFlight.flight.Done()
+	mu.Lock()
+	fmt.Println("next:", c.Next(writeq.Facts{}))
+	mu.Unlock()
+	// Output:
+	// r1 → merge
+	// r2 → beside
+	// r3 → behind
+	// next: flush
+}
