@@ -275,21 +275,10 @@ func (ks *keyState) observed(o *observation) {
 // boundaries and awaited states stay, so the queue may still be longer
 // than the bound; b.mu is held.
 func (b *Bus) coalesce(ks *keyState, q []observation) []observation {
-	out := q[:0]
-	skipped := false
-	for i, x := range q {
-		if i+1 < len(q) && b.supersedes(x, q[i+1]) {
-			q[i+1] = absorb(x, q[i+1])
-			skipped = true
-			continue // superseded by the next state of the same incarnation
-		}
-		if skipped {
-			x.coalesced = true
-			x.hasOld, x.old = false, nil // diff from the last dispatched state
-			skipped = false
-		}
-		out = append(out, x)
-	}
+	out := b.pendingRules().Fold(q, func(o *observation) {
+		o.coalesced = true
+		o.hasOld, o.old = false, nil // diff from the last dispatched state
+	})
 	if out[len(out)-1].coalesced || len(out) < len(q) {
 		b.stats.coalesced.Add(1)
 		b.cfg.log.Warn("opbus: backlog coalesced: intermediate states skipped", "key", ks.key.String(), "bound", b.cfg.maxBacklog)
