@@ -6,6 +6,7 @@
 package backoff
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -71,4 +72,25 @@ func (p Policy) Delay(n int) time.Duration {
 	d = min(d, float64(p.Max))
 	d *= 1 + p.Jitter*(2*rand.Float64()-1)
 	return time.Duration(d)
+}
+
+// Retry calls attempt until it returns nil or ctx ends: after its n-th
+// error it tells failed the error and the wait, Delay(n), and waits that
+// long (or until ctx ends). p has its defaults (WithDefaults).
+func (p Policy) Retry(ctx context.Context, attempt func() error, failed func(err error, wait time.Duration)) {
+	for n := 1; ; n++ {
+		err := attempt()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		d := p.Delay(n)
+		failed(err, d)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
 }

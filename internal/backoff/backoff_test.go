@@ -1,6 +1,8 @@
 package backoff
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +52,28 @@ func TestCheck(t *testing.T) {
 		if (c.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), c.want)) {
 			t.Errorf("Check(%+v) = %v; want %q", c.p, err, c.want)
 		}
+	}
+}
+
+func TestRetry(t *testing.T) {
+	p := Policy{Initial: time.Millisecond, Max: 2 * time.Millisecond, Factor: 2}
+	var calls int
+	var waits []time.Duration
+	p.Retry(context.Background(), func() error {
+		if calls++; calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}, func(err error, d time.Duration) { waits = append(waits, d) })
+	if calls != 3 || len(waits) != 2 || waits[0] != time.Millisecond || waits[1] != 2*time.Millisecond {
+		t.Errorf("calls %d, waits %v; want 3 calls, waits [1ms 2ms]", calls, waits)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	calls = 0
+	p = Policy{Initial: time.Hour, Max: time.Hour, Factor: 1}
+	p.Retry(ctx, func() error { calls++; return errors.New("never") }, func(error, time.Duration) { cancel() })
+	if calls != 1 {
+		t.Errorf("after ctx ended during the wait: %d calls; want 1, and Retry to return", calls)
 	}
 }
