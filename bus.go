@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/opbus/opbus/internal/registration"
 	"github.com/opbus/opbus/internal/writeq"
 )
 
@@ -160,10 +160,10 @@ type settings struct {
 type registry struct {
 	handlers   []*handler
 	collectors []*collector
-	owners     map[string]string // slot ID → what owns it
-	index      map[string]int    // handler ID → index
-	ids        []string          // handler IDs by index
-	ignore     []string          // the ignored path patterns
+	owners     registration.Names // slot ID → what owns it (internal/registration)
+	index      map[string]int     // handler ID → index
+	ids        []string           // handler IDs by index
+	ignore     []string           // the ignored path patterns
 	cmp        *Comparer
 	kindCmp    map[string]*Comparer // by kind, with IgnoreKind's paths (ignorekind.go)
 	kindIgnore map[string][]string  // IgnoreKind's paths, by kind
@@ -252,7 +252,7 @@ func New(opts *Options) (*Bus, error) {
 			due:         opts.Due,
 			clock:       opts.Clock,
 		},
-		reg: registry{owners: map[string]string{}, index: map[string]int{}},
+		reg: registry{owners: registration.Names{}, index: map[string]int{}},
 		q:   queues{keys: map[Key]*keyState{}, ended: map[Key]endedKey{}},
 	}
 	b.lanes.flying = map[*keyState]observation{}
@@ -326,31 +326,17 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 	if fn == nil {
 		return fmt.Errorf("opbus: handler %q: nil function", id)
 	}
-	h := &handler{id: id, fn: fn, when: on.When, rev: on.Revision, every: on.Every}
-	types := on.Types
-	if len(types) == 0 {
-		types = []EventType{Create, Update}
-	}
-	for _, t := range types {
-		if t < Create || t > Resume {
-			return fmt.Errorf("opbus: handler %q: unknown event type %d: expected Create, Update, Delete or Resume", id, int(t))
-		}
-		h.types |= 1 << t
+	h := &handler{id: id, fn: fn, when: on.When, rev: on.Revision, every: on.Every, keepOld: on.KeepOld}
+	var err error
+	if h.types, err = registration.Types(id, on.Types, Create, Resume, "Create, Update, Delete or Resume", Create, Update); err != nil {
+		return err
 	}
 	if err := checkEvery(id, on.Every, h.types); err != nil {
 		return err
 	}
-	if on.KeepOld && len(on.Fields) == 0 {
-		return fmt.Errorf("opbus: handler %q: KeepOld needs Fields: it keeps the handled value of those fields, not whole objects", id)
-	}
-	h.keepOld = on.KeepOld
-	if len(on.Fields) > 0 && h.types == 1<<Delete {
-		return fmt.Errorf("opbus: handler %q: fields %v can never change on Delete: a delete handler sees the last state whole", id, on.Fields)
-	}
-	for _, k := range on.Kinds {
-		if k == "" {
-			return fmt.Errorf("opbus: handler %q: empty kind in Kinds: it would match nothing", id)
-		}
+	plain := registration.Plain{Kinds: on.Kinds, Fields: on.Fields, KeepOld: on.KeepOld, DeleteOnly: h.types == 1<<Delete}
+	if err := plain.Check(id); err != nil {
+		return err
 	}
 	h.kinds = slices.Clone(on.Kinds)
 	for _, f := range on.Fields {
@@ -447,23 +433,8 @@ func (b *Bus) AddSlot(id string) error {
 	return b.claim(id, "slot")
 }
 
-// claim reserves a slot ID; b.mu is held.
-func (b *Bus) claim(id, what string) error {
-	if id == "" {
-		return fmt.Errorf("opbus: %s: empty ID: every %s needs a name for its slot", what, what)
-	}
-	if id == busSlot {
-		return fmt.Errorf("opbus: %s %q: the name is the bus's own slot (for records it cannot read); choose another", what, id)
-	}
-	if b.frozen {
-		return fmt.Errorf("opbus: %s %q: the bus has started; register before Run, Observe or Dispatch", what, id)
-	}
-	if owner, dup := b.reg.owners[id]; dup {
-		return fmt.Errorf("opbus: %s %q: duplicate ID: the slot %q is taken by a %s", what, id, id, owner)
-	}
-	b.reg.owners[id] = what
-	return nil
-}
+// claim reserves a slot ID for a what (internal/registration); b.mu is held.
+func (b *Bus) claim(id, what string) error { return b.reg.owners.Claim(id, what, busSlot, b.frozen) }
 
 // freeze ends registration; b.mu is held.
 func (b *Bus) freeze() error {
@@ -551,7 +522,7 @@ func (b *Bus) Value(ctx context.Context, key Key, name string) (string, bool, er
 func (b *Bus) slotIDs() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return slices.Sorted(maps.Keys(b.reg.owners))
+	return b.reg.owners.IDs()
 }
 
 // Subscription describes a registered handler, for adapters that read only

@@ -95,12 +95,12 @@ func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *ke
 	// away: the call returns its pass's errors. Marked also when it needs no
 	// queue, since its pass may put it back in the queue behind states that
 	// go first (pending ones, or the deletion of a replaced incarnation).
-	o.awaited = true
+	o.tag.Awaited = true
 	if kq := b.q.kq; !kq.Held(ks) && kq.KeyLen(ks) == 0 && !ks.deleting && !kq.Blocked(ks) {
 		// With nothing queued before it, the state needs no queue.
-		o.seq = b.q.kq.NewSeq()
+		o.tag.Seq = b.q.kq.NewSeq()
 		ks.observed(o)
-		return ks, o, o.seq, nil
+		return ks, o, o.tag.Seq, nil
 	}
 	// Queued now, even while the key is busy, so that a state observed
 	// while this call waits goes after it (rule 5). Queued, it also keeps
@@ -132,7 +132,7 @@ func (b *Bus) passesUntil(ctx context.Context, ks *keyState, first *observation,
 			if err != nil {
 				return false, err
 			}
-		case got.seq == mine:
+		case got.tag.Seq == mine:
 			return true, perr
 		case ks.rec == nil && perr != nil:
 			return true, perr // the record cannot be loaded: the state stays queued

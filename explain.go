@@ -61,7 +61,7 @@ func (b *Bus) Explain(ctx context.Context, key Key) (*Explanation, error) {
 		items := b.q.kq.Items(ks)
 		cur, o.Queue = ks.last, explain.Queue{Queued: len(items), Running: b.q.kq.Held(ks), Blocked: b.q.kq.Blocked(ks)}
 		for _, q := range items {
-			o.Queue.Coalesced, o.Deleted = o.Queue.Coalesced || q.Value.coalesced, q.Value.deleted
+			o.Queue.Coalesced, o.Deleted = o.Queue.Coalesced || q.coalesced, q.deleted
 		}
 		if ks.shown {
 			published = ks.published.clone()

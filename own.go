@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/opbus/opbus/internal/keyqueue"
 )
 
 // Sharing keys between buses: a bus owns every key until it releases
@@ -273,10 +271,9 @@ func (b *Bus) takeLeft(targets []*keyState, abandoned map[*keyState]*observation
 			}
 		}
 		b.quiet(ks)
-		for _, it := range b.q.kq.Clear(ks) {
-			if !it.Value.relOnly() {
-				o := it.Value
-				o.rel, o.seq, o.awaited = nil, it.Seq, it.Awaited
+		for _, o := range b.q.kq.Clear(ks) {
+			if !o.relOnly() {
+				o.rel = nil
 				l.states = append(l.states, o)
 			}
 		}
@@ -320,11 +317,10 @@ func (b *Bus) forget(l *leaving) {
 		delete(b.lanes.owed, ks)
 		b.endHold(ks)
 	} else {
-		items := make([]keyqueue.Item[observation], len(l.states))
-		for i, o := range l.states {
-			items[i] = keyqueue.Item[observation]{Value: o, Seq: o.seq}
+		for i := range l.states {
+			l.states[i].tag.Awaited = false // no call waits for it now
 		}
-		b.q.kq.PushFront(ks, items...)
+		b.q.kq.PushFront(ks, l.states...)
 	}
 	if l.mine {
 		b.q.kq.Release(ks)

@@ -205,7 +205,7 @@ func (b *Bus) loadAndProcess(ctx context.Context, ks *keyState, op *observation,
 			b.cfg.log.Info("opbus: resuming states left pending by an earlier run", "key", ks.key.String(), "states", len(p))
 			b.mu.Lock()
 			b.unshift(ks, append(os, o)...)
-			o, _ = b.take(ks, true, o.seq) // a pending state, or o itself
+			o, _ = b.take(ks, true, o.tag.Seq) // a pending state, or o itself
 			b.lanes.flying[ks] = o
 			ks.taken = true
 			b.mu.Unlock()

@@ -3,6 +3,7 @@ package opbus
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,13 +13,12 @@ import (
 // observation is one observed state of a key, waiting to be dispatched.
 type observation struct {
 	old, new  map[string]any
-	inc       string // incarnation ID of new (Options.Incarnation); "" if none
-	seq       uint64 // its number in the keyqueue (Item.Seq), for Dispatch to find its own
-	hasOld    bool   // old is given by the source, not the bus's last state
+	inc       string       // incarnation ID of new (Options.Incarnation); "" if none
+	tag       keyqueue.Tag // the keyqueue's: its number (Dispatch finds its own by it), and whether a Dispatch call awaits it (only that call takes it)
+	hasOld    bool         // old is given by the source, not the bus's last state
 	deleted   bool
 	retry     bool        // a scheduled retry of the current state
 	coalesced bool        // states before this one were skipped
-	awaited   bool        // a Dispatch call waits to handle it itself (Item.Awaited): only that call takes it
 	resumed   bool        // left pending by an earlier run: newer than the record's own state
 	rel       []relChange // changes of related objects, applied before new (related.go)
 	pre       *preDiff    // the subscribed changes from the state observed before (precompare.go)
@@ -43,11 +43,7 @@ type endedKey struct {
 // dispatching goroutine" are touched only by the goroutine that holds the
 // key; the rest are guarded by Bus.mu, except where noted.
 type keyState struct {
-	key Key
-	// queue is the keyqueue's own slice of the key's queued states, as its
-	// KeyChanged hook last gave it (mirror): read only, under Bus.mu, by
-	// related.go and writestage.go (awaitedHead).
-	queue     []keyqueue.Item[observation]
+	key       Key
 	last      map[string]any    // the latest observed state: the base of the next one's precompare
 	published Slots             // the slots as of the last commit (nil: none), for Status
 	values    map[string]string // the values as of the last commit, for Value
@@ -65,16 +61,12 @@ type keyState struct {
 
 	// The flags, together so that they pack into the space an atomic.Bool
 	// leaves (BenchmarkMemoryPerKey: the struct fits a smaller size class),
-	// each named with its owner ("owned by"):
-	//   queue: internal/keyqueue; a copy of its state of the key, kept
-	//          by its KeyChanged hook (mirror), under Bus.mu, for
-	//          related.go, which reads it as a field (timer.go also sets
-	//          retryDue: markReady); the rest of the bus asks the keyqueue
-	//          (Held, Blocked, Due), under Bus.mu;
+	// each named with its owner ("owned by"); what the keyqueue holds of
+	// the key (its queued states, holder, block and retries) is asked of
+	// it under Bus.mu, never copied here:
 	//   pass:  the goroutine holding the key, making a pass (pass.go);
 	//   write: the pass's commit and the write stage (commit.go,
 	//          writestage.go, pipeline.go), on the goroutine holding the key.
-	retryDue bool // owned by queue: a retry is due; taken before the queue (set by timer.go's tick: see markReady)
 	taken    bool // owned by pass: the stored pending states are in the queue (or in flight) now
 	live     bool // owned by pass: an incarnation is current: observed, not deleted
 	deleting bool // owned by pass: cur is the last state of an incarnation being deleted
@@ -107,19 +99,14 @@ type keyExtra struct {
 func (b *Bus) newQueue() {
 	b.q.kq = keyqueue.New(keyqueue.Options[*keyState, observation]{
 		Lock:       &b.mu,
+		Tag:        func(o *observation) *keyqueue.Tag { return &o.tag },
 		Clock:      queueClock{b.cfg.clock},
 		MaxBacklog: b.cfg.maxBacklog,
 		Coalesce:   b.coalesce,
 		HandOver:   b.isParked,
 		Listed:     func(*keyState) { b.offerWork() },
 		Changed:    b.queueChanged,
-		KeyChanged: mirror,
 	})
-}
-
-// mirror copies the keyqueue's state of ks into its fields; b.mu is held.
-func mirror(ks *keyState, v keyqueue.View[observation]) {
-	ks.queue, ks.retryDue = v.Items, v.Due
 }
 
 // queueClock is the bus's clock as the keyqueue's.
@@ -174,10 +161,6 @@ func (b *Bus) keyState(key Key) *keyState {
 	}
 	return ks
 }
-
-// awaitedHead reports whether the next queued state of ks is one a waiting
-// Dispatch call handles itself, not a lane; b.mu is held.
-func (ks *keyState) awaitedHead() bool { return len(ks.queue) > 0 && ks.queue[0].Awaited }
 
 // incarnationOf returns the incarnation ID of obj, recovering a panic of
 // the user's function as an error.
@@ -263,7 +246,7 @@ func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
 func (b *Bus) push(ks *keyState, o observation) uint64 {
 	ks.observed(&o)
 	var seq uint64
-	if o.awaited {
+	if o.tag.Awaited {
 		seq = b.q.kq.AddAwaited(ks, o)
 	} else {
 		seq = b.q.kq.Add(ks, o)
@@ -291,24 +274,12 @@ func (ks *keyState) observed(o *observation) {
 // incarnation keeps only its latest state. Deletions, incarnation
 // boundaries and awaited states stay, so the queue may still be longer
 // than the bound; b.mu is held.
-func (b *Bus) coalesce(ks *keyState, q []keyqueue.Item[observation]) []keyqueue.Item[observation] {
-	out := q[:0]
-	skipped := false
-	for i, x := range q {
-		x.Value.awaited = x.Awaited
-		if i+1 < len(q) && b.supersedes(x.Value, q[i+1].Value) {
-			q[i+1].Value = absorb(x.Value, q[i+1].Value)
-			skipped = true
-			continue // superseded by the next state of the same incarnation
-		}
-		if skipped {
-			x.Value.coalesced = true
-			x.Value.hasOld, x.Value.old = false, nil // diff from the last dispatched state
-			skipped = false
-		}
-		out = append(out, x)
-	}
-	if out[len(out)-1].Value.coalesced || len(out) < len(q) {
+func (b *Bus) coalesce(ks *keyState, q []observation) []observation {
+	out := b.pendingRules().Fold(q, func(o *observation) {
+		o.coalesced = true
+		o.hasOld, o.old = false, nil // diff from the last dispatched state
+	})
+	if out[len(out)-1].coalesced || len(out) < len(q) {
 		b.stats.coalesced.Add(1)
 		b.cfg.log.Warn("opbus: backlog coalesced: intermediate states skipped", "key", ks.key.String(), "bound", b.cfg.maxBacklog)
 		if b.cfg.observer != nil {
@@ -324,15 +295,8 @@ func (b *Bus) bounds(x, y observation) bool { return b.cfg.incarnation != nil &&
 
 // markReady lists ks for Run's goroutines (and a Wait before Run) if it
 // has work and no holder, or its holder only waits on its write (parked);
-// b.mu is held. A retry that timer.go's tick made due by setting
-// ks.retryDue is handed to the keyqueue here.
-func (b *Bus) markReady(ks *keyState) {
-	if ks.retryDue && !b.q.kq.Due(ks) {
-		b.makeDue(ks)
-		return
-	}
-	b.q.kq.List(ks)
-}
+// b.mu is held.
+func (b *Bus) markReady(ks *keyState) { b.q.kq.List(ks) }
 
 // makeDue makes a retry of ks due now and lists ks; b.mu is held.
 func (b *Bus) makeDue(ks *keyState) {
@@ -366,37 +330,23 @@ func (b *Bus) take(ks *keyState, force bool, own uint64) (observation, bool) {
 		b.q.kq.TakeRetry(ks)
 		return observation{retry: true}, true
 	}
-	it, ok := b.q.kq.Take(ks, force, own)
-	if !ok {
-		return observation{}, false // none, or its Dispatch call takes it (rule 5)
-	}
-	o := it.Value
-	o.seq, o.awaited = it.Seq, it.Awaited
-	return o, true
+	return b.q.kq.Take(ks, force, own) // none, or its Dispatch call takes it (rule 5)
 }
 
 // unshift puts observations back at the head of ks's queue, oldest first;
 // b.mu is held.
 func (b *Bus) unshift(ks *keyState, os ...observation) {
-	var keep []keyqueue.Item[observation]
+	var keep []observation
 	for _, o := range os {
 		if !o.retry {
-			keep = append(keep, keyqueue.Item[observation]{Value: o, Seq: o.seq, Awaited: o.awaited})
+			keep = append(keep, o)
 		}
 	}
 	b.q.kq.PushFront(ks, keep...)
 }
 
 // queued returns a copy of the states queued for ks; b.mu is held.
-func (b *Bus) queued(ks *keyState) []observation {
-	items := b.q.kq.Items(ks)
-	out := make([]observation, len(items))
-	for i, it := range items {
-		out[i] = it.Value
-		out[i].seq, out[i].awaited = it.Seq, it.Awaited
-	}
-	return out
-}
+func (b *Bus) queued(ks *keyState) []observation { return slices.Clone(b.q.kq.Items(ks)) }
 
 // retryAt arms the retry timer of ks for t (replacing a later one); only a
 // running bus retries, and a stopping one makes the retry due at once, to

@@ -9,8 +9,9 @@ package opbus
 // changing the queue; checkQueue, set by tests (TestSimulation checks
 // them at every step), asserts both:
 //
-//  1. The copies are the queue's: keyState.queue and retryDue are what
-//     the keyqueue has of the key (mirror).
+//  1. The bus keeps no copy of the queue's state of a key: what is
+//     queued, held, blocked or due is asked of the keyqueue (nothing to
+//     check).
 //  2. The queue drains only when the bus stops (Bus.stop): Drain at Run's
 //     normal stop, Halt at a halt.
 //  3. Pending counts the listing: the keyqueue counts one unit of work

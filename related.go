@@ -235,7 +235,7 @@ func (b *Bus) relay(key Key, o observation, to []Key) {
 // object makes it again, and finds the view. b.mu is held.
 func (b *Bus) onlyRelatedTo(ks *keyState) bool {
 	return b.rel != nil && !ks.live && !ks.seen && !ks.ended && ks.rec == nil && ks.x == nil &&
-		len(ks.queue) == 0 && !ks.retryDue && b.q.keys[ks.key] == ks && !b.stopping
+		b.q.kq.KeyLen(ks) == 0 && !b.q.kq.Due(ks) && b.q.keys[ks.key] == ks && !b.stopping
 }
 
 // supersedes reports whether the queued observation x may be coalesced
@@ -244,7 +244,7 @@ func (b *Bus) onlyRelatedTo(ks *keyState) bool {
 // and a state a Dispatch call awaits (it returns that state's errors)
 // stay.
 func (b *Bus) supersedes(x, y observation) bool {
-	if x.deleted || y.deleted || x.awaited {
+	if x.deleted || y.deleted || x.tag.Awaited {
 		return false
 	}
 	return x.relOnly() || y.relOnly() || !b.bounds(x, y)

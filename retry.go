@@ -3,8 +3,9 @@ package opbus
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/opbus/opbus/internal/backoff"
 )
 
 type permanentError struct{ err error }
@@ -68,53 +69,12 @@ type Backoff struct {
 	Jitter  float64
 }
 
-func (b Backoff) withDefaults() Backoff {
-	if b.Initial <= 0 {
-		b.Initial = time.Second
-	}
-	if b.Max <= 0 {
-		b.Max = max(5*time.Minute, b.Initial)
-	}
-	if b.Factor < 1 {
-		b.Factor = 2
-	}
-	switch {
-	case b.Jitter == 0:
-		b.Jitter = 0.2
-	case b.Jitter < 0:
-		b.Jitter = 0 // asked for none
-	case b.Jitter >= 1:
-		b.Jitter = 0.2 // (New rejects it)
-	}
-	return b
-}
+// withDefaults returns b with its defaults filled in (internal/backoff).
+func (b Backoff) withDefaults() Backoff { return Backoff(backoff.Policy(b).WithDefaults()) }
 
 // check reports a field that cannot be used, naming it.
-func (b Backoff) check() error {
-	switch {
-	case b.Initial < 0:
-		return fmt.Errorf("opbus: Options.Backoff.Initial is %v: expected a positive duration, or 0 for 1s", b.Initial)
-	case b.Max < 0:
-		return fmt.Errorf("opbus: Options.Backoff.Max is %v: expected a positive duration, or 0 for 5m", b.Max)
-	case b.Factor != 0 && b.Factor < 1:
-		return fmt.Errorf("opbus: Options.Backoff.Factor is %v: expected 1 or more (each retry waits at least as long as the last), or 0 for 2", b.Factor)
-	case b.Jitter >= 1:
-		return fmt.Errorf("opbus: Options.Backoff.Jitter is %v: expected less than 1, 0 for ±20%%, or a negative value for none", b.Jitter)
-	}
-	if d := b.withDefaults(); b.Max > 0 && d.Max < d.Initial {
-		return fmt.Errorf("opbus: Options.Backoff.Max (%v) is below Initial (%v): expected Max ≥ Initial", d.Max, d.Initial)
-	}
-	return nil
-}
+func (b Backoff) check() error { return backoff.Policy(b).Check("opbus: Options.Backoff") }
 
 // delay returns the wait before retry number n (1 for the first retry); b
 // has its defaults (withDefaults).
-func (b Backoff) delay(n int) time.Duration {
-	d := float64(b.Initial)
-	for i := 1; i < n && d < float64(b.Max); i++ {
-		d *= b.Factor
-	}
-	d = min(d, float64(b.Max))
-	d *= 1 + b.Jitter*(2*rand.Float64()-1)
-	return time.Duration(d)
-}
+func (b Backoff) delay(n int) time.Duration { return backoff.Policy(b).Delay(n) }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	stored "github.com/opbus/opbus/internal/record"
 	"github.com/opbus/opbus/internal/writeq"
 )
 
@@ -112,16 +113,11 @@ func (b *Bus) armRetries() {
 // if none is; b.mu is held and ks is not busy.
 func (ks *keyState) failureDue() time.Time {
 	var due time.Time
-	if x := ks.x; x != nil && x.storeFails > 0 && (!ks.saved || !ks.sunk) {
+	if ks.rec != nil {
+		due = ks.rec.NextAttempt()
+	}
+	if x := ks.x; x != nil && x.storeFails > 0 && (!ks.saved || !ks.sunk) && !x.storeDue.IsZero() && (due.IsZero() || x.storeDue.Before(due)) {
 		due = x.storeDue
-	}
-	if ks.rec == nil {
-		return due
-	}
-	for _, f := range ks.rec.Fails {
-		if !f.Permanent && !f.At.IsZero() && (due.IsZero() || f.At.Before(due)) {
-			due = f.At
-		}
 	}
 	return due
 }
@@ -293,8 +289,8 @@ func (b *Bus) remember(key Key, e endedKey) {
 }
 
 // resumePending schedules the keys whose records hold states an earlier
-// run left pending; dispatching them reads those states first. It returns
-// the error listing the store's keys.
+// run left pending (takeOn); dispatching them reads those states first.
+// It returns the error listing the store's keys.
 func (b *Bus) resumePending(ctx context.Context) error {
 	l, ok := b.cfg.store.(Lister)
 	if !ok {
@@ -305,26 +301,7 @@ func (b *Bus) resumePending(ctx context.Context) error {
 		return fmt.Errorf("opbus: listing stored records: %w", err)
 	}
 	for _, key := range keys {
-		rec, err := b.readRecord(ctx, key, b.reg.index)
-		if err == nil && rec != nil && b.expired(rec) {
-			if err := b.dropTombstone(ctx, key); err != nil {
-				b.cfg.log.Warn("opbus: an expired tombstone stays", "key", key.String(), "err", err)
-			}
-			continue
-		}
-		if err == nil && (rec == nil || len(rec.States()) == 0) {
-			continue
-		}
-		// Pending states, or a record that cannot be read now: the
-		// key's first pass loads it again (with backoff, reporting a
-		// corrupt record), so that nothing pending is left behind.
-		b.mu.Lock()
-		if _, known := b.q.keys[key]; !known && !b.stopping && b.owns(key) {
-			// A key already known (observed, or being dispatched) reads its
-			// record, pending states included, at its first pass.
-			b.makeDue(b.keyState(key))
-		}
-		b.mu.Unlock()
+		b.takeOn(ctx, key) // a key already known reads its record at its next pass
 	}
 	return nil
 }
@@ -345,28 +322,16 @@ func (b *Bus) persistPending(ctx context.Context) error {
 	for _, ks := range b.q.keys {
 		held, due := b.q.kq.Held(ks), b.q.kq.Due(ks)
 		l := left{ks: ks, abandoned: held, taken: ks.taken, owed: b.lanes.owed[ks]}
-		switch {
-		case held:
-			if in, ok := b.lanes.flying[ks]; ok && !in.retry && !in.relOnly() {
-				l.states = append(l.states, in)
-			}
-		case due || ks.deleting || (b.q.kq.Blocked(ks) && ks.cur != nil):
-			if ks.cur != nil || ks.deleting {
-				o := observation{new: ks.cur, deleted: ks.deleting}
-				if ks.rec != nil {
-					o.inc = ks.rec.Inc
-				}
-				l.states = append(l.states, o)
-			}
+		if !held {
+			// Its current state, if a retry of it is due (the drain made
+			// every armed one due) or its queue waits behind it; or the
+			// deletion of a live incarnation that the queue replaces,
+			// which the next run could not make without its last state.
+			l.states = b.current(ks)
+		} else if in, ok := b.lanes.flying[ks]; ok && !in.retry && !in.relOnly() {
+			l.states = append(l.states, in)
 		}
-		own := ownStates(b.queued(ks))
-		if len(l.states) == 0 && !held && ks.replacedBy(b, own) {
-			// The queue starts a new incarnation while the live one is
-			// only in memory: keep its deletion, which the next run could
-			// not make without its last state.
-			l.states = append(l.states, observation{deleted: true, new: ks.cur, inc: ks.rec.Inc})
-		}
-		l.states = append(l.states, own...)
+		l.states = append(l.states, ownStates(b.queued(ks))...)
 		if !held {
 			l.states = ks.dropRepeats(l.states)
 		}
@@ -398,34 +363,29 @@ func (b *Bus) persistPending(ctx context.Context) error {
 }
 
 // dropRepeats leaves out of states the deletions that incarnate would
-// drop: repeats of a deletion that is finished. The next run could not tell
-// them apart, since it does not know which deletions this one finished;
-// b.mu is held and ks is not busy.
+// drop: repeats of a deletion that is finished (internal/record). The next
+// run could not tell them apart, since it does not know which deletions
+// this one finished; b.mu is held and ks is not busy.
 func (ks *keyState) dropRepeats(states []observation) []observation {
-	live, ended, endedInc := ks.live, ks.ended, ks.endedInc()
-	out := states[:0:0]
-	for _, o := range states {
-		if !o.deleted {
-			live, ended = true, false
-			out = append(out, o)
-			continue
-		}
-		if (o.inc != "" && o.inc == endedInc) || (o.inc == "" && ended && !live) {
-			continue
-		}
-		out = append(out, o)
-		live, ended, endedInc = false, true, o.inc
-	}
-	return out
+	return stateRules.DropRepeats(states, stored.Life{Live: ks.live, Ended: ks.ended, EndedInc: ks.endedInc()})
 }
 
 // replacedBy reports whether q starts with a state of another incarnation
 // than the live one of ks, which is not busy; b.mu is held.
 func (ks *keyState) replacedBy(b *Bus, q []observation) bool {
-	if b.cfg.incarnation == nil || !ks.live || ks.cur == nil || ks.rec == nil || ks.rec.Inc == "" || len(q) == 0 {
-		return false
-	}
-	return !q[0].deleted && q[0].inc != "" && q[0].inc != ks.rec.Inc
+	return b.cfg.incarnation != nil && ks.live && ks.cur != nil && ks.rec != nil && stateRules.Replaces(q, ks.rec.Inc)
+}
+
+// stateRules are how internal/record reads a state, to choose which states
+// a record keeps pending; pendingRules adds the bus's coalescing.
+var stateRules = stored.Rules[observation]{Deletion: func(o *observation) (bool, string) { return o.deleted, o.inc }}
+
+// pendingRules returns stateRules with the bus's coalescing: what may be
+// folded into the next state (supersedes) and how (absorb, related.go).
+func (b *Bus) pendingRules() stored.Rules[observation] {
+	r := stateRules
+	r.Supersedes, r.Absorb = b.supersedes, absorb
+	return r
 }
 
 // savePending writes states as the pending states of ks's record. taken
@@ -467,16 +427,12 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 	if taken {
 		rec.ClearPending()
 	}
-	// The library's own writes (such as a record held in the object) are
-	// left out, so records do not nest.
-	kept := collapse(b, states)
-	if abandoned && len(states) > 1 {
-		// The abandoned pass's state stays whole: handlers that succeeded
-		// in it were not committed, and must see it again before any
-		// later state, or a value they acted on would pass unnoticed.
-		kept = append([]observation{states[0]}, collapse(b, states[1:])...)
-	}
-	for _, o := range kept {
+	// The abandoned pass's state stays whole: handlers that succeeded in
+	// it were not committed, and must see it again before any later state,
+	// or a value they acted on would pass unnoticed. The library's own
+	// writes (such as a record held in the object) are left out, so
+	// records do not nest.
+	for _, o := range b.pendingRules().Keep(states, abandoned) {
 		rec.AddPending(pendingState{Object: b.cmpFor(ks.key.Kind).stripped(o.new), Deleted: o.deleted})
 	}
 	data, err := rec.encode(b.reg.ids)
@@ -489,18 +445,4 @@ func (b *Bus) savePending(ctx context.Context, ks *keyState, states []observatio
 	}
 	b.cfg.log.Debug("opbus: saved pending states", slog.String("key", ks.key.String()), slog.Int("states", len(rec.States())))
 	return nil
-}
-
-// collapse keeps of states what must be handled after a restart: every
-// deletion and, of each run of updates of one incarnation, the latest.
-func collapse(b *Bus, states []observation) []observation {
-	var out []observation
-	for i, o := range states {
-		if i+1 < len(states) && b.supersedes(o, states[i+1]) {
-			states[i+1] = absorb(o, states[i+1])
-			continue
-		}
-		out = append(out, o)
-	}
-	return out
 }

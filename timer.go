@@ -211,8 +211,7 @@ func (b *Bus) armTickAt(ks *keyState, at time.Time) {
 				return // stopped, replaced, or of a key state that is gone
 			}
 			x.tick = nil
-			ks.retryDue = true // a pass over the current state, as a retry
-			b.markReady(ks)
+			b.makeDue(ks) // a pass over the current state, as a retry
 		})
 	})
 }

@@ -3,6 +3,8 @@ package opbus
 import (
 	"context"
 	"time"
+
+	"github.com/opbus/opbus/internal/backoff"
 )
 
 // How the bus's goroutines wait for each other. Every wait is on a
@@ -117,34 +119,21 @@ func (b *Bus) listPending(ctx context.Context) error {
 // Wait made before Run has begun is waited for, and made again should it
 // fail.
 func (b *Bus) resumeUnderRun(ctx context.Context, claimed bool) {
-	for n := 1; ; n++ {
+	backoff.Policy(b.cfg.backoff).Retry(ctx, func() error {
 		b.mu.Lock()
-		var err error
+		defer b.mu.Unlock()
 		if claimed {
 			claimed = false
-			err = b.listPending(ctx)
-		} else {
-			for b.resumed == resumeListing && ctx.Err() == nil {
-				_ = b.waitChange(ctx)
-			}
-			if b.resumed == resumeDone || b.stopping || ctx.Err() != nil {
-				b.mu.Unlock()
-				return
-			}
-			err = b.resume(ctx)
+			return b.listPending(ctx)
 		}
-		b.mu.Unlock()
-		if err == nil || ctx.Err() != nil {
-			return
+		for b.resumed == resumeListing && ctx.Err() == nil {
+			_ = b.waitChange(ctx)
 		}
-		d := b.cfg.backoff.delay(n)
+		if b.resumed == resumeDone || b.stopping || ctx.Err() != nil {
+			return nil // listed, or no more to list
+		}
+		return b.resume(ctx)
+	}, func(err error, d time.Duration) {
 		b.cfg.log.Error("opbus: listing stored records; trying again", "err", err, "in", d)
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
+	})
 }

@@ -170,7 +170,7 @@ func (b *Bus) leave(l *lane) {
 // runnable reports whether a queued state of ks may be dispatched now by
 // a lane; b.mu is held.
 func (b *Bus) runnable(ks *keyState) bool {
-	return len(ks.queue) > 0 && !b.q.kq.Blocked(ks) && !ks.retryDue && !ks.awaitedHead() && b.owns(ks.key)
+	return b.q.kq.Runnable(ks) && b.owns(ks.key)
 }
 
 // flush writes what the passes of ks in lane l left to a next pass that

@@ -56,14 +56,15 @@ func (q *Queue[K, T]) checkKey(k K, e *entry[T], held, listed int, bad func(stri
 		bad("2: %v is marked listed but not on the ready list", k)
 	}
 	var last uint64
-	for _, it := range e.items {
-		if it.Seq == 0 {
+	for i := range e.items {
+		seq := q.opt.Tag(&e.items[i]).Seq
+		if seq == 0 {
 			continue // made by the caller (PushFront)
 		}
-		if it.Seq <= last || it.Seq > q.seq {
-			bad("4: %v has item %d after item %d (the last number given is %d)", k, it.Seq, last, q.seq)
+		if seq <= last || seq > q.seq {
+			bad("4: %v has item %d after item %d (the last number given is %d)", k, seq, last, q.seq)
 		}
-		last = it.Seq
+		last = seq
 	}
 	if (e.timer == nil) != (e.timerSeq == 0) || e.timerSeq > q.timerSeq {
 		bad("5: %v has timer %d armed %v (the last armed is %d)", k, e.timerSeq, e.timer != nil, q.timerSeq)

@@ -4,7 +4,7 @@ package keyqueue
 // disarms its retry timer and forgets a due retry and a block, and returns
 // the items, oldest first: for a holder that gives k up for good (the bus
 // handing k to another process). The caller holds k.
-func (q *Queue[K, T]) Clear(k K) []Item[T] {
+func (q *Queue[K, T]) Clear(k K) []T {
 	e := q.keys[k]
 	if e == nil {
 		return nil
@@ -17,7 +17,7 @@ func (q *Queue[K, T]) Clear(k K) []Item[T] {
 		e.timer = nil
 	}
 	e.timerSeq, e.due, e.blocked = 0, false, false
-	q.forgetIdle(k, e)
+	q.tidy(k, e)
 	q.recount()
 	return items
 }

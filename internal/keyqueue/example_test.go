@@ -12,14 +12,19 @@ import (
 // key's items in order, and lets it go; items added meanwhile wait for
 // the next holder.
 func ExampleQueue() {
+	// An item holds the tag the queue keeps of it.
+	type event struct {
+		keyqueue.Tag
+		what string
+	}
 	var mu sync.Mutex
-	q := keyqueue.New(keyqueue.Options[string, string]{Lock: &mu})
+	q := keyqueue.New(keyqueue.Options[string, event]{Lock: &mu, Tag: func(e *event) *keyqueue.Tag { return &e.Tag }})
 
 	mu.Lock()
 	defer mu.Unlock()
-	q.Add("pod/a", "created")
-	q.Add("pod/b", "created")
-	q.Add("pod/a", "scaled")
+	q.Add("pod/a", event{what: "created"})
+	q.Add("pod/b", event{what: "created"})
+	q.Add("pod/a", event{what: "scaled"})
 
 	k, _ := q.Next()
 	q.Hold(k)
@@ -28,7 +33,7 @@ func ExampleQueue() {
 		if !ok {
 			break
 		}
-		fmt.Println(k, it.Value)
+		fmt.Println(k, it.what)
 	}
 	q.Release(k)
 	fmt.Println("listed:", q.Listed(), "pending:", q.Pending())
@@ -42,12 +47,16 @@ func ExampleQueue() {
 // which hands the key over once its holder lets go, or gives up when its
 // context ends.
 func ExampleQueue_Await() {
+	type job struct {
+		keyqueue.Tag
+		n int
+	}
 	var mu sync.Mutex
-	q := keyqueue.New(keyqueue.Options[string, int]{Lock: &mu})
+	q := keyqueue.New(keyqueue.Options[string, job]{Lock: &mu, Tag: func(j *job) *keyqueue.Tag { return &j.Tag }})
 
 	mu.Lock()
 	q.Hold("job/x") // another holder has the key
-	seq := q.AddAwaited("job/x", 42)
+	seq := q.AddAwaited("job/x", job{n: 42})
 	mu.Unlock()
 
 	go func() {
@@ -63,8 +72,8 @@ func ExampleQueue_Await() {
 		return
 	}
 	it, _ := q.Take("job/x", false, seq)
-	fmt.Println("took", it.Value)
+	fmt.Println("took", it.n, "awaited:", it.Awaited)
 	q.Release("job/x")
 	// Output:
-	// took 42
+	// took 42 awaited: true
 }

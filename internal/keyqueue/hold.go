@@ -56,7 +56,6 @@ func (q *Queue[K, T]) Hold(k K) {
 	}
 	e.held = true
 	q.held = append(q.held, k)
-	q.touch(k, e)
 	q.recount()
 }
 
@@ -73,7 +72,7 @@ func (q *Queue[K, T]) Release(k K) {
 	q.held[i] = q.held[len(q.held)-1]
 	q.held[len(q.held)-1] = zero
 	q.held = q.held[:len(q.held)-1]
-	q.forgetIdle(k, e)
+	q.tidy(k, e)
 	q.List(k)
 	q.Notify()
 }
@@ -231,7 +230,7 @@ func (q *Queue[K, T]) stop(keepRetries bool) {
 			e.timer.Stop()
 			e.timer, e.timerSeq = nil, 0
 			e.due = keepRetries // at a halt, the retry armed is dropped
-			q.forgetIdle(k, e)
+			q.tidy(k, e)
 		}
 	}
 	q.recount()

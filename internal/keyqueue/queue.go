@@ -10,17 +10,22 @@ import (
 // Halt ended.
 var ErrDraining = errors.New("keyqueue: draining")
 
-// Item is a queued item with what the queue keeps of it.
-type Item[T any] struct {
-	Value   T
+// Tag is what the queue keeps of an item, in the item itself: the item
+// type holds one, which Options.Tag finds, so that what the queue knows
+// of an item travels with it (taken, put back, handed on) and is never
+// copied beside it.
+type Tag struct {
 	Seq     uint64 // order of arrival; 0 for an item made by the caller
 	Awaited bool   // a caller waits to take it itself (AddAwaited)
 }
 
-// Options configures a Queue. Lock is required; the rest may be zero.
+// Options configures a Queue. Lock and Tag are required; the rest may be
+// zero.
 type Options[K comparable, T any] struct {
 	// Lock guards the queue: the caller holds it across every call.
 	Lock sync.Locker
+	// Tag returns the tag that item holds (see [Tag]).
+	Tag func(item *T) *Tag
 	// Clock arms the retry timers; nil means the system clock.
 	Clock Clock
 	// MaxBacklog is the number of queued items of a key past which Add
@@ -30,7 +35,7 @@ type Options[K comparable, T any] struct {
 	// gets them with the new item last, and returns those to keep, in
 	// order (it may reuse the slice). It must keep awaited items and the
 	// last one. Nil keeps every item.
-	Coalesce func(k K, items []Item[T]) []Item[T]
+	Coalesce func(k K, items []T) []T
 	// HandOver reports whether held key k may be listed all the same: its
 	// holder gives it up to whoever pops it (a key whose holder only
 	// waits for something to finish). Nil means never.
@@ -40,24 +45,12 @@ type Options[K comparable, T any] struct {
 	// Changed is called, under the lock, after each change of what is
 	// listed, held or pending (for a caller that checks invariants).
 	Changed func()
-	// KeyChanged is called, under the lock, after each change of k's
-	// items, hold, block or due retry, with what k has now: for a caller
-	// that keeps a view of it beside its own state of k.
-	KeyChanged func(k K, v View[T])
-}
-
-// View is what a key has in the queue, as Options.KeyChanged gives it.
-type View[T any] struct {
-	Items   []Item[T] // the queue's own slice: to read, until the next change
-	Held    bool
-	Blocked bool
-	Due     bool
 }
 
 // entry is the queue's state of one key; a key without any is not in
 // Queue.keys (invariant 7).
 type entry[T any] struct {
-	items    []Item[T]
+	items    []T
 	listed   bool // on the ready list
 	held     bool // in the held set
 	blocked  bool // items do not move until a retry
@@ -93,10 +86,13 @@ type Queue[K comparable, T any] struct {
 	changed  chan struct{} // closed at the next Notify
 }
 
-// New returns an empty Queue. It panics without opt.Lock.
+// New returns an empty Queue. It panics without opt.Lock or opt.Tag.
 func New[K comparable, T any](opt Options[K, T]) *Queue[K, T] {
 	if opt.Lock == nil {
 		panic("keyqueue: Options.Lock is nil: expected the lock that guards the queue")
+	}
+	if opt.Tag == nil {
+		panic("keyqueue: Options.Tag is nil: expected the function that finds an item's tag")
 	}
 	if opt.Clock == nil {
 		opt.Clock = systemClock{}
@@ -135,25 +131,6 @@ func (q *Queue[K, T]) tidy(k K, e *entry[T]) {
 	}
 }
 
-// touch tells Options.KeyChanged what k has now, e being its entry (or
-// one just forgotten by tidy, empty).
-func (q *Queue[K, T]) touch(k K, e *entry[T]) {
-	if q.opt.KeyChanged == nil {
-		return
-	}
-	if e == nil || e.empty() {
-		q.opt.KeyChanged(k, View[T]{})
-		return
-	}
-	q.opt.KeyChanged(k, View[T]{Items: e.items, Held: e.held, Blocked: e.blocked, Due: e.due})
-}
-
-// forgetIdle tidies e, the entry of k, and tells KeyChanged.
-func (q *Queue[K, T]) forgetIdle(k K, e *entry[T]) {
-	q.tidy(k, e)
-	q.touch(k, e)
-}
-
 // Keys returns the keys the queue has something of, in no order: for
 // checks.
 func (q *Queue[K, T]) Keys() []K {
@@ -180,7 +157,7 @@ func (q *Queue[K, T]) KeyLen(k K) int {
 
 // Items returns the items queued for k, oldest first; the slice is the
 // queue's, to read before the next change.
-func (q *Queue[K, T]) Items(k K) []Item[T] {
+func (q *Queue[K, T]) Items(k K) []T {
 	if e := q.keys[k]; e != nil {
 		return e.items
 	}
@@ -195,7 +172,8 @@ func (q *Queue[K, T]) NewSeq() uint64 {
 }
 
 // Add queues v as the latest item of k, coalescing past the bound, lists
-// k if it may be taken, and returns the item's sequence number.
+// k if it may be taken, and returns the item's sequence number (set in
+// the tag of the item queued, v's copy).
 func (q *Queue[K, T]) Add(k K, v T) uint64 { return q.add(k, v, false) }
 
 // AddAwaited is Add for an item that the caller will take itself, after
@@ -204,62 +182,64 @@ func (q *Queue[K, T]) AddAwaited(k K, v T) uint64 { return q.add(k, v, true) }
 
 func (q *Queue[K, T]) add(k K, v T, awaited bool) uint64 {
 	e := q.get(k)
-	it := Item[T]{Value: v, Seq: q.NewSeq(), Awaited: awaited}
-	if q.opt.Coalesce != nil && q.opt.MaxBacklog > 0 && len(e.items) >= q.opt.MaxBacklog {
-		n := len(e.items)
-		all := append(e.items, it)
-		kept := q.opt.Coalesce(k, all)
-		clear(all[min(len(kept), len(all)):]) // what was coalesced away, if kept is all's
+	e.items = append(e.items, v)
+	q.queued++
+	tag := q.opt.Tag(&e.items[len(e.items)-1]) // tagged in place: v does not escape
+	tag.Seq, tag.Awaited = q.NewSeq(), awaited
+	seq := tag.Seq
+	if n := len(e.items); q.opt.Coalesce != nil && q.opt.MaxBacklog > 0 && n > q.opt.MaxBacklog {
+		kept := q.opt.Coalesce(k, e.items)
+		clear(e.items[min(len(kept), n):]) // what was coalesced away, if kept is e.items'
 		e.items = kept
 		q.queued += len(kept) - n
-	} else {
-		e.items = append(e.items, it)
-		q.queued++
 	}
-	q.touch(k, e)
 	q.List(k)
-	return it.Seq
+	return seq
 }
 
 // PushFront puts items back at the head of k's queue, oldest first, as
 // its holder does with items it took and did not finish.
-func (q *Queue[K, T]) PushFront(k K, items ...Item[T]) {
+func (q *Queue[K, T]) PushFront(k K, items ...T) {
 	if len(items) == 0 {
 		return
 	}
 	e := q.get(k)
-	e.items = append(append(make([]Item[T], 0, len(items)+len(e.items)), items...), e.items...)
+	e.items = append(append(make([]T, 0, len(items)+len(e.items)), items...), e.items...)
 	q.queued += len(items)
-	q.touch(k, e)
 }
 
 // Take pops the next item of k for its holder: none while k is blocked,
 // unless force, and none if the next is awaited by a caller other than
 // the one whose item is own (0: none).
-func (q *Queue[K, T]) Take(k K, force bool, own uint64) (Item[T], bool) {
+func (q *Queue[K, T]) Take(k K, force bool, own uint64) (T, bool) {
+	var zero T
 	e := q.keys[k]
 	if e == nil || len(e.items) == 0 || (e.blocked && !force) || q.awaitedByOther(e, own) {
-		return Item[T]{}, false
+		return zero, false
 	}
 	it := e.items[0]
-	e.items[0] = Item[T]{}
+	e.items[0] = zero
 	e.items = e.items[1:]
 	if len(e.items) == 0 {
 		e.items = nil
 	}
 	q.queued--
-	q.forgetIdle(k, e)
+	q.tidy(k, e)
 	return it, true
 }
 
 func (q *Queue[K, T]) awaitedByOther(e *entry[T], own uint64) bool {
-	return len(e.items) > 0 && e.items[0].Awaited && e.items[0].Seq != own
+	if len(e.items) == 0 {
+		return false
+	}
+	tag := q.opt.Tag(&e.items[0])
+	return tag.Awaited && tag.Seq != own
 }
 
 // AwaitedHead reports whether the next item of k is an awaited one.
 func (q *Queue[K, T]) AwaitedHead(k K) bool {
 	e := q.keys[k]
-	return e != nil && len(e.items) > 0 && e.items[0].Awaited
+	return e != nil && len(e.items) > 0 && q.opt.Tag(&e.items[0]).Awaited
 }
 
 // AwaitedByOther reports whether the next item of k is awaited by a
@@ -274,11 +254,10 @@ func (q *Queue[K, T]) AwaitedByOther(k K, own uint64) bool {
 func (q *Queue[K, T]) Disown(k K, seq uint64) {
 	if e := q.keys[k]; e != nil {
 		for i := range e.items {
-			if e.items[i].Seq == seq {
-				e.items[i].Awaited = false
+			if tag := q.opt.Tag(&e.items[i]); tag.Seq == seq {
+				tag.Awaited = false
 			}
 		}
-		q.touch(k, e)
 	}
 }
 
@@ -288,13 +267,12 @@ func (q *Queue[K, T]) Block(k K, blocked bool) {
 	if !blocked {
 		if e := q.keys[k]; e != nil && e.blocked {
 			e.blocked = false
-			q.forgetIdle(k, e)
+			q.tidy(k, e)
 		}
 		return
 	}
 	e := q.get(k)
 	e.blocked = true
-	q.touch(k, e)
 }
 
 // Blocked reports whether k's items wait for a retry (Block).
@@ -315,5 +293,5 @@ func (q *Queue[K, T]) HasWork(k K) bool {
 // (it goes first), and the item is not awaited.
 func (q *Queue[K, T]) Runnable(k K) bool {
 	e := q.keys[k]
-	return e != nil && len(e.items) > 0 && !e.blocked && !e.due && !e.items[0].Awaited
+	return e != nil && len(e.items) > 0 && !e.blocked && !e.due && !q.opt.Tag(&e.items[0]).Awaited
 }

@@ -3,25 +3,32 @@ package keyqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// fixture is a queue of string keys and int items with its lock, checking
-// the invariants at every change.
-type fixture struct {
-	t     *testing.T
-	mu    sync.Mutex
-	q     *Queue[string, int]
-	views map[string]View[int] // as KeyChanged gave them
+// job is the tests' item: a number, with the tag the queue keeps in it.
+type job struct {
+	Tag
+	n int
 }
 
-func newFixture(t *testing.T, opt Options[string, int]) *fixture {
-	f := &fixture{t: t, views: map[string]View[int]{}}
-	opt.Lock = &f.mu
-	opt.KeyChanged = func(k string, v View[int]) { f.views[k] = v }
+func jobTag(j *job) *Tag { return &j.Tag }
+
+// fixture is a queue of string keys and job items with its lock, checking
+// the invariants at every change.
+type fixture struct {
+	t  *testing.T
+	mu sync.Mutex
+	q  *Queue[string, job]
+}
+
+func newFixture(t *testing.T, opt Options[string, job]) *fixture {
+	f := &fixture{t: t}
+	opt.Lock, opt.Tag = &f.mu, jobTag
 	opt.Changed = func() {
 		if err := f.q.Check(); err != nil {
 			t.Errorf("invariant broken: %v", err)
@@ -32,7 +39,7 @@ func newFixture(t *testing.T, opt Options[string, int]) *fixture {
 }
 
 // do runs fn with the lock held, then checks the invariants.
-func (f *fixture) do(fn func(q *Queue[string, int])) {
+func (f *fixture) do(fn func(q *Queue[string, job])) {
 	f.t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -40,33 +47,14 @@ func (f *fixture) do(fn func(q *Queue[string, int])) {
 	if err := f.q.Check(); err != nil {
 		f.t.Fatalf("invariant broken: %v", err)
 	}
-	f.checkViews()
-}
-
-// checkViews checks that what KeyChanged last gave of each key is what
-// the queue has of it.
-func (f *fixture) checkViews() {
-	f.t.Helper()
-	q := f.q
-	for k, v := range f.views {
-		if len(v.Items) != q.KeyLen(k) || v.Held != q.Held(k) || v.Blocked != q.Blocked(k) || v.Due != q.Due(k) {
-			f.t.Fatalf("view of %s: %d items, held %v, blocked %v, due %v; the queue has %d, %v, %v, %v",
-				k, len(v.Items), v.Held, v.Blocked, v.Due, q.KeyLen(k), q.Held(k), q.Blocked(k), q.Due(k))
-		}
-		for i, it := range v.Items {
-			if it != q.Items(k)[i] {
-				f.t.Fatalf("view of %s: item %d is %v, the queue's %v", k, i, it, q.Items(k)[i])
-			}
-		}
-	}
 }
 
 func TestOrderAndOneHolder(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
-	f.do(func(q *Queue[string, int]) {
-		q.Add("a", 1)
-		q.Add("b", 10)
-		q.Add("a", 2)
+	f := newFixture(t, Options[string, job]{})
+	f.do(func(q *Queue[string, job]) {
+		q.Add("a", job{n: 1})
+		q.Add("b", job{n: 10})
+		q.Add("a", job{n: 2})
 		if q.Len() != 3 || q.Listed() != 2 || q.Pending() != 2 {
 			t.Fatalf("Len %d, Listed %d, Pending %d; want 3, 2, 2", q.Len(), q.Listed(), q.Pending())
 		}
@@ -75,20 +63,20 @@ func TestOrderAndOneHolder(t *testing.T) {
 			t.Fatalf("Next = %q, %v; want a", k, ok)
 		}
 		q.Hold("a")
-		q.Add("a", 3) // added while held: not listed again
+		q.Add("a", job{n: 3}) // added while held: not listed again
 		if q.Listed() != 1 {
 			t.Fatalf("a is listed while held: %d listed", q.Listed())
 		}
 		for _, want := range []int{1, 2, 3} {
 			it, ok := q.Take("a", false, 0)
-			if !ok || it.Value != want {
+			if !ok || it.n != want {
 				t.Fatalf("Take = %v, %v; want %d", it, ok, want)
 			}
 		}
 		if _, ok := q.Take("a", false, 0); ok {
 			t.Fatal("Take of an empty queue took an item")
 		}
-		q.Add("a", 4)
+		q.Add("a", job{n: 4})
 		q.Release("a") // work left: listed again, after b
 		if k, _ := q.Next(); k != "b" {
 			t.Fatalf("Next = %q; want b", k)
@@ -100,7 +88,7 @@ func TestOrderAndOneHolder(t *testing.T) {
 }
 
 func TestHoldOfHeldKeyPanics(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
+	f := newFixture(t, Options[string, job]{})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.q.Hold("a")
@@ -113,9 +101,9 @@ func TestHoldOfHeldKeyPanics(t *testing.T) {
 }
 
 func TestForgetsIdleKeys(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
-	f.do(func(q *Queue[string, int]) {
-		q.Add("a", 1)
+	f := newFixture(t, Options[string, job]{})
+	f.do(func(q *Queue[string, job]) {
+		q.Add("a", job{n: 1})
 		q.Next()
 		q.Hold("a")
 		q.Take("a", false, 0)
@@ -128,32 +116,64 @@ func TestForgetsIdleKeys(t *testing.T) {
 
 func TestCoalesceAtBound(t *testing.T) {
 	var got []int
-	f := newFixture(t, Options[string, int]{MaxBacklog: 3, Coalesce: func(k string, items []Item[int]) []Item[int] {
+	f := newFixture(t, Options[string, job]{MaxBacklog: 3, Coalesce: func(k string, items []job) []job {
 		got = got[:0]
 		for _, it := range items {
-			got = append(got, it.Value)
+			got = append(got, it.n)
 		}
 		return append(items[:0], items[len(items)-1]) // keep the latest
 	}})
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		for i := range 4 {
-			q.Add("a", i)
+			q.Add("a", job{n: i})
 		}
 		if len(got) != 4 || got[3] != 3 {
 			t.Fatalf("Coalesce got %v; want the 3 queued and the new one", got)
 		}
-		if q.Len() != 1 || q.KeyLen("a") != 1 || q.Items("a")[0].Value != 3 {
+		if q.Len() != 1 || q.KeyLen("a") != 1 || q.Items("a")[0].n != 3 {
 			t.Fatalf("after coalescing Len %d, items %v; want the latest alone", q.Len(), q.Items("a"))
 		}
 	})
 }
 
+// TestTagTravelsWithItem checks that the tag the queue keeps in an item
+// is set by Add, comes out with the item, and goes back in with it.
+func TestTagTravelsWithItem(t *testing.T) {
+	f := newFixture(t, Options[string, job]{})
+	f.do(func(q *Queue[string, job]) {
+		first := q.Add("a", job{n: 1, Tag: Tag{Seq: 99, Awaited: true}}) // a caller's tag is overwritten
+		second := q.Add("a", job{n: 2})
+		if first == 0 || second <= first {
+			t.Fatalf("Add returned %d then %d; want increasing numbers", first, second)
+		}
+		q.Hold("a")
+		it, ok := q.Take("a", false, 0)
+		if !ok || it.n != 1 || it.Tag != (Tag{Seq: first}) {
+			t.Fatalf("Take = %+v, %v; want item 1 tagged %d, not awaited", it, ok, first)
+		}
+		q.PushFront("a", it) // not finished: back at the head, tag and all
+		if got := q.Items("a"); len(got) != 2 || got[0].Seq != first || got[1].Seq != second {
+			t.Fatalf("after PushFront the items are %+v; want %d then %d", got, first, second)
+		}
+		q.Release("a")
+	})
+}
+
+func TestNewWithoutTagPanics(t *testing.T) {
+	defer func() {
+		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "Options.Tag is nil") {
+			t.Fatalf("New without Tag: recovered %v; want a panic naming Options.Tag", v)
+		}
+	}()
+	New(Options[string, job]{Lock: &sync.Mutex{}})
+}
+
 func TestAwaitedItemIsTheCallers(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
+	f := newFixture(t, Options[string, job]{})
 	var seq uint64
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		q.Hold("a") // another holder has the key
-		seq = q.AddAwaited("a", 7)
+		seq = q.AddAwaited("a", job{n: 7})
 		if _, ok := q.Take("a", false, 0); ok {
 			t.Fatal("a holder took an item another caller awaits")
 		}
@@ -164,26 +184,26 @@ func TestAwaitedItemIsTheCallers(t *testing.T) {
 		defer f.mu.Unlock()
 		err := f.q.Await(context.Background(), "a", seq)
 		if err == nil {
-			if it, ok := f.q.Take("a", false, seq); !ok || it.Value != 7 {
+			if it, ok := f.q.Take("a", false, seq); !ok || it.n != 7 || it.Seq != seq || !it.Awaited {
 				err = errors.New("the awaited item was not the caller's to take")
 			}
 			f.q.Release("a")
 		}
 		done <- err
 	}()
-	waitUntil(t, f, func(q *Queue[string, int]) bool { return q.Awaiting("a") == 1 })
-	f.do(func(q *Queue[string, int]) { q.Release("a") })
+	waitUntil(t, f, func(q *Queue[string, job]) bool { return q.Awaiting("a") == 1 })
+	f.do(func(q *Queue[string, job]) { q.Release("a") })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestAwaitHonoursContext(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
+	f := newFixture(t, Options[string, job]{})
 	var seq uint64
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		q.Hold("a")
-		seq = q.AddAwaited("a", 1)
+		seq = q.AddAwaited("a", job{n: 1})
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -193,22 +213,22 @@ func TestAwaitHonoursContext(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Await = %v; want the context's deadline", err)
 	}
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		if q.AwaitedHead("a") || q.Awaited("a") {
 			t.Fatal("the item is still awaited after its caller gave up")
 		}
-		if it, ok := q.Take("a", false, 0); !ok || it.Value != 1 {
+		if it, ok := q.Take("a", false, 0); !ok || it.n != 1 {
 			t.Fatalf("Take = %v, %v; the item should stay queued for any holder", it, ok)
 		}
 	})
 }
 
 func TestAwaitEndsAtDrain(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
+	f := newFixture(t, Options[string, job]{})
 	var seq uint64
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		q.Hold("a")
-		seq = q.AddAwaited("a", 1)
+		seq = q.AddAwaited("a", job{n: 1})
 	})
 	done := make(chan error)
 	go func() {
@@ -216,12 +236,12 @@ func TestAwaitEndsAtDrain(t *testing.T) {
 		defer f.mu.Unlock()
 		done <- f.q.Await(context.Background(), "a", seq)
 	}()
-	waitUntil(t, f, func(q *Queue[string, int]) bool { return q.Awaited("a") })
-	f.do(func(q *Queue[string, int]) { q.Drain() })
+	waitUntil(t, f, func(q *Queue[string, job]) bool { return q.Awaited("a") })
+	f.do(func(q *Queue[string, job]) { q.Drain() })
 	if err := <-done; !errors.Is(err, ErrDraining) {
 		t.Fatalf("Await = %v; want ErrDraining", err)
 	}
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		if q.KeyLen("a") != 1 || q.AwaitedHead("a") {
 			t.Fatal("the item of a drained Await is not left queued and unawaited")
 		}
@@ -232,7 +252,7 @@ func TestAwaitEndsAtDrain(t *testing.T) {
 }
 
 func TestWaitChangeHonoursContext(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
+	f := newFixture(t, Options[string, job]{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	f.mu.Lock()
@@ -244,9 +264,9 @@ func TestWaitChangeHonoursContext(t *testing.T) {
 }
 
 func TestBlockedItemsWaitForRetry(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
-	f.do(func(q *Queue[string, int]) {
-		q.Add("a", 1)
+	f := newFixture(t, Options[string, job]{})
+	f.do(func(q *Queue[string, job]) {
+		q.Add("a", job{n: 1})
 		q.Next()
 		q.Hold("a")
 		it, _ := q.Take("a", false, 0)
@@ -264,15 +284,15 @@ func TestBlockedItemsWaitForRetry(t *testing.T) {
 		if !q.TakeRetry("a") || q.Blocked("a") {
 			t.Fatal("TakeRetry did not take the retry and unblock")
 		}
-		if it, ok := q.Take("a", false, 0); !ok || it.Value != 1 {
+		if it, ok := q.Take("a", false, 0); !ok || it.n != 1 {
 			t.Fatalf("Take after the retry = %v, %v; want 1", it, ok)
 		}
 		q.Block("a", true)
-		q.Add("a", 2)
+		q.Add("a", job{n: 2})
 		if _, ok := q.Take("a", false, 0); ok {
 			t.Fatal("Take took an item of a blocked key")
 		}
-		if it, ok := q.Take("a", true, 0); !ok || it.Value != 2 {
+		if it, ok := q.Take("a", true, 0); !ok || it.n != 2 {
 			t.Fatal("a forced Take did not take the blocked item")
 		}
 		q.Block("a", false)
@@ -281,11 +301,11 @@ func TestBlockedItemsWaitForRetry(t *testing.T) {
 }
 
 func TestIdleAndOutside(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
+	f := newFixture(t, Options[string, job]{})
 	var idle <-chan struct{}
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		q.Outside(true)
-		q.Add("a", 1)
+		q.Add("a", job{n: 1})
 		idle = q.Idle()
 		q.Next()
 		q.Hold("a")
@@ -297,7 +317,7 @@ func TestIdleAndOutside(t *testing.T) {
 		t.Fatal("Idle closed while work outside the queue is counted")
 	default:
 	}
-	f.do(func(q *Queue[string, int]) { q.Outside(false) })
+	f.do(func(q *Queue[string, job]) { q.Outside(false) })
 	select {
 	case <-idle:
 	default:
@@ -307,8 +327,8 @@ func TestIdleAndOutside(t *testing.T) {
 
 func TestRetryTimers(t *testing.T) {
 	clk := &fakeClock{now: time.Unix(0, 0)}
-	f := newFixture(t, Options[string, int]{Clock: clk})
-	f.do(func(q *Queue[string, int]) {
+	f := newFixture(t, Options[string, job]{Clock: clk})
+	f.do(func(q *Queue[string, job]) {
 		if d, ok := q.RetryAt("a", clk.now.Add(10*time.Second)); !ok || d != 10*time.Second {
 			t.Fatalf("RetryAt = %v, %v; want 10s armed", d, ok)
 		}
@@ -320,7 +340,7 @@ func TestRetryTimers(t *testing.T) {
 		}
 	})
 	clk.advance(5 * time.Second)
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		if !q.Due("a") || q.Armed("a") || q.Listed() != 1 {
 			t.Fatal("the fired retry is not due and listed")
 		}
@@ -332,7 +352,7 @@ func TestRetryTimers(t *testing.T) {
 		q.StopRetry("a")
 	})
 	clk.advance(time.Hour)
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		if q.Due("a") || q.Listed() != 0 {
 			t.Fatal("a stopped retry fired")
 		}
@@ -344,8 +364,8 @@ func TestRetryTimers(t *testing.T) {
 		}
 	})
 	clk.advance(time.Hour)
-	g := newFixture(t, Options[string, int]{Clock: clk})
-	g.do(func(q *Queue[string, int]) {
+	g := newFixture(t, Options[string, job]{Clock: clk})
+	g.do(func(q *Queue[string, job]) {
 		q.RetryAt("a", clk.now.Add(time.Second))
 		q.Halt()
 		if q.Due("a") || q.Armed("a") {
@@ -358,14 +378,14 @@ func TestRetryTimers(t *testing.T) {
 // once, checking at every change that the invariants hold, that no key
 // has two holders, and that each key's items come out in order.
 func TestConcurrentHolders(t *testing.T) {
-	f := newFixture(t, Options[string, int]{})
+	f := newFixture(t, Options[string, job]{})
 	keys := []string{"a", "b", "c", "d"}
 	const per = 200
 	var wg sync.WaitGroup
 	for _, k := range keys {
 		wg.Go(func() {
 			for i := range per {
-				f.do(func(q *Queue[string, int]) { q.Add(k, i) })
+				f.do(func(q *Queue[string, job]) { q.Add(k, job{n: i}) })
 			}
 		})
 	}
@@ -403,8 +423,8 @@ func TestConcurrentHolders(t *testing.T) {
 						break
 					}
 					mu.Lock()
-					if it.Value != next[k] {
-						t.Errorf("%s: took %d, want %d", k, it.Value, next[k])
+					if it.n != next[k] {
+						t.Errorf("%s: took %d, want %d", k, it.n, next[k])
 					}
 					next[k]++
 					mu.Unlock()
@@ -415,12 +435,12 @@ func TestConcurrentHolders(t *testing.T) {
 				mu.Lock()
 				inHand[k] = false
 				mu.Unlock()
-				f.do(func(q *Queue[string, int]) { q.Release(k) })
+				f.do(func(q *Queue[string, job]) { q.Release(k) })
 			}
 		})
 	}
 	wg.Wait()
-	f.do(func(q *Queue[string, int]) {
+	f.do(func(q *Queue[string, job]) {
 		if q.Len() != 0 || q.Pending() != 0 {
 			t.Fatalf("Len %d, Pending %d at the end; want 0", q.Len(), q.Pending())
 		}
@@ -428,7 +448,7 @@ func TestConcurrentHolders(t *testing.T) {
 }
 
 // waitUntil polls cond under the lock until it holds.
-func waitUntil(t *testing.T, f *fixture, cond func(q *Queue[string, int]) bool) {
+func waitUntil(t *testing.T, f *fixture, cond func(q *Queue[string, job]) bool) {
 	t.Helper()
 	for range 5000 {
 		f.mu.Lock()
@@ -502,20 +522,20 @@ func (c *fakeClock) advance(d time.Duration) {
 func TestCheckReportsBrokenInvariants(t *testing.T) {
 	for _, c := range []struct {
 		want    string
-		breakIt func(q *Queue[string, int])
+		breakIt func(q *Queue[string, job])
 	}{
-		{"1: a is in the held set twice", func(q *Queue[string, int]) { q.held = append(q.held, "a") }},
-		{"2: b is on the ready list but not marked listed", func(q *Queue[string, int]) { q.ready = append(q.ready, "b") }},
-		{"3: pending is", func(q *Queue[string, int]) { q.pending++ }},
-		{"4: Len is", func(q *Queue[string, int]) { q.queued++ }},
-		{"4: a has item", func(q *Queue[string, int]) { e := q.keys["a"]; e.items[0], e.items[1] = e.items[1], e.items[0] }},
-		{"5: a has timer", func(q *Queue[string, int]) { q.keys["a"].timerSeq = 99 }},
-		{"7: c is kept with nothing in it", func(q *Queue[string, int]) { q.keys["c"] = &entry[int]{} }},
+		{"1: a is in the held set twice", func(q *Queue[string, job]) { q.held = append(q.held, "a") }},
+		{"2: b is on the ready list but not marked listed", func(q *Queue[string, job]) { q.ready = append(q.ready, "b") }},
+		{"3: pending is", func(q *Queue[string, job]) { q.pending++ }},
+		{"4: Len is", func(q *Queue[string, job]) { q.queued++ }},
+		{"4: a has item", func(q *Queue[string, job]) { e := q.keys["a"]; e.items[0], e.items[1] = e.items[1], e.items[0] }},
+		{"5: a has timer", func(q *Queue[string, job]) { q.keys["a"].timerSeq = 99 }},
+		{"7: c is kept with nothing in it", func(q *Queue[string, job]) { q.keys["c"] = &entry[job]{} }},
 	} {
 		var mu sync.Mutex
-		q := New(Options[string, int]{Lock: &mu})
-		q.Add("a", 1)
-		q.Add("a", 2)
+		q := New(Options[string, job]{Lock: &mu, Tag: jobTag})
+		q.Add("a", job{n: 1})
+		q.Add("a", job{n: 2})
 		q.Next()
 		q.Hold("a")
 		if err := q.Check(); err != nil {
@@ -532,10 +552,10 @@ func TestClear(t *testing.T) {
 	var mu sync.Mutex
 	mu.Lock()
 	defer mu.Unlock()
-	q := New(Options[string, int]{Lock: &mu})
-	q.Add("a", 1)
-	q.AddAwaited("a", 2)
-	q.Add("b", 3)
+	q := New(Options[string, job]{Lock: &mu, Tag: jobTag})
+	q.Add("a", job{n: 1})
+	q.AddAwaited("a", job{n: 2})
+	q.Add("b", job{n: 3})
 	q.Block("a", true)
 	q.SetDue("a")
 	if k, _ := q.Next(); k != "a" {
@@ -543,7 +563,7 @@ func TestClear(t *testing.T) {
 	}
 	q.Hold("a")
 	items := q.Clear("a")
-	if len(items) != 2 || items[0].Value != 1 || items[1].Value != 2 || !items[1].Awaited {
+	if len(items) != 2 || items[0].n != 1 || items[1].n != 2 || !items[1].Awaited {
 		t.Fatalf("Clear: got %v, want items 1 and 2 (awaited)", items)
 	}
 	if q.Len() != 1 || q.KeyLen("a") != 0 || q.Due("a") || q.Blocked("a") {

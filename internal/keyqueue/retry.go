@@ -33,7 +33,6 @@ func (q *Queue[K, T]) RetryAt(k K, t time.Time) (time.Duration, bool) {
 	e := q.get(k)
 	if q.draining {
 		e.due = true
-		q.touch(k, e)
 		return 0, false
 	}
 	if e.timer != nil {
@@ -60,7 +59,6 @@ func (q *Queue[K, T]) fire(k K, seq uint64) {
 	}
 	e.timer, e.timerSeq = nil, 0
 	e.due = true
-	q.touch(k, e)
 	q.List(k)
 }
 
@@ -75,7 +73,7 @@ func (q *Queue[K, T]) StopRetry(k K) {
 		e.timer = nil
 	}
 	e.timerSeq, e.due = 0, false
-	q.forgetIdle(k, e)
+	q.tidy(k, e)
 }
 
 // Armed reports whether k's retry timer is armed.
@@ -95,7 +93,6 @@ func (q *Queue[K, T]) Due(k K) bool {
 func (q *Queue[K, T]) SetDue(k K) {
 	e := q.get(k)
 	e.due = true
-	q.touch(k, e)
 	q.List(k)
 }
 
@@ -108,6 +105,6 @@ func (q *Queue[K, T]) TakeRetry(k K) bool {
 	}
 	was := e.due
 	e.due, e.blocked = false, false
-	q.forgetIdle(k, e)
+	q.tidy(k, e)
 	return was
 }

@@ -181,6 +181,19 @@ func (r *Record[D, S, T]) SetRelated(m map[string]D) {
 	r.tidy()
 }
 
+// NextAttempt returns when the earliest failure to be tried again at a
+// time is due: of the failures not for good, the earliest At that is set;
+// the zero time if none is.
+func (r *Record[D, S, T]) NextAttempt() time.Time {
+	var due time.Time
+	for _, f := range r.Fails {
+		if !f.Permanent && !f.At.IsZero() && (due.IsZero() || f.At.Before(due)) {
+			due = f.At
+		}
+	}
+	return due
+}
+
 // version returns the format version r is written in.
 func (r *Record[D, S, T]) version() int {
 	switch {

@@ -77,3 +77,20 @@ func TestNewerFieldsInAnOlderVersionRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestNextAttempt(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	r := New[[16]byte, slots, *timer](0)
+	if got := r.NextAttempt(); !got.IsZero() {
+		t.Errorf("NextAttempt without failures = %v; want the zero time", got)
+	}
+	r.Fails = map[string]*Failure[[16]byte]{
+		"now":     {N: 1},                              // at the next pass: no time
+		"forgood": {N: 1, At: at(10), Permanent: true}, // never again
+		"late":    {N: 2, At: at(30)},
+		"soon":    {N: 1, At: at(20)},
+	}
+	if got := r.NextAttempt(); !got.Equal(at(20)) {
+		t.Errorf("NextAttempt = %v; want %v, the earliest failure not for good with a time", got, at(20))
+	}
+}
