@@ -189,20 +189,68 @@ func (sh *sharder) keysIn(set bucketSet) func(opbus.Key) bool {
 }
 
 // balance moves buckets to and from this replica as the ring changes,
-// until ctx ends.
+// until ctx ends: at each change of the members, every renew period, and
+// at the moments [sharder.wake] names.
 func (sh *sharder) balance(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		_, changed := sh.ring.Members()
 		sh.step(ctx)
+		at, read := sh.wake()
+		var woken <-chan time.Time
+		if !at.IsZero() {
+			timer.Reset(max(time.Until(at), 0) + time.Millisecond)
+			woken = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-t.C:
+		case <-woken:
+			if read {
+				// A Lease that held buckets expired with its grace:
+				// read the ring now, not at its next read, so that
+				// the step sees the member gone and its buckets free.
+				if err := sh.ring.read(ctx); err != nil && ctx.Err() == nil {
+					sh.s.log.Warn("k8s: shard ring: reading it as a Lease expired", "err", err)
+				}
+			}
+		}
+		timer.Stop()
+	}
+}
+
+// wake returns the next moment the balancer must step at, however the
+// ring reads or ticks, and whether it must read the ring first: when a
+// bucket held by another member's Lease becomes free to take, its last
+// renewal plus LeaseDuration plus the grace (so that a hand-off after a
+// crash takes that long, not up to a renew period or two more); or, if
+// sooner, when this replica's own Lease lapses (see [shardRing.lapsed]),
+// so that it stops handling at once, a renew period before the others
+// could see its Lease expire, and a grace before they take its buckets.
+// Zero if neither is ahead.
+func (sh *sharder) wake() (at time.Time, read bool) {
+	take := sh.ring.nextTakeable(sh.grace)
+	var lapse time.Time
+	sh.mu.Lock()
+	owns := !sh.owned.empty()
+	sh.mu.Unlock()
+	if last := sh.ring.lastRenewed(); owns && !last.IsZero() {
+		if t := last.Add(sh.ring.dur - sh.ring.tick); time.Until(t) > 0 {
+			lapse = t
 		}
 	}
+	switch {
+	case take.IsZero():
+		return lapse, false
+	case lapse.IsZero() || take.Before(lapse):
+		return take, true
+	}
+	return lapse, false
 }
 
 // step releases the buckets this replica no longer should own and takes
