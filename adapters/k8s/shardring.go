@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -96,6 +97,8 @@ type shardRing struct {
 	renewed time.Time            // start of the last successful renewal
 
 	wmu sync.Mutex // serialises renew and read
+
+	abandoned atomic.Bool // the Lease is renewed and deleted no more (abandon)
 }
 
 // leaseSeen is what a member last read of another's Lease.
@@ -265,21 +268,41 @@ func (r *shardRing) run(ctx context.Context, failed func(error)) error {
 	t := time.NewTicker(r.tick)
 	defer t.Stop()
 	for {
-		if err := r.sync(ctx); err != nil && ctx.Err() == nil {
+		if err := r.sync(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, errAbandoned) {
 			failed(err)
 		}
 		select {
 		case <-ctx.Done():
+			if r.abandoned.Load() {
+				return nil
+			}
 			return r.leave(context.WithoutCancel(ctx))
 		case <-t.C:
 		}
 	}
 }
 
+// abandon makes this replica renew its Lease no more and leave it in
+// place when the ring stops, as a process that died would, and returns
+// when the last renewal began: the others take its buckets once the Lease
+// expired plus the grace. A test's stand-in for a crash.
+func (r *shardRing) abandon() time.Time {
+	r.wmu.Lock() // after a renewal under way
+	defer r.wmu.Unlock()
+	r.abandoned.Store(true)
+	return r.lastRenewed()
+}
+
+// errAbandoned is what renewing an abandoned Lease returns.
+var errAbandoned = errors.New("k8s: shard ring: this replica's Lease is abandoned")
+
 // renew creates or renews this replica's Lease.
 func (r *shardRing) renew(ctx context.Context) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
+	if r.abandoned.Load() {
+		return errAbandoned
+	}
 	r.mu.Lock()
 	holds := r.holds
 	r.mu.Unlock()
