@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,9 +60,6 @@ func (s *Source) shard(ctx context.Context, bus *opbus.Bus) error {
 	id := cfg.Identity
 	if id == "" {
 		id = s.identity()
-	}
-	if err := s.checkShardedReferences(); err != nil {
-		return err
 	}
 	r, err := newShardRing(s.leases, cfg, ring, id)
 	if err != nil {
@@ -150,24 +145,14 @@ func (sh *sharder) everywhere(key opbus.Key) bool {
 	return err == nil && r.readOnly
 }
 
-// checkShardedReferences refuses a resource Referenced by another on
-// which handlers run too: its objects are placed by their own uid, and the
-// bus of the replica that handles one passes its changes on only to the
-// referrers that replica handles, never to those other replicas handle.
-// A read-only referenced resource is owned by every replica (see
-// [sharder.everywhere]), so each passes its changes to its own referrers.
-func (s *Source) checkShardedReferences() error {
-	s.mu.Lock()
-	kinds := s.kinds
-	s.mu.Unlock()
-	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		if r := kinds[k]; len(r.refs) > 0 && !r.readOnly {
-			return fmt.Errorf("k8s: Shards: resource %s is Referenced by %s and handlers run on its kind %s: a replica could not pass its changes to the referrers other replicas handle; "+
-				"run no handler on it (it is then read-only, watched by every replica for its referrers), or drop Shards", r.gvr.GroupResource(), r.refs[0].from.keyKind, k)
-		}
-	}
-	return nil
-}
+// seenEverywhere reports whether every replica of a shard ring watches
+// all of r's objects though one alone handles each: a resource Referenced
+// by another on which handlers run. An object of it is handled by the
+// replica its own shard uid places it with; every other replica gives its
+// changes to its bus only for the related views of the referrers it
+// handles (the bus refuses the object itself with [opbus.ErrNotOwned],
+// having passed the change on to them: see [watch.relate]).
+func (r *resource) seenEverywhere() bool { return len(r.cfg.Referenced) > 0 && !r.readOnly }
 
 // keysIn returns the predicate of the keys whose hash lies in set; a key
 // owned everywhere is in no set.
