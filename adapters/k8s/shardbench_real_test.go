@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -67,7 +68,8 @@ import (
 // crash: two replicas own the ring; a third joins and then crashes, as
 // far as the ring sees (it renews its Lease no more and leaves it in
 // place, see [k8s.CrashShards]; its bus stops without releasing its
-// buckets), OPBUS_SHARD_BENCH_CRASHES times (8 by default).
+// buckets), at a random point of its 2 s renew period,
+// OPBUS_SHARD_BENCH_CRASHES times (8 by default).
 // crash-p50-ms and crash-p99-ms are from the crash to the two left
 // owning all 256 buckets and ready; over-p50-ms and over-p99-ms the same
 // from the crashed replica's last renewal, less the Lease duration and the
@@ -418,6 +420,9 @@ func (sb *shardBench) crash(b *testing.B, crashes int) {
 			j := sb.start(b, ns, fmt.Sprintf("c%d", i), log)
 			all := append(slices.Clone(rs), j)
 			waitUntil(b, j.id+" joined", 2*time.Minute, func() bool { return whole(all) })
+			// A replica owns its buckets just after a renewal (its claim
+			// renews): crash at a random point of its renew period.
+			time.Sleep(time.Duration(rand.Int64N(int64(2 * time.Second))))
 			renewed := k8s.CrashShards(j.src)
 			crashed := time.Now()
 			j.stop()
