@@ -23,7 +23,8 @@ var ErrHalt = errors.New("opbus: halted")
 // ErrNotOwned is returned, wrapped with the key, by [Bus.Observe],
 // [Bus.Dispatch] and their variants for a key the bus has given up with
 // [Bus.Release] and not taken on again with [Bus.Acquire]: another bus
-// handles it now.
+// handles it now. An observed change of such a key still reaches the
+// related views of the objects the bus owns that it relates to.
 var ErrNotOwned = errors.New("opbus: key not owned by this bus")
 
 // ErrPermanent marks an error that retrying will not fix: the handler runs

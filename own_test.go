@@ -365,3 +365,27 @@ func TestReleaseWhileDispatchWaits(t *testing.T) {
 		must(t, s2.stop())
 	})
 }
+
+// TestReleasedKeyStillRelates: a key the bus released is refused at the
+// door, and queues nothing of its own, but its changes (a new state, its
+// deletion) still reach the related views of the objects the bus owns
+// that it relates to: another bus handles it, and this one's handlers of
+// those objects see it change.
+func TestReleasedKeyStillRelates(t *testing.T) {
+	b, r, observe := relatedBus(t, "memory", "related.Deployment[*].status.readyReplicas")
+	must(t, b.Release(t.Context(), func(k Key) bool { return k.Kind == "Deployment" }))
+	observe(appKey("shop"), webAppDoc("shop", 1))
+	for _, ready := range []int{1, 2, -1} {
+		var err error
+		if ready < 0 {
+			err = b.ObserveDelete(t.Context(), deployKey("web"), deployment("web", 2, "shop"))
+		} else {
+			err = b.Observe(t.Context(), deployKey("web"), deployment("web", ready, "shop"))
+		}
+		if !errors.Is(err, ErrNotOwned) {
+			t.Errorf("observing released %v (ready %d) = %v, want ErrNotOwned", deployKey("web"), ready, err)
+		}
+		must(t, b.Wait(t.Context()))
+	}
+	checkRuns(t, r, "shop", "create:", "update:web=1", "update:web=2", "update:")
+}

@@ -234,6 +234,9 @@ func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
 		return err
 	}
 	if !b.owns(key) {
+		// Its owner handles it; the related views of the objects this
+		// bus owns still see it change (rule 46).
+		b.relay(key, o, to)
 		return notOwned("observation", key) // own.go
 	}
 	b.push(b.keyState(key), o)

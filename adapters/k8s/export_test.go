@@ -118,3 +118,19 @@ func ShardKeys(s *Source) (owned, held, outside int) {
 // ShardGrace returns how long after a member's Lease expired its buckets
 // are taken over, for cfg.
 func ShardGrace(cfg Shards) time.Duration { return shardGrace(cfg) }
+
+// CrashShards makes s's replica stop, as far as its shard ring sees, as a
+// killed process would: it renews its Lease no more and leaves it in
+// place when Run ends (end Run's context after this call), so that the
+// others take its buckets once the Lease expired plus the grace. It
+// returns when the Lease was last renewed (on this process's clock),
+// zero if s is not sharded.
+func CrashShards(s *Source) time.Time {
+	s.mu.Lock()
+	sh := s.sharder
+	s.mu.Unlock()
+	if sh == nil {
+		return time.Time{}
+	}
+	return sh.ring.abandon()
+}

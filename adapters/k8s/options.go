@@ -152,7 +152,10 @@ type Resource struct {
 	// spec.target is a ConfigMap's name: handlers of the referring kind
 	// read it under related.<Kind>.<name>, as for Owned. The referring
 	// kind must be a resource of the Source; its informer, shared with the
-	// rest of the adapter, indexes the field.
+	// rest of the adapter, indexes the field. Under [Options].Shards every
+	// replica watches all of the resource's objects, for the referrers it
+	// handles; handlers that run on the resource itself run, for each
+	// object, on the one replica its own uid places it with.
 	Referenced []Reference
 }
 

@@ -172,7 +172,8 @@ func (w *watch) reRelate(r *resource, old, u *unstructured.Unstructured) {
 			}
 			key := opbus.Key{Kind: ref.to.keyKind, Namespace: ns, Name: name}
 			if obj, ok := ref.to.cached(key); ok && (ref.to.readOnly || w.claimed(ref.to, obj.Object)) {
-				w.observe(w.bus.Observe(w.ctx, key, obj.Object), key)
+				// Under Shards, another replica may handle it.
+				w.relate(w.bus.Observe(w.ctx, key, obj.Object), key)
 			}
 		}
 	}

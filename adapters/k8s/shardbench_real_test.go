@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -64,6 +65,17 @@ import (
 // leaver's context to the two left owning all 256 and ready. (With few
 // samples, p99 is the largest.)
 //
+// crash: two replicas own the ring; a third joins and then crashes, as
+// far as the ring sees (it renews its Lease no more and leaves it in
+// place, see [k8s.CrashShards]; its bus stops without releasing its
+// buckets), at a random point of its 2 s renew period,
+// OPBUS_SHARD_BENCH_CRASHES times (8 by default).
+// crash-p50-ms and crash-p99-ms are from the crash to the two left
+// owning all 256 buckets and ready; over-p50-ms and over-p99-ms the same
+// from the crashed replica's last renewal, less the Lease duration and the
+// grace (15 s + 4 s): what the hand-off took beyond the wait that no
+// overlap requires.
+//
 // OPBUS_SHARD_BENCH_OBJECTS sets the number of objects (600 by default),
 // OPBUS_SHARD_BENCH_WORK a time each handler run sleeps (none by default),
 // as a handler waiting on I/O would. Run with -benchtime=1x: an op is a
@@ -72,6 +84,7 @@ import (
 func BenchmarkShards(b *testing.B) {
 	objects := benchEnvInt(b, "OPBUS_SHARD_BENCH_OBJECTS", 600)
 	cycles := benchEnvInt(b, "OPBUS_SHARD_BENCH_HANDOFFS", 8)
+	crashes := benchEnvInt(b, "OPBUS_SHARD_BENCH_CRASHES", 8)
 	var work time.Duration
 	if v := os.Getenv("OPBUS_SHARD_BENCH_WORK"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -94,6 +107,7 @@ func BenchmarkShards(b *testing.B) {
 			b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) { sb.throughput(b, n) })
 		}
 		b.Run("handoff", func(b *testing.B) { sb.handoff(b, cycles) })
+		b.Run("crash", func(b *testing.B) { sb.crash(b, crashes) })
 	}
 	b.Run("gate=on", func(b *testing.B) {
 		if os.Getenv(kubetest.KubeconfigVar) != "" {
@@ -386,6 +400,52 @@ func (sb *shardBench) handoff(b *testing.B, cycles int) {
 	b.ReportMetric(ms(percentile(leaves, 50)), "leave-p50-ms")
 	b.ReportMetric(ms(percentile(leaves, 99)), "leave-p99-ms")
 	b.ReportMetric(float64(len(joins)+len(leaves)), "handoffs")
+}
+
+// crash runs the crash case.
+func (sb *shardBench) crash(b *testing.B, crashes int) {
+	ns := sb.env.Namespace(b)
+	c := loadClient(b, sb.env.AdminConfig())
+	log := &handledLog{runs: map[string]map[string]int{}}
+	rs := []*benchReplica{sb.start(b, ns, "r0", log), sb.start(b, ns, "r1", log)}
+	waitUntil(b, "the replicas own the ring", 2*time.Minute, func() bool { return whole(rs) })
+	sb.create(b, c, ns)
+	waitUntil(b, "every object's first value handled", 5*time.Minute, func() bool { return log.all(sb.objects, "1") })
+
+	bound := 15*time.Second + k8s.ShardGrace(k8s.Shards{})
+	var fromCrash, over []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for i := range crashes {
+			j := sb.start(b, ns, fmt.Sprintf("c%d", i), log)
+			all := append(slices.Clone(rs), j)
+			waitUntil(b, j.id+" joined", 2*time.Minute, func() bool { return whole(all) })
+			// A replica owns its buckets just after a renewal (its claim
+			// renews): crash at a random point of its renew period.
+			time.Sleep(time.Duration(rand.Int64N(int64(2 * time.Second))))
+			renewed := k8s.CrashShards(j.src)
+			crashed := time.Now()
+			j.stop()
+			waitUntil(b, j.id+"'s buckets taken on", 2*time.Minute, func() bool { return whole(rs) })
+			done := time.Now()
+			fromCrash = append(fromCrash, done.Sub(crashed))
+			over = append(over, done.Sub(renewed)-bound)
+		}
+	}
+	b.StopTimer()
+	if tw := log.twice(); len(tw) > 0 {
+		b.Errorf("values handled more than once: %v", tw)
+	}
+	slices.Sort(fromCrash)
+	slices.Sort(over)
+	if over[0] < 0 {
+		b.Errorf("a crashed replica's buckets were taken on %v after its last renewal, before its Lease expired plus the grace (%v)", over[0]+bound, bound)
+	}
+	b.ReportMetric(ms(percentile(fromCrash, 50)), "crash-p50-ms")
+	b.ReportMetric(ms(percentile(fromCrash, 99)), "crash-p99-ms")
+	b.ReportMetric(ms(percentile(over, 50)), "over-p50-ms")
+	b.ReportMetric(ms(percentile(over, 99)), "over-p99-ms")
+	b.ReportMetric(float64(len(fromCrash)), "crashes")
 }
 
 // transportCount counts the object states that responses for a resource

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
 	"github.com/opbus/opbus/adapters/k8s"
 	"github.com/opbus/opbus/adapters/k8s/kubetest"
 )
@@ -164,7 +168,23 @@ func shardsReplicaProcesses(t *testing.T, gate bool) {
 	rs[0].signal(t, syscall.SIGKILL)
 	tookKill := handOff("SIGKILL", killedAt, func() bool { return owning(rs[1], rs[2]) == 256 })
 	bump(2)
-	checkHandOff("from r0's SIGKILL to r1 and r2 owning its buckets", tookKill)
+	// After a SIGKILL, timed from r0's last renewal (its Lease's
+	// renewTime, at most a renew period before the kill): r1 and r2 own
+	// its buckets no sooner than the Lease duration plus the grace after
+	// it (no overlap), and no later than crashMargin after that (not at
+	// their next read of the ring or step of their balancers).
+	renewed := lastRenewal(t, c, ns, "r0")
+	kill := <-tookKill
+	fromRenewal := killedAt.Sub(renewed) + kill
+	t.Logf("hand-off time from r0's SIGKILL to r1 and r2 owning its buckets: %v; from its last renewal, %v before the kill: %v (want between lease %v + grace %v = %v and that + margin %v)",
+		kill.Round(time.Millisecond), killedAt.Sub(renewed).Round(time.Millisecond), fromRenewal.Round(time.Millisecond),
+		fenceLease, grace, fenceLease+grace, crashMargin)
+	if fromRenewal < fenceLease+grace {
+		t.Errorf("r0's buckets owned by others %v after its last renewal, before its Lease expired plus the grace (%v)", fromRenewal.Round(time.Millisecond), fenceLease+grace)
+	}
+	if fromRenewal > fenceLease+grace+crashMargin {
+		t.Errorf("hand-off time after a SIGKILL, from r0's last renewal: %v, want at most lease + grace + margin = %v", fromRenewal.Round(time.Millisecond), fenceLease+grace+crashMargin)
+	}
 	waitLong("version 2 handled after r0 was killed", handled("2"))
 
 	joinedAt := time.Now()
@@ -241,11 +261,42 @@ func shardsReplicaProcesses(t *testing.T, gate bool) {
 	}
 }
 
-// handOffMargin is what a hand-off time may exceed the Lease duration
-// plus the grace by in TestShardsReplicaProcesses: the 50 ms polling of
-// the replicas' metrics, the steps of their balancers (a renew period
-// each) and the delays of a loaded 2-core machine.
+// handOffMargin is what the hand-off times of a replica joining and of
+// one stopping cleanly may exceed the Lease duration plus the grace by in
+// TestShardsReplicaProcesses: the 50 ms polling of the replicas' metrics,
+// the steps of their balancers (a renew period each) and the delays of a
+// loaded 2-core machine.
 const handOffMargin = 2 * time.Second
+
+// crashMargin is what the hand-off time after a SIGKILL, from the killed
+// replica's last renewal, may exceed the Lease duration plus the grace by
+// in TestShardsReplicaProcesses: the claim's round trips (its Lease
+// written, the ring read again), Bus.Acquire reading the bucket's
+// records, and the test's polling of the replicas' metrics every 50 ms,
+// on a loaded machine.
+const crashMargin = 400 * time.Millisecond
+
+// lastRenewal returns the renewTime of the Lease that replica id holds in
+// the shard ring of namespace ns.
+func lastRenewal(t *testing.T, c dynamic.Interface, ns, id string) time.Time {
+	t.Helper()
+	list, err := c.Resource(leasesGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{LabelSelector: k8s.LabelShardRing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list.Items {
+		if h, _, _ := unstructured.NestedString(l.Object, "spec", "holderIdentity"); h == id {
+			s, _, _ := unstructured.NestedString(l.Object, "spec", "renewTime")
+			at, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				t.Fatalf("Lease %s: renewTime %q: %v", l.GetName(), s, err)
+			}
+			return at
+		}
+	}
+	t.Fatalf("no Lease of the shard ring in %s is held by %s", ns, id)
+	return time.Time{}
+}
 
 // owning returns how many buckets the replicas rs own together, by their
 // opbus_shard_buckets_owned.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -96,6 +97,8 @@ type shardRing struct {
 	renewed time.Time            // start of the last successful renewal
 
 	wmu sync.Mutex // serialises renew and read
+
+	abandoned atomic.Bool // the Lease is renewed and deleted no more (abandon)
 }
 
 // leaseSeen is what a member last read of another's Lease.
@@ -104,6 +107,28 @@ type leaseSeen struct {
 	renewed metav1.MicroTime
 	holds   bucketSet
 	at      time.Time // when this renewal was first read, on the local clock
+	since   time.Time // when it was made, on the local clock (see renewedAt)
+}
+
+// renewedAt returns when a renewal of another member's Lease, whose
+// renewTime is renewed and which this process first read at at, was
+// made, on this process's clock: its renewTime, for a hand-off at the
+// moment the Lease expired plus the grace rather than when this process
+// happened to read it last, but no later than at (it had been made by
+// then) and no earlier than a renew period before at, so that a renewer
+// whose clock is behind this one's can make a hand-off come at most a
+// renew period earlier than reading alone would (the holder's halt is
+// timed to leave that much: see [sharder.wake]). A Lease seen for the
+// first time is dated by at, as membership dates it.
+func (r *shardRing) renewedAt(renewed metav1.MicroTime, at time.Time, first bool) time.Time {
+	t := renewed.Time
+	switch {
+	case first || renewed.IsZero() || t.After(at):
+		return at
+	case t.Before(at.Add(-r.tick)):
+		return at.Add(-r.tick)
+	}
+	return t
 }
 
 func newShardRing(leases coordinationv1client.LeasesGetter, cfg Shards, ring, id string) (*shardRing, error) {
@@ -182,11 +207,32 @@ func (r *shardRing) heldByOthers(grace time.Duration) bucketSet {
 	now := r.now()
 	var held bucketSet
 	for _, s := range r.seen {
-		if s.holder != r.id && now.Sub(s.at) < r.dur+grace {
+		if s.holder != r.id && now.Sub(s.since) < r.dur+grace {
 			held = held.or(s.holds)
 		}
 	}
 	return held
+}
+
+// nextTakeable returns the earliest time after now at which buckets that
+// another member's Lease lists stop being held by it (see heldByOthers):
+// its last renewal plus LeaseDuration plus grace, from the Leases as last
+// read; zero if there is none. A member that keeps renewing moves its
+// own further away at each read.
+func (r *shardRing) nextTakeable(grace time.Duration) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var next time.Time
+	for _, s := range r.seen {
+		if s.holder == r.id || s.holds.empty() {
+			continue
+		}
+		if t := s.since.Add(r.dur + grace); t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next
 }
 
 // lastRenewed returns when the last successful renewal of this
@@ -222,21 +268,41 @@ func (r *shardRing) run(ctx context.Context, failed func(error)) error {
 	t := time.NewTicker(r.tick)
 	defer t.Stop()
 	for {
-		if err := r.sync(ctx); err != nil && ctx.Err() == nil {
+		if err := r.sync(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, errAbandoned) {
 			failed(err)
 		}
 		select {
 		case <-ctx.Done():
+			if r.abandoned.Load() {
+				return nil
+			}
 			return r.leave(context.WithoutCancel(ctx))
 		case <-t.C:
 		}
 	}
 }
 
+// abandon makes this replica renew its Lease no more and leave it in
+// place when the ring stops, as a process that died would, and returns
+// when the last renewal began: the others take its buckets once the Lease
+// expired plus the grace. A test's stand-in for a crash.
+func (r *shardRing) abandon() time.Time {
+	r.wmu.Lock() // after a renewal under way
+	defer r.wmu.Unlock()
+	r.abandoned.Store(true)
+	return r.lastRenewed()
+}
+
+// errAbandoned is what renewing an abandoned Lease returns.
+var errAbandoned = errors.New("k8s: shard ring: this replica's Lease is abandoned")
+
 // renew creates or renews this replica's Lease.
 func (r *shardRing) renew(ctx context.Context) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
+	if r.abandoned.Load() {
+		return errAbandoned
+	}
 	r.mu.Lock()
 	holds := r.holds
 	r.mu.Unlock()
@@ -299,12 +365,17 @@ func (r *shardRing) read(ctx context.Context) error {
 		if l.Spec.RenewTime != nil {
 			s.renewed = *l.Spec.RenewTime
 		}
-		if old, ok := r.seen[l.Name]; ok && old.holder == s.holder && old.renewed.Equal(&s.renewed) {
-			s.at = old.at
-		} else if !ok {
+		old, ok := r.seen[l.Name]
+		switch {
+		case ok && old.holder == s.holder && old.renewed.Equal(&s.renewed):
+			s.at, s.since = old.at, old.since
+		case !ok:
 			// First sight: date it by its renewal, within [now-dur, now].
 			age := min(max(now.Sub(s.renewed.Time), 0), r.dur)
 			s.at = now.Add(-age)
+			s.since = r.renewedAt(s.renewed, s.at, true)
+		default:
+			s.since = r.renewedAt(s.renewed, s.at, false)
 		}
 		seen[l.Name] = s
 		if s.holder != "" && now.Sub(s.at) < r.dur {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,9 +60,6 @@ func (s *Source) shard(ctx context.Context, bus *opbus.Bus) error {
 	id := cfg.Identity
 	if id == "" {
 		id = s.identity()
-	}
-	if err := s.checkShardedReferences(); err != nil {
-		return err
 	}
 	r, err := newShardRing(s.leases, cfg, ring, id)
 	if err != nil {
@@ -150,24 +145,14 @@ func (sh *sharder) everywhere(key opbus.Key) bool {
 	return err == nil && r.readOnly
 }
 
-// checkShardedReferences refuses a resource Referenced by another on
-// which handlers run too: its objects are placed by their own uid, and the
-// bus of the replica that handles one passes its changes on only to the
-// referrers that replica handles, never to those other replicas handle.
-// A read-only referenced resource is owned by every replica (see
-// [sharder.everywhere]), so each passes its changes to its own referrers.
-func (s *Source) checkShardedReferences() error {
-	s.mu.Lock()
-	kinds := s.kinds
-	s.mu.Unlock()
-	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		if r := kinds[k]; len(r.refs) > 0 && !r.readOnly {
-			return fmt.Errorf("k8s: Shards: resource %s is Referenced by %s and handlers run on its kind %s: a replica could not pass its changes to the referrers other replicas handle; "+
-				"run no handler on it (it is then read-only, watched by every replica for its referrers), or drop Shards", r.gvr.GroupResource(), r.refs[0].from.keyKind, k)
-		}
-	}
-	return nil
-}
+// seenEverywhere reports whether every replica of a shard ring watches
+// all of r's objects though one alone handles each: a resource Referenced
+// by another on which handlers run. An object of it is handled by the
+// replica its own shard uid places it with; every other replica gives its
+// changes to its bus only for the related views of the referrers it
+// handles (the bus refuses the object itself with [opbus.ErrNotOwned],
+// having passed the change on to them: see [watch.relate]).
+func (r *resource) seenEverywhere() bool { return len(r.cfg.Referenced) > 0 && !r.readOnly }
 
 // keysIn returns the predicate of the keys whose hash lies in set; a key
 // owned everywhere is in no set.
@@ -189,20 +174,68 @@ func (sh *sharder) keysIn(set bucketSet) func(opbus.Key) bool {
 }
 
 // balance moves buckets to and from this replica as the ring changes,
-// until ctx ends.
+// until ctx ends: at each change of the members, every renew period, and
+// at the moments [sharder.wake] names.
 func (sh *sharder) balance(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		_, changed := sh.ring.Members()
 		sh.step(ctx)
+		at, read := sh.wake()
+		var woken <-chan time.Time
+		if !at.IsZero() {
+			timer.Reset(max(time.Until(at), 0) + time.Millisecond)
+			woken = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-t.C:
+		case <-woken:
+			if read {
+				// A Lease that held buckets expired with its grace:
+				// read the ring now, not at its next read, so that
+				// the step sees the member gone and its buckets free.
+				if err := sh.ring.read(ctx); err != nil && ctx.Err() == nil {
+					sh.s.log.Warn("k8s: shard ring: reading it as a Lease expired", "err", err)
+				}
+			}
+		}
+		timer.Stop()
+	}
+}
+
+// wake returns the next moment the balancer must step at, however the
+// ring reads or ticks, and whether it must read the ring first: when a
+// bucket held by another member's Lease becomes free to take, its last
+// renewal plus LeaseDuration plus the grace (so that a hand-off after a
+// crash takes that long, not up to a renew period or two more); or, if
+// sooner, when this replica's own Lease lapses (see [shardRing.lapsed]),
+// so that it stops handling at once, a renew period before the others
+// could see its Lease expire, and a grace before they take its buckets.
+// Zero if neither is ahead.
+func (sh *sharder) wake() (at time.Time, read bool) {
+	take := sh.ring.nextTakeable(sh.grace)
+	var lapse time.Time
+	sh.mu.Lock()
+	owns := !sh.owned.empty()
+	sh.mu.Unlock()
+	if last := sh.ring.lastRenewed(); owns && !last.IsZero() {
+		if t := last.Add(sh.ring.dur - sh.ring.tick); time.Until(t) > 0 {
+			lapse = t
 		}
 	}
+	switch {
+	case take.IsZero():
+		return lapse, false
+	case lapse.IsZero() || take.Before(lapse):
+		return take, true
+	}
+	return lapse, false
 }
 
 // step releases the buckets this replica no longer should own and takes

@@ -341,9 +341,10 @@ func (s *Source) prepare(ctx context.Context, bus *opbus.Bus) error {
 		return err
 	}
 	for _, r := range rs {
-		if s.opts.Shards != nil && !r.readOnly && !r.cfg.Owned {
+		if s.opts.Shards != nil && !r.readOnly && !r.cfg.Owned && !r.seenEverywhere() {
 			// Selected by the API server where it can: an owned child's
-			// shard is its owner's, which the server cannot tell.
+			// shard is its owner's, which the server cannot tell, and a
+			// referenced object is seen by every replica.
 			r.buildShardedInformers(s.dyn, &s.shardSel)
 		} else if s.opts.Informers == nil {
 			r.buildInformers(s.dyn)

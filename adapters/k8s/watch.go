@@ -203,6 +203,9 @@ func (w *watch) changed(r *resource, old, u *unstructured.Unstructured) {
 	w.s.store.settle(key, u.GetResourceVersion())
 	obj := u.Object
 	if w.sh != nil && !w.sh.note(key, obj) {
+		if r.seenEverywhere() && w.claimed(r, obj) && (old == nil || !w.claimed(r, old.Object) || !r.own.only(old.Object, obj)) {
+			w.relate(w.bus.Observe(w.ctx, key, obj), key)
+		}
 		return // another replica's
 	}
 	if isDeleting(obj) {
@@ -273,6 +276,13 @@ func (w *watch) deleted(r *resource, obj any) {
 		defer w.reRelate(r, u, nil)
 	}
 	if w.sh != nil && !w.sh.ownsDeleted(key, u) {
+		if r.seenEverywhere() {
+			var last map[string]any
+			if u != nil {
+				last = u.Object
+			}
+			w.relate(w.bus.ObserveDelete(w.ctx, key, last), key)
+		}
 		return // another replica's
 	}
 	if u == nil {
@@ -293,6 +303,18 @@ func (w *watch) deleted(r *resource, obj any) {
 func (w *watch) observe(err error, key opbus.Key) {
 	if err != nil && w.ctx.Err() == nil {
 		w.s.log.Warn("k8s: the bus did not take a state", "key", key.String(), "err", err)
+	}
+}
+
+// relate logs a state of a referenced object of another replica's that
+// the bus did not take, but for ErrNotOwned: under Shards, a replica gives
+// its bus the changes of the referenced objects that other replicas
+// handle (see [resource.seenEverywhere]) only for the related views of
+// the referrers it handles, to which the bus passes them on before it
+// refuses the object itself.
+func (w *watch) relate(err error, key opbus.Key) {
+	if !errors.Is(err, opbus.ErrNotOwned) {
+		w.observe(err, key)
 	}
 }
 
