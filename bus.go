@@ -311,14 +311,6 @@ func (b *Bus) Ignore(paths ...string) error {
 	return b.setIgnore(addNew(slices.Clone(b.reg.ignore), paths...))
 }
 
-// comparer returns the comparer the bus diffs with: the default, the
-// ignored paths and the list keys it was given.
-func (b *Bus) comparer() *Comparer {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.reg.cmp
-}
-
 // Handle registers a handler under id, which also names its status slot.
 // A bad path, a duplicate ID, an unknown event type, or a filter that can
 // never match is an error.
@@ -514,15 +506,6 @@ func (b *Bus) Value(ctx context.Context, key Key, name string) (string, bool, er
 	}
 	v, set := rec.Values[name]
 	return v, set, nil
-}
-
-// slotIDs returns the IDs of every status slot registered so far (of
-// handlers, collectors and [Bus.AddSlot]), sorted: what a StatusSink may be
-// asked to publish.
-func (b *Bus) slotIDs() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.reg.owners.IDs()
 }
 
 // Subscription describes a registered handler, for adapters that read only

@@ -295,3 +295,12 @@ func TestCollectorFields(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// slotIDs returns the IDs of every status slot registered so far (of
+// handlers, collectors and [Bus.AddSlot]), sorted: what a StatusSink may be
+// asked to publish.
+func (b *Bus) slotIDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.reg.owners.IDs()
+}

@@ -115,3 +115,11 @@ func TestIgnoreKindErrors(t *testing.T) {
 		t.Errorf("IgnoreKind after the bus started = %v, want an error", err)
 	}
 }
+
+// comparer returns the comparer the bus diffs with: the default, the
+// ignored paths and the list keys it was given.
+func (b *Bus) comparer() *Comparer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.reg.cmp
+}

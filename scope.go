@@ -20,9 +20,6 @@ func (m Slots) Set(id string, s Status) {
 	m[id] = s
 }
 
-// clear empties the slot named id.
-func (m Slots) clear(id string) { delete(m, id) }
-
 // get returns the status in the slot named id, and whether there is one.
 func (m Slots) get(id string) (Status, bool) {
 	s, ok := m[id]

@@ -103,7 +103,7 @@ func TestSlotsMotivatingCase(t *testing.T) {
 		t.Errorf("JSON = %s, %v", b, err)
 	}
 	c := s.clone()
-	c.clear("a")
+	delete(c, "a")
 	if !s.equal(Slots{"a": Active("")}) || c.equal(s) || len(c.Names()) != 0 {
 		t.Error("Clone/Clear/Equal/Names: wrong answer")
 	}
