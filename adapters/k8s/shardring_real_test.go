@@ -71,11 +71,13 @@ func TestShardRingMembership(t *testing.T) {
 	sees(other, "x")
 
 	// c renews by hand, so that it can stop as a killed process does:
-	// without deleting its Lease.
+	// without deleting its Lease. Its renewal is dated by the Lease's
+	// renewTime, which c sets before it sends the update: the time taken
+	// just before the call is no later than that.
+	lastRenewal := time.Now()
 	if err := c.renew(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	lastRenewal := time.Now()
 	sees(a, "a", "b", "c")
 	sees(b, "a", "b", "c")
 
