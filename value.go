@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/opbus/opbus/internal/canonical"
 	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
@@ -20,22 +19,12 @@ func asNumber(v any) (jsonvalue.Number, bool) { return jsonvalue.AsNumber(v) }
 // not JSON-like) are unequal.
 func Equal(a, b any) bool { return jsonvalue.Equal(a, b) }
 
-// maxNesting bounds how deep a value may nest. Real documents are a few
-// dozen levels deep; the bound turns a value that contains itself, which
-// would overflow the stack of every recursive walk, into an error.
-const maxNesting = jsonvalue.MaxNesting
-
-// admitDocument returns obj as it enters the bus as an object's state: a
-// non-nil map holding only JSON-like values, nested at most maxNesting
-// levels deep, in canonical form (see canonicalDocument: obj itself when
-// it holds only what decoders produce).
-func admitDocument(obj map[string]any) (map[string]any, error) {
-	return defaultComparer.admitDocument(obj)
-}
-
-// admitDocument is admitDocument for a bus that diffs with c: what c
-// ignores (per-write noise such as managedFields, often the largest part
-// of a Kubernetes object) is never read, so the common walk skips it.
+// admitDocument returns obj as it enters a bus that diffs with c as an
+// object's state: a non-nil map holding only JSON-like values, nested at
+// most [jsonvalue.MaxNesting] levels deep, in canonical form (see
+// canonicalDocument: obj itself when it holds only what decoders produce).
+// What c ignores (per-write noise such as managedFields, often the largest
+// part of a Kubernetes object) is never read, so the common walk skips it.
 func (c *Comparer) admitDocument(obj map[string]any) (map[string]any, error) {
 	if obj == nil {
 		return nil, errors.New("opbus: document is nil: expected a map[string]any, empty for an object with no fields")
@@ -44,15 +33,6 @@ func (c *Comparer) admitDocument(obj map[string]any) (map[string]any, error) {
 		return obj, nil
 	}
 	return canonicalDocument(obj)
-}
-
-// validate reports, as a *ValueError, the first value of v (at the path
-// at) that is not in the form handlers see: see [canonical.Validate].
-func validate(v any, at Path) error {
-	if err := canonical.Validate(v, at.syntax()); err != nil {
-		return valueError(err)
-	}
-	return nil
 }
 
 // within wraps err in the context of what was being done, without

@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/opbus/opbus/internal/canonical"
+	"github.com/opbus/opbus/internal/jsonvalue"
 )
 
 func nanValue() float64 { return math.NaN() }
@@ -126,4 +129,24 @@ func TestAdmitDocument(t *testing.T) {
 // map[string]string or a []string (see [Document] for the others).
 func validDocument(v any) error {
 	return validate(v, nil)
+}
+
+// maxNesting bounds how deep a value may nest. Real documents are a few
+// dozen levels deep; the bound turns a value that contains itself, which
+// would overflow the stack of every recursive walk, into an error.
+const maxNesting = jsonvalue.MaxNesting
+
+// admitDocument is Comparer.admitDocument for a bus that diffs with the
+// default comparer.
+func admitDocument(obj map[string]any) (map[string]any, error) {
+	return defaultComparer.admitDocument(obj)
+}
+
+// validate reports, as a *ValueError, the first value of v (at the path
+// at) that is not in the form handlers see: see [canonical.Validate].
+func validate(v any, at Path) error {
+	if err := canonical.Validate(v, at.syntax()); err != nil {
+		return valueError(err)
+	}
+	return nil
 }
