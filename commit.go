@@ -256,7 +256,8 @@ func (b *Bus) finishDelete(ctx context.Context, d *pass) {
 	b.mu.Lock()
 	if ks.x != nil || inc != "" {
 		x := ks.extraLocked()
-		x.behind, x.resumeOwed, x.storeFails, x.loadFails = nil, nil, 0, 0
+		x.handlers.Reset()
+		x.storeFails, x.loadFails = 0, 0
 		x.endedInc = inc
 	}
 	ks.published, ks.values, ks.shown = nil, nil, true

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/opbus/opbus/internal/perhandler"
 )
 
 // pass is one pass of an observed state through the handlers of its key.
@@ -244,11 +246,7 @@ func (b *Bus) process(ctx context.Context, ks *keyState, o *observation, force b
 		d.new = ks.cur
 	}
 	if !ks.seen && !o.hasOld && !o.deleted && ks.rec.hasAny() {
-		owed := make([]bool, len(b.reg.handlers))
-		for _, h := range b.reg.handlers {
-			owed[h.idx] = h.wants(Resume)
-		}
-		b.extra(ks).resumeOwed = owed
+		b.extra(ks).handlers.Owe(len(b.reg.handlers), func(i int) bool { return b.reg.handlers[i].wants(Resume) })
 	}
 	ks.seen = true
 
@@ -327,9 +325,7 @@ func (b *Bus) restart(ks *keyState, inc string) {
 	ks.rec.Inc = inc
 	ks.saved = false
 	ks.clean = 0
-	if ks.x != nil {
-		ks.x.resumeOwed, ks.x.behind = nil, nil
-	}
+	ks.handlers().Reset()
 }
 
 // load reads the record of ks.
@@ -371,39 +367,13 @@ func (b *Bus) load(ctx context.Context, ks *keyState) error {
 	return nil
 }
 
-// isClean reports whether handler i's committed digest is that of the
-// current state. Handlers past the 64th are never marked: their digest is
-// always computed.
-func (ks *keyState) isClean(i int) bool {
-	return i < 64 && ks.clean&(1<<i) != 0
-}
-
-func (ks *keyState) setClean(i int, on bool) {
-	switch {
-	case i >= 64:
-	case on:
-		ks.clean |= 1 << i
-	default:
-		ks.clean &^= 1 << i
+// handlers returns what the passes of ks keep of its handlers; nil, which
+// reads as nothing kept, if ks has no extra part.
+func (ks *keyState) handlers() *perhandler.State {
+	if ks.x == nil {
+		return nil
 	}
-}
-
-func (ks *keyState) owesResume(i int) bool {
-	return ks.x != nil && i < len(ks.x.resumeOwed) && ks.x.resumeOwed[i]
-}
-
-// paid notes that handler i owes no Resume run any more.
-func (ks *keyState) paid(i int) {
-	if ks.x != nil && i < len(ks.x.resumeOwed) {
-		ks.x.resumeOwed[i] = false
-	}
-}
-
-// forgetBehind drops what handler i last handled before it failed.
-func (ks *keyState) forgetBehind(i int) {
-	if ks.x != nil {
-		delete(ks.x.behind, i)
-	}
+	return &ks.x.handlers
 }
 
 // waiting reports whether h is failing on the value cur and must not run
@@ -434,7 +404,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 			waited = true // relist.go
 			continue
 		}
-		if ks.owesResume(h.idx) {
+		if ks.handlers().Owes(h.idx) {
 			cur, err := b.digestFor(d, h)
 			if err != nil {
 				d.unusable(h, err)
@@ -456,7 +426,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 		}
 		// A clean handler's value cannot have changed unless the diff
 		// touches its fields: skip the digest.
-		if d.old != nil && ks.isClean(h.idx) && !touches(b.cmpOf(h, ks.key.Kind), d.subscribed(), h.fields) {
+		if d.old != nil && ks.clean.Is(h.idx) && !touches(b.cmpOf(h, ks.key.Kind), d.subscribed(), h.fields) {
 			continue
 		}
 		cur, err := b.digestFor(d, h)
@@ -466,11 +436,11 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 		}
 		stored := d.rec.Digests[h.idx]
 		if stored == cur {
-			ks.setClean(h.idx, true)
+			ks.clean.Set(h.idx, true)
 			d.recovered(h)
 			continue
 		}
-		ks.setClean(h.idx, false)
+		ks.clean.Set(h.idx, false)
 		if d.waiting(h, cur) {
 			continue
 		}
@@ -483,7 +453,7 @@ func (b *Bus) runHandlers(ctx context.Context, d *pass, coalesced bool) {
 			// its next change is measured against.
 			d.rec.Digests[h.idx] = cur
 			d.dirty = true
-			ks.setClean(h.idx, true)
+			ks.clean.Set(h.idx, true)
 			continue
 		}
 		b.run(ctx, d, h, typ, cur, coalesced)
@@ -505,7 +475,7 @@ func (d *pass) recovered(h *handler) {
 	d.putSlot(h.id, d.rec.Good[h.id])
 	delete(d.rec.Good, h.id)
 	delete(d.rec.Fails, h.id)
-	d.ks.forgetBehind(h.idx)
+	d.ks.handlers().Forget(h.idx)
 	d.dirty = true
 }
 
@@ -529,12 +499,7 @@ func (d *pass) event(h *handler, typ EventType, cur digest, coalesced bool) *Eve
 			changes = cmp.Compare(d.old, d.new) // less what h writes
 		}
 	}
-	var base map[string]any
-	var behind bool
-	if x := d.ks.x; x != nil {
-		base, behind = x.behind[h.idx]
-	}
-	if behind {
+	if base, behind := d.ks.handlers().Behind(h.idx); behind {
 		old = base // the handler failed since: diff from what it last handled
 		changes = nil
 		if base != nil && typ != Delete {
@@ -579,14 +544,14 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 		return
 	}
 	if b.cfg.runs != nil && !b.cfg.runs(h.id) {
-		d.ks.setClean(h.idx, false)
+		d.ks.clean.Set(h.idx, false)
 		return
 	}
 	ev := d.event(h, typ, cur, coalesced)
 	if h.when != nil {
 		ok, err := b.filter(h, ev)
 		if err == nil && !ok {
-			d.ks.setClean(h.idx, false)
+			d.ks.clean.Set(h.idx, false)
 			return
 		}
 		if err != nil {
@@ -637,9 +602,9 @@ func (b *Bus) run(ctx context.Context, d *pass, h *handler, typ EventType, cur d
 	}
 	delete(d.rec.Fails, h.id)
 	delete(d.rec.Good, h.id)
-	d.ks.forgetBehind(h.idx)
-	d.ks.paid(h.idx)
-	d.ks.setClean(h.idx, typ != Delete)
+	d.ks.handlers().Forget(h.idx)
+	d.ks.handlers().Paid(h.idx)
+	d.ks.clean.Set(h.idx, typ != Delete)
 	d.putSlot(h.id, st)
 	if typ != Delete && (ev.again > 0 || h.every > 0 || d.rec.Timers() != nil) {
 		d.scheduled(h, ev.again, began) // timer.go
@@ -669,14 +634,9 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 	}
 	d.putSlot(h.id, st)
 	if x := b.extra(d.ks); ev.Type != Delete {
-		if x.behind == nil {
-			x.behind = map[int]map[string]any{}
-		}
-		if _, ok := x.behind[h.idx]; !ok {
-			x.behind[h.idx] = ev.Old
-		}
+		x.handlers.FellBehind(h.idx, ev.Old)
 	}
-	d.ks.setClean(h.idx, false)
+	d.ks.clean.Set(h.idx, false)
 	f := d.rec.Fails[h.id]
 	if f == nil || f.On != cur {
 		f = &failure{On: cur}
@@ -690,7 +650,7 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 	if errors.Is(err, ErrPermanent) {
 		b.cfg.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)
 		f.Permanent, f.At = true, time.Time{}
-		d.ks.paid(h.idx)
+		d.ks.handlers().Paid(h.idx)
 		return
 	}
 	delay, asked := retryDelay(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/opbus/opbus/internal/keyqueue"
+	"github.com/opbus/opbus/internal/perhandler"
 )
 
 // observation is one observed state of a key, waiting to be dispatched.
@@ -51,8 +52,8 @@ type keyState struct {
 
 	// owned by the dispatching goroutine
 	rec   *record
-	cur   map[string]any // the latest dispatched state
-	clean uint64         // bit per handler (the first 64): its digest is that of cur
+	cur   map[string]any   // the latest dispatched state
+	clean perhandler.Clean // bit per handler (the first 64): its digest is that of cur
 
 	// abandoned drops the results of a pass that outlived shutdown, and
 	// stops that pass before its next handler; owned by stop (shutdown and
@@ -86,13 +87,12 @@ type keyExtra struct {
 	retries *keyqueue.Queue[*keyState, observation] // the queue a retry of the key was armed in (stopTimer)
 	tick    *tick                                   // the timer of the key's schedules (timer.go)
 
-	behind     map[int]map[string]any // handler index → the state it last handled, while it fails
-	resumeOwed []bool                 // by handler index: a Resume run is owed by this Bus
-	endedInc   string                 // the incarnation whose deletion is finished
-	sinkOwed   bool                   // the deletion was finished by an earlier process: a repeat goes to the DeleteSink
-	loadFails  int                    // consecutive failures to load the record
-	storeFails int                    // consecutive failures to save the record or publish the status
-	storeDue   time.Time              // when the store or sink is tried again after storeFails
+	handlers   perhandler.State // owed Resume runs, the states failing handlers fell behind at
+	endedInc   string           // the incarnation whose deletion is finished
+	sinkOwed   bool             // the deletion was finished by an earlier process: a repeat goes to the DeleteSink
+	loadFails  int              // consecutive failures to load the record
+	storeFails int              // consecutive failures to save the record or publish the status
+	storeDue   time.Time        // when the store or sink is tried again after storeFails
 }
 
 // newQueue makes the keyqueue of b, once its settings are final.

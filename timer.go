@@ -102,7 +102,7 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 		return false
 	}
 	cur := stored
-	if d.old == nil || !d.ks.isClean(h.idx) || touches(b.cmpOf(h, d.ks.key.Kind), d.subscribed(), h.fields) {
+	if d.old == nil || !d.ks.clean.Is(h.idx) || touches(b.cmpOf(h, d.ks.key.Kind), d.subscribed(), h.fields) {
 		// Its value may have changed: compare (a clean handler's value
 		// cannot have changed unless the diff touches its fields).
 		var err error

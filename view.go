@@ -105,7 +105,7 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 		d.diffd = true
 		for _, h := range b.reg.handlers {
 			if len(h.rel) > 0 {
-				d.ks.setClean(h.idx, false)
+				d.ks.clean.Set(h.idx, false)
 			}
 		}
 	}
