@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/opbus/opbus/internal/backoff"
 	"github.com/opbus/opbus/internal/perhandler"
 )
 
@@ -653,7 +654,7 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 		d.ks.handlers().Paid(h.idx)
 		return
 	}
-	delay, asked := retryDelay(err)
+	delay, asked := backoff.Asked(err)
 	if !asked {
 		delay = b.cfg.backoff.delay(f.N)
 	}

@@ -1,38 +1,16 @@
 package opbus
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/opbus/opbus/internal/backoff"
 )
 
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() []error {
-	return []error{e.err, ErrPermanent}
-}
-
 // Permanent wraps err so that the handler is not retried until its value
 // changes. Permanent(nil) is nil.
 func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err}
+	return backoff.Permanent(err, ErrPermanent)
 }
-
-type retryAfterError struct {
-	err   error
-	delay time.Duration
-}
-
-func (e *retryAfterError) Error() string {
-	return fmt.Sprintf("%v (retry after %v)", e.err, e.delay)
-}
-func (e *retryAfterError) Unwrap() error { return e.err }
 
 // RetryAfter returns an error that asks for the next attempt after d instead
 // of the backoff's delay. A nil err reads as "not done yet". It is a
@@ -40,19 +18,7 @@ func (e *retryAfterError) Unwrap() error { return e.err }
 // poll without failing ("handled for now, look again after d"), return a
 // nil error and call [Event.Again].
 func RetryAfter(d time.Duration, err error) error {
-	if err == nil {
-		err = errors.New("not done yet")
-	}
-	return &retryAfterError{err: err, delay: d}
-}
-
-// retryDelay returns the delay an error asks for, if any.
-func retryDelay(err error) (time.Duration, bool) {
-	var ra *retryAfterError
-	if errors.As(err, &ra) {
-		return ra.delay, true
-	}
-	return 0, false
+	return backoff.After(d, err)
 }
 
 // Backoff spaces out the retries of a failing handler: the n-th retry waits

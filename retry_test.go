@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/opbus/opbus/internal/backoff"
 )
 
 func TestRetryThenSuccessCommitsOnce(t *testing.T) {
@@ -131,7 +133,7 @@ func TestRetryAfterAndPermanent(t *testing.T) {
 	if !errors.Is(Permanent(errors.New("x")), ErrPermanent) || Permanent(nil) != nil {
 		t.Error("Permanent: wrong wrapping")
 	}
-	if d, ok := retryDelay(RetryAfter(time.Second, nil)); !ok || d != time.Second {
+	if d, ok := backoff.Asked(RetryAfter(time.Second, nil)); !ok || d != time.Second {
 		t.Error("RetryAfter(nil) should still ask for a delay")
 	}
 }

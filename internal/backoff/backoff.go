@@ -3,6 +3,12 @@
 // [1-Jitter, 1+Jitter]. A Policy's zero fields take defaults (1s, ×2,
 // capped at 5m or at Initial if longer, ±20%); a negative Jitter means
 // none. The bus's Backoff option is a Policy under its own name.
+//
+// It also classifies a failure for retrying (errors.go): an error made by
+// Permanent is not retried until the value changes (errors.Is finds the
+// mark the caller gave, and the text stays the wrapped error's); one made
+// by After asks for its own delay instead of the policy's (Asked finds
+// it through any wrapping). Neither changes what the wrapped error is.
 package backoff
 
 import (
