@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/opbus/opbus/internal/backoff"
+	"github.com/opbus/opbus/internal/isolate"
 	"github.com/opbus/opbus/internal/perhandler"
 )
 
@@ -671,26 +671,18 @@ func (b *Bus) isStopping() bool {
 
 // filter runs h's When, turning a panic into an error.
 func (b *Bus) filter(h *handler, ev *Event) (ok bool, err error) {
-	if b.cfg.recover {
-		defer func() {
-			if v := recover(); v != nil {
-				ok, err = false, fmt.Errorf("On.When: %w", &PanicError{Value: v, Stack: debug.Stack()})
-			}
-		}()
+	if p := isolate.Call(b.cfg.recover, func() { ok = h.when(ev) }); p != nil {
+		return false, fmt.Errorf("On.When: %w", &PanicError{Value: p.Value, Stack: p.Stack})
 	}
-	return h.when(ev), nil
+	return ok, nil
 }
 
 // call runs a handler, turning a panic into a *PanicError.
 func (b *Bus) call(ctx context.Context, h *handler, ev *Event) (st Status, err error) {
-	if b.cfg.recover {
-		defer func() {
-			if v := recover(); v != nil {
-				st, err = Status{}, &PanicError{Value: v, Stack: debug.Stack()}
-			}
-		}()
+	if p := isolate.Call(b.cfg.recover, func() { st, err = h.fn(ctx, ev) }); p != nil {
+		return Status{}, &PanicError{Value: p.Value, Stack: p.Stack}
 	}
-	return h.fn(ctx, ev)
+	return st, err
 }
 
 // runDelete runs the delete handlers that have not handled the deletion,
@@ -723,16 +715,11 @@ func (b *Bus) runCollectors(ctx context.Context, d *pass) {
 }
 
 func (b *Bus) collect(ctx context.Context, d *pass, c *collector) (st Status) {
-	if b.cfg.recover {
-		defer func() {
-			if v := recover(); v != nil {
-				b.stats.panicked.Add(1)
-				b.cfg.log.Error("opbus: collector panicked", "key", d.ks.key.String(), "collector", c.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				st = ErrorStatus(fmt.Sprintf("collector %s panicked: %v", c.id, v))
-			}
-		}()
+	if p := isolate.Call(b.cfg.recover, func() { st = c.fn(ctx, d.ks.key, d.new) }); p != nil {
+		b.stats.panicked.Add(1)
+		b.cfg.log.Error("opbus: collector panicked", "key", d.ks.key.String(), "collector", c.id, "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
+		return ErrorStatus(fmt.Sprintf("collector %s panicked: %v", c.id, p.Value))
 	}
-	st = c.fn(ctx, d.ks.key, d.new)
 	if err := st.check(); err != nil {
 		b.cfg.log.Error("opbus: collector returned a bad status", "key", d.ks.key.String(), "collector", c.id, "err", err)
 		st = ErrorStatus(fmt.Sprintf("collector %s returned a bad status: %v", c.id, err))
