@@ -43,18 +43,9 @@ type pass struct {
 }
 
 func (d *pass) setValue(name, value string) {
-	if d.rec.Values[name] == value {
-		return
+	if d.rec.SetValue(name, value) {
+		d.dirty = true
 	}
-	if value == "" {
-		delete(d.rec.Values, name)
-	} else {
-		if d.rec.Values == nil {
-			d.rec.Values = map[string]string{}
-		}
-		d.rec.Values[name] = value
-	}
-	d.dirty = true
 }
 
 func (d *pass) setSlot(id string, s Status) error {
@@ -380,12 +371,9 @@ func (ks *keyState) handlers() *perhandler.State {
 // waiting reports whether h is failing on the value cur and must not run
 // now: it failed for good, or its retry is not due yet.
 func (d *pass) waiting(h *handler, cur digest) bool {
-	f := d.rec.Fails[h.id]
-	if f == nil || f.On != cur {
-		return false
-	}
-	if f.Permanent {
-		return true
+	f := d.rec.FailureOn(h.id, cur)
+	if f == nil || f.Permanent {
+		return f != nil
 	}
 	if !d.force && d.b.now().Before(f.At) {
 		d.retryAt(f.At)
@@ -522,13 +510,9 @@ func (d *pass) event(h *handler, typ EventType, cur digest, coalesced bool) *Eve
 			changes = d.all
 		}
 	}
-	attempt := 1
-	if f := d.rec.Fails[h.id]; f != nil && f.On == cur {
-		attempt = f.N + 1
-	}
 	ev := &Event{
 		Type: typ, Key: d.ks.key, Old: old, New: d.new,
-		Handler: h.id, Attempt: attempt,
+		Handler: h.id, Attempt: d.rec.Attempt(h.id, cur),
 		Coalesced: coalesced, d: d,
 	}
 	if typ == Delete {
@@ -638,15 +622,7 @@ func (b *Bus) failed(d *pass, h *handler, ev *Event, cur digest, st Status, err 
 		x.handlers.FellBehind(h.idx, ev.Old)
 	}
 	d.ks.clean.Set(h.idx, false)
-	f := d.rec.Fails[h.id]
-	if f == nil || f.On != cur {
-		f = &failure{On: cur}
-		if d.rec.Fails == nil {
-			d.rec.Fails = map[string]*failure{}
-		}
-		d.rec.Fails[h.id] = f
-	}
-	f.N++
+	f := d.rec.Fail(h.id, cur)
 	d.dirty = true
 	if errors.Is(err, ErrPermanent) {
 		b.cfg.log.Error("opbus: handler failed permanently; it runs again when its value changes", append(attrs(), "err", err)...)

@@ -19,10 +19,6 @@ type record struct {
 	stored.Record[digest, Slots, *schedule]
 }
 
-// failure is a handler's failure on one value: how many attempts failed,
-// when the next is due, or that it failed for good.
-type failure = stored.Failure[digest]
-
 // pendingState is an observed state not handled when the bus stopped.
 type pendingState = stored.Pending
 

@@ -86,7 +86,7 @@ func TestRecordJSONMatchesEncodingJSON(t *testing.T) {
 			}
 		}
 		if rng.IntN(2) == 0 {
-			r.Fails = map[string]*failure{ids[0]: {On: digest{1}, N: rng.IntN(5)}, str(): {On: digest{2}, N: 1, Permanent: true, At: time.UnixMilli(rng.Int64N(1 << 40))}}
+			r.Fails = map[string]*stored.Failure[digest]{ids[0]: {On: digest{1}, N: rng.IntN(5)}, str(): {On: digest{2}, N: 1, Permanent: true, At: time.UnixMilli(rng.Int64N(1 << 40))}}
 		}
 		if rng.IntN(2) == 0 {
 			r.Slots = Slots{ids[1]: {Level(rng.IntN(6)), str(), ""}, str() + "s": {LevelBlocked, "", "NeedsHuman"}}

@@ -95,8 +95,7 @@ func (b *Bus) runDue(ctx context.Context, d *pass, h *handler, coalesced bool) b
 		return false
 	}
 	stored := d.rec.Digests[h.idx]
-	f := d.rec.Fails[h.id]
-	failingHere := f != nil && f.On == stored // a due run failed, on an unchanged value
+	failingHere := d.rec.FailureOn(h.id, stored) != nil // a due run failed, on an unchanged value
 	anchor := s.Anchor
 	if !failingHere && !d.isDue(h, s) {
 		return false

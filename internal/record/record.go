@@ -19,6 +19,9 @@
 //     4 with an ended incarnation or relations. Decode reads versions 1
 //     to 4 strictly: unknown fields, a wrong version, a malformed digest,
 //     an empty slot, a timer out of range are errors, never defaults.
+//   - A handler's failure is on one value (failure.go): the attempts that
+//     failed on it, and when the next is due or that none is (Permanent).
+//     A failure on another value is replaced, never counted on.
 //
 // The package knows the bus's slots and schedules only through a Codec, so
 // that it holds no policy: the root package instantiates Record with its
@@ -70,15 +73,6 @@ type rare[D ~[16]byte, T any] struct {
 	related map[string]D // related key → digest of the state the handlers last saw (version 4)
 }
 
-// Failure is a handler's failure on one value: how many attempts failed,
-// when the next is due, or that it failed for good.
-type Failure[D ~[16]byte] struct {
-	On        D
-	N         int
-	At        time.Time // next attempt; zero: at the next pass
-	Permanent bool
-}
-
 // Pending is an observed state not handled when the bus stopped.
 type Pending struct {
 	Deleted bool
@@ -88,6 +82,23 @@ type Pending struct {
 // New returns an empty record for a bus of n handlers.
 func New[D ~[16]byte, S any, T any](n int) Record[D, S, T] {
 	return Record[D, S, T]{Digests: make([]D, n)}
+}
+
+// SetValue sets the named value; "" removes it. It reports whether the
+// record changed.
+func (r *Record[D, S, T]) SetValue(name, value string) bool {
+	if r.Values[name] == value {
+		return false
+	}
+	if value == "" {
+		delete(r.Values, name)
+		return true
+	}
+	if r.Values == nil {
+		r.Values = map[string]string{}
+	}
+	r.Values[name] = value
+	return true
 }
 
 // more returns r's rare part, making it.
@@ -179,19 +190,6 @@ func (r *Record[D, S, T]) SetRelated(m map[string]D) {
 	}
 	r.more().related = m
 	r.tidy()
-}
-
-// NextAttempt returns when the earliest failure to be tried again at a
-// time is due: of the failures not for good, the earliest At that is set;
-// the zero time if none is.
-func (r *Record[D, S, T]) NextAttempt() time.Time {
-	var due time.Time
-	for _, f := range r.Fails {
-		if !f.Permanent && !f.At.IsZero() && (due.IsZero() || f.At.Before(due)) {
-			due = f.At
-		}
-	}
-	return due
 }
 
 // version returns the format version r is written in.
