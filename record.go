@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	stored "github.com/opbus/opbus/internal/record"
@@ -26,7 +23,7 @@ type pendingState = stored.Pending
 // stored.
 var recordCodec = stored.Codec[Slots, *schedule]{
 	AppendSlots: appendSlotsJSON,
-	CheckSlots:  checkSlots,
+	CheckSlots:  stored.CheckSlots[Slots],
 	Timer:       func(s *schedule) (string, int64, time.Duration) { return s.ID, s.Anchor, s.Every },
 	NewTimer: func(id string, anchor int64, every time.Duration) *schedule {
 		return &schedule{ID: id, Anchor: anchor, Every: every}
@@ -66,47 +63,13 @@ func decodeRecord(key Key, data []byte, index map[string]int) (*record, error) {
 	return &record{*r}, nil
 }
 
-// checkSlots reports an empty slot, which no record holds.
-func checkSlots(s Slots) error {
-	for _, id := range slices.Sorted(maps.Keys(s)) {
-		if s[id].IsZero() {
-			return fmt.Errorf("slot %q: empty status", id)
-		}
-	}
-	return nil
-}
-
-// appendSlotsJSON writes name and s as encoding/json writes Slots; nothing
-// if s is empty.
+// appendSlotsJSON writes name and s as encoding/json writes Slots (see
+// internal/record's AppendSlots); nothing if s is empty.
 func appendSlotsJSON(buf []byte, name string, s Slots) ([]byte, error) {
-	if len(s) == 0 {
-		return buf, nil
-	}
-	buf = append(buf, name...)
-	buf = append(buf, '{')
-	for n, id := range stored.SortedKeys(s) {
-		st := s[id]
+	return stored.AppendSlots(buf, name, s, func(st Status) ([]byte, string, string, error) {
 		word, err := st.Level.MarshalText()
-		if err != nil {
-			return nil, err
-		}
-		if n > 0 {
-			buf = append(buf, ',')
-		}
-		buf = stored.AppendJSONString(buf, id)
-		buf = append(buf, `:{"level":`...)
-		buf = stored.AppendJSONString(buf, string(word))
-		if st.Message != "" {
-			buf = append(buf, `,"message":`...)
-			buf = stored.AppendJSONString(buf, st.Message)
-		}
-		if st.Reason != "" {
-			buf = append(buf, `,"reason":`...)
-			buf = stored.AppendJSONString(buf, st.Reason)
-		}
-		buf = append(buf, '}')
-	}
-	return append(buf, '}'), nil
+		return word, st.Message, st.Reason, err
+	})
 }
 
 // validNumber reports whether n is a json.Number the bus accepts.

@@ -25,7 +25,8 @@
 //
 // The package knows the bus's slots and schedules only through a Codec, so
 // that it holds no policy: the root package instantiates Record with its
-// own digest, slots and schedule types.
+// own digest, slots and schedule types. AppendSlots and CheckSlots
+// (slots.go) write and check slots of any status type, told its parts.
 package record
 
 import (
