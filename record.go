@@ -85,15 +85,7 @@ func encodeSnapshot(obj map[string]any) ([]byte, error) {
 	data, err := stored.EncodeSnapshot(obj, validNumber)
 	var e *stored.EncodeError
 	if errors.As(err, &e) {
-		p := make(Path, len(e.Path))
-		for i, s := range e.Path {
-			if k, ok := s.(string); ok {
-				p[i] = MapKey(k)
-			} else {
-				p[i] = ListIndex(s.(int))
-			}
-		}
-		return nil, &ValueError{Path: p, Value: e.Value, Reason: e.Reason}
+		return nil, &ValueError{Path: pathOf(e.Segments()), Value: e.Value, Reason: e.Reason}
 	}
 	return data, err
 }

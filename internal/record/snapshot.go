@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/opbus/opbus/internal/pathsyntax"
 )
 
 // A snapshot is a document encoded so that it decodes to exactly the same
@@ -66,6 +68,23 @@ type EncodeError struct {
 // Error names the value's place and what was expected.
 func (e *EncodeError) Error() string {
 	return fmt.Sprintf("snapshot: at %v: %s", e.Path, e.Reason)
+}
+
+// Segments returns Path in the path syntax the packages that walk values
+// report with (internal/pathsyntax), nil for the root.
+func (e *EncodeError) Segments() []pathsyntax.Segment {
+	if len(e.Path) == 0 {
+		return nil
+	}
+	out := make([]pathsyntax.Segment, len(e.Path))
+	for i, s := range e.Path {
+		if k, ok := s.(string); ok {
+			out[i] = pathsyntax.Segment{Kind: pathsyntax.Key, Key: k}
+		} else {
+			out[i] = pathsyntax.Segment{Kind: pathsyntax.Index, Index: s.(int)}
+		}
+	}
+	return out
 }
 
 // shownPrefix is how much of the path of a value nested too deep an
