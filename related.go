@@ -135,7 +135,7 @@ func (b *Bus) relations() error {
 	if b.rel != nil {
 		return nil
 	}
-	if err := b.setIgnore(append(slices.Clone(b.reg.ignore), RelatedField)); err != nil {
+	if err := b.setIgnore(append(slices.Clone(b.reg.ignore.Every), RelatedField)); err != nil {
 		return err
 	}
 	b.rel = &relations{parents: relview.Parents[Key]{}}
