@@ -149,22 +149,9 @@ func (b *Bus) relatedField(id string, p Path) (int, error) {
 	if len(p) == 0 || p[0].Kind != SegKey || p[0].Key != RelatedField {
 		return -1, nil
 	}
-	// A subscription to related objects: related.<kind>.<name>.<rest>, kind
-	// and name each a key or [*] (omitted: [*]), rest any path (empty: the
-	// whole related object).
-	f := relview.Field[Path]{Path: p, Kind: relview.AnyOne, Name: relview.AnyOne}
-	for i, at := range []*relview.Pattern{&f.Kind, &f.Name} {
-		if len(p) <= i+1 {
-			break
-		}
-		if s := p[i+1]; s.Kind == SegKey {
-			*at = relview.Pattern{Key: s.Key}
-		} else if s.Kind != SegAny {
-			return -1, fmt.Errorf("opbus: handler %q: field %s: expected related.<Kind>.<name>.<field>, with a kind and a name that are keys or [*]", id, p)
-		}
-	}
-	if len(p) > 3 {
-		f.Rest = slices.Clone(p[3:])
+	f, ok := relview.NewField(p, Segment.syntax)
+	if !ok {
+		return -1, fmt.Errorf("opbus: handler %q: field %s: expected related.<Kind>.<name>.<field>, with a kind and a name that are keys or [*]", id, p)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
