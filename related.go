@@ -58,11 +58,8 @@ func (b *Bus) RelatedName(name, kind string) error {
 	if b.frozen || b.rel == nil {
 		return fmt.Errorf("opbus: RelatedName(%q, %q): expected a bus with relations declared that has not started", name, kind)
 	}
-	if name == "" || kind == "" || name == kind {
-		return fmt.Errorf("opbus: RelatedName(%q, %q): expected a name and another kind", name, kind)
-	}
-	if other := b.rel.Name(name, kind); other != kind {
-		return fmt.Errorf("opbus: RelatedName(%q, %q): the name is kind %q's already", name, kind, other)
+	if err := b.rel.Rename(name, kind); err != nil {
+		return fmt.Errorf("opbus: RelatedName(%q, %q): %w", name, kind, err)
 	}
 	return nil
 }
