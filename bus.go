@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/opbus/opbus/internal/ignored"
 	"github.com/opbus/opbus/internal/registration"
 	"github.com/opbus/opbus/internal/writeq"
 )
@@ -160,14 +161,12 @@ type settings struct {
 type registry struct {
 	handlers   []*handler
 	collectors []*collector
-	owners     registration.Names // slot ID → what owns it (internal/registration)
-	index      map[string]int     // handler ID → index
-	ids        []string           // handler IDs by index
-	ignore     []string           // the ignored path patterns
-	cmp        *Comparer
-	kindCmp    map[string]*Comparer // by kind, with IgnoreKind's paths (ignorekind.go)
-	kindIgnore map[string][]string  // IgnoreKind's paths, by kind
-	periodic   bool                 // a handler has On.Every (timer.go)
+	owners     registration.Names           // slot ID → what owns it (internal/registration)
+	index      map[string]int               // handler ID → index
+	ids        []string                     // handler IDs by index
+	ignore     ignored.Set                  // the ignored path patterns, on every kind and by kind (ignorekind.go)
+	cmp        ignored.Comparers[*Comparer] // the comparers that ignore them
+	periodic   bool                         // a handler has On.Every (timer.go)
 }
 
 // stripe returns the lock that orders the store writes of key with
@@ -199,9 +198,8 @@ type handler struct {
 	every  time.Duration // On.Every (timer.go)
 	// keepOld stores its fields' handled value with the record (On.KeepOld).
 	keepOld bool
-	writes  []Path               // On.Writes (writes.go)
-	wcmp    *Comparer            // the bus's comparer with writes ignored; nil without writes
-	wkind   map[string]*Comparer // the same for each kind given to IgnoreKind
+	writes  []Path                        // On.Writes (writes.go)
+	wcmp    *ignored.Comparers[*Comparer] // the bus's comparers with writes ignored besides; nil without writes
 }
 
 func (h *handler) wants(t EventType) bool { return h.types&(1<<t) != 0 }
@@ -281,17 +279,15 @@ func New(opts *Options) (*Bus, error) {
 		b.cfg.shutdown = 30 * time.Second
 	}
 	b.newQueue()
-	b.reg.ignore = addNew(slices.Clone(defaultIgnore), opts.Ignore...)
+	ignore := ignored.AddNew(slices.Clone(defaultIgnore), opts.Ignore...)
 	for _, w := range []any{b.cfg.store, b.cfg.sink} {
 		if pw, ok := w.(PathWriter); ok {
-			b.reg.ignore = addNew(b.reg.ignore, pw.WrittenPaths()...)
+			ignore = ignored.AddNew(ignore, pw.WrittenPaths()...)
 		}
 	}
-	cmp, err := NewComparer(&CompareOptions{Ignore: b.reg.ignore, ListKeys: b.cfg.listKeys})
-	if err != nil {
+	if err := b.setIgnore(ignore); err != nil {
 		return nil, err
 	}
-	b.reg.cmp = cmp
 	if opts.Related != nil {
 		if err := b.relateAny(opts.Related); err != nil {
 			return nil, err
@@ -308,7 +304,7 @@ func (b *Bus) Ignore(paths ...string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: Ignore(%v): the bus has started; declare ignored paths before Run, Observe or Dispatch", paths)
 	}
-	return b.setIgnore(addNew(slices.Clone(b.reg.ignore), paths...))
+	return b.setIgnore(ignored.AddNew(slices.Clone(b.reg.ignore.Every), paths...))
 }
 
 // Handle registers a handler under id, which also names its status slot.
@@ -345,7 +341,7 @@ func (b *Bus) Handle(id string, fn HandlerFunc, on On) error {
 		}
 		h.plain = append(h.plain, p)
 		b.mu.Lock()
-		cmp := b.reg.cmp
+		cmp := b.reg.cmp.Every
 		everyKind := len(h.kinds) > 0 && !slices.ContainsFunc(h.kinds, func(k string) bool { return !b.cmpFor(k).ignoresAll(p) })
 		b.mu.Unlock()
 		if cmp.ignoresAll(p) {
@@ -533,14 +529,4 @@ func (b *Bus) Subscriptions() []Subscription {
 		out = append(out, s)
 	}
 	return out
-}
-
-// addNew appends to list the paths it does not hold yet.
-func addNew(list []string, paths ...string) []string {
-	for _, p := range paths {
-		if !slices.Contains(list, p) {
-			list = append(list, p)
-		}
-	}
-	return list
 }

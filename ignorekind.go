@@ -3,7 +3,8 @@ package opbus
 import (
 	"errors"
 	"fmt"
-	"slices"
+
+	"github.com/opbus/opbus/internal/ignored"
 )
 
 // IgnoreKind adds path patterns that no diff or digest of an object of
@@ -23,15 +24,12 @@ func (b *Bus) IgnoreKind(kind string, paths ...string) error {
 	if b.frozen {
 		return fmt.Errorf("opbus: IgnoreKind(%q, %v): the bus has started; declare ignored paths before Run, Observe or Dispatch", kind, paths)
 	}
-	ignore := addNew(slices.Clone(b.reg.kindIgnore[kind]), paths...)
-	cmp, err := NewComparer(&CompareOptions{Ignore: addNew(slices.Clone(b.reg.ignore), ignore...), ListKeys: b.cfg.listKeys})
+	ignore := b.reg.ignore.WithKind(kind, paths...)
+	cmp, _, err := ignored.Build(ignore, nil, b.newComparer)
 	if err != nil {
 		return within(err, "opbus: IgnoreKind(%q)", kind)
 	}
-	if b.reg.kindIgnore == nil {
-		b.reg.kindIgnore, b.reg.kindCmp = map[string][]string{}, map[string]*Comparer{}
-	}
-	b.reg.kindIgnore[kind], b.reg.kindCmp[kind] = ignore, cmp
+	b.reg.ignore, b.reg.cmp = ignore, cmp
 	return b.handlersWritesComparers()
 }
 
@@ -51,31 +49,32 @@ func (b *Bus) handlersWritesComparers() error {
 // cmpFor returns the comparer for objects of kind: the bus's, with the
 // paths IgnoreKind gave for kind. Comparers change only before the bus
 // starts.
-func (b *Bus) cmpFor(kind string) *Comparer {
-	if c := b.reg.kindCmp[kind]; c != nil {
-		return c
-	}
-	return b.reg.cmp
-}
+func (b *Bus) cmpFor(kind string) *Comparer { return b.reg.cmp.For(kind) }
 
-// setIgnore makes ignore the paths ignored on every kind, and rebuilds
+// setIgnore makes every the paths ignored on every kind, and rebuilds
 // the comparers; b.mu is held (or b is being built).
-func (b *Bus) setIgnore(ignore []string) error {
-	cmp, err := NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.cfg.listKeys})
+func (b *Bus) setIgnore(every []string) error {
+	ignore := ignored.Set{Every: every, Kinds: b.reg.ignore.Kinds}
+	cmp, err := b.comparers(ignore, nil)
 	if err != nil {
 		return err
 	}
-	kinds := make(map[string]*Comparer, len(b.reg.kindIgnore))
-	for kind, paths := range b.reg.kindIgnore {
-		c, err := NewComparer(&CompareOptions{Ignore: addNew(slices.Clone(ignore), paths...), ListKeys: b.cfg.listKeys})
-		if err != nil {
-			return within(err, "opbus: with the paths ignored on kind %q", kind)
-		}
-		kinds[kind] = c
-	}
 	b.reg.ignore, b.reg.cmp = ignore, cmp
-	if len(kinds) > 0 {
-		b.reg.kindCmp = kinds
-	}
 	return b.handlersWritesComparers()
+}
+
+// comparers builds the comparers of ignore with extra ignored besides (a
+// handler's writes), naming the kind of one that fails to build.
+func (b *Bus) comparers(ignore ignored.Set, extra []string) (ignored.Comparers[*Comparer], error) {
+	cmp, kind, err := ignored.Build(ignore, extra, b.newComparer)
+	if err != nil && kind != "" {
+		return cmp, within(err, "opbus: with the paths ignored on kind %q", kind)
+	}
+	return cmp, err
+}
+
+// newComparer returns a comparer that ignores the patterns ignore, with
+// the bus's list keys.
+func (b *Bus) newComparer(ignore []string) (*Comparer, error) {
+	return NewComparer(&CompareOptions{Ignore: ignore, ListKeys: b.cfg.listKeys})
 }

@@ -121,5 +121,5 @@ func TestIgnoreKindErrors(t *testing.T) {
 func (b *Bus) comparer() *Comparer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.reg.cmp
+	return b.reg.cmp.Every
 }

@@ -50,14 +50,10 @@ func (d *pass) setValue(name, value string) {
 
 func (d *pass) setSlot(id string, s Status) error {
 	d.b.mu.Lock()
-	owner := d.b.reg.owners[id]
+	err := d.b.reg.owners.Settable(id)
 	d.b.mu.Unlock()
-	switch owner {
-	case "slot":
-	case "":
-		return fmt.Errorf("opbus: SetSlot(%q): no such slot is registered: call Bus.AddSlot(%q) before Run (fsm.Machine.Register does it for a state machine)", id, id)
-	default:
-		return fmt.Errorf("opbus: SetSlot(%q): the slot is a %s's own, set by what it returns", id, owner)
+	if err != nil {
+		return err
 	}
 	if err := s.check(); err != nil {
 		return fmt.Errorf("opbus: SetSlot(%q): %w", id, err)

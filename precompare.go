@@ -40,7 +40,7 @@ func (b *Bus) precompare(kind string, cmp *Comparer, base, new map[string]any) *
 // [jsondiff.Walker.Precompare].
 func (c *Comparer) precompare(base, new map[string]any, t *keyTree) (Diff, bool) {
 	w := walkers.Get().(*jsondiff.Walker[Change])
-	out, ok := w.Precompare(&c.m, base, new, &t.t)
+	out, ok := w.Precompare(&c.m, base, new, t)
 	walkers.Put(w)
 	return out, ok
 }

@@ -124,7 +124,7 @@ func TestPrecompareKeyedList(t *testing.T) {
 	c, err := NewComparer(&CompareOptions{ListKeys: map[string]string{"items": "name"}})
 	must(t, err)
 	tree := &keyTree{}
-	tree.add(Path{MapKey("spec")})
+	tree.Add([]string{"spec"})
 	list := func(v any) map[string]any {
 		return map[string]any{"spec": map[string]any{"items": []any{
 			map[string]any{"name": "p", "size": int64(1)},
@@ -153,7 +153,7 @@ func TestPrecompareUnkeyableList(t *testing.T) {
 	c, err := NewComparer(&CompareOptions{ListKeys: map[string]string{"items": "name"}, Ignore: []string{"spec.items[0].secret"}})
 	must(t, err)
 	tree := &keyTree{}
-	tree.add(Path{MapKey("spec")})
+	tree.Add([]string{"spec"})
 	doc := func(secret any, second map[string]any) map[string]any {
 		return map[string]any{"spec": map[string]any{"items": []any{map[string]any{"name": "a", "secret": secret}, second}}}
 	}
@@ -226,7 +226,7 @@ func TestPrecompareTooDeep(t *testing.T) {
 	loop := map[string]any{}
 	loop["a"] = loop
 	tree := &keyTree{}
-	tree.add(Path{MapKey("spec")})
+	tree.Add([]string{"spec"})
 	old := map[string]any{"spec": map[string]any{"a": map[string]any{"a": "x"}}}
 	for _, new := range []map[string]any{
 		{"spec": map[string]any{"a": loop}},

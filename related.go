@@ -58,11 +58,8 @@ func (b *Bus) RelatedName(name, kind string) error {
 	if b.frozen || b.rel == nil {
 		return fmt.Errorf("opbus: RelatedName(%q, %q): expected a bus with relations declared that has not started", name, kind)
 	}
-	if name == "" || kind == "" || name == kind {
-		return fmt.Errorf("opbus: RelatedName(%q, %q): expected a name and another kind", name, kind)
-	}
-	if other := b.rel.Name(name, kind); other != kind {
-		return fmt.Errorf("opbus: RelatedName(%q, %q): the name is kind %q's already", name, kind, other)
+	if err := b.rel.Rename(name, kind); err != nil {
+		return fmt.Errorf("opbus: RelatedName(%q, %q): %w", name, kind, err)
 	}
 	return nil
 }
@@ -135,7 +132,7 @@ func (b *Bus) relations() error {
 	if b.rel != nil {
 		return nil
 	}
-	if err := b.setIgnore(append(slices.Clone(b.reg.ignore), RelatedField)); err != nil {
+	if err := b.setIgnore(append(slices.Clone(b.reg.ignore.Every), RelatedField)); err != nil {
 		return err
 	}
 	b.rel = &relations{parents: relview.Parents[Key]{}}
@@ -149,22 +146,9 @@ func (b *Bus) relatedField(id string, p Path) (int, error) {
 	if len(p) == 0 || p[0].Kind != SegKey || p[0].Key != RelatedField {
 		return -1, nil
 	}
-	// A subscription to related objects: related.<kind>.<name>.<rest>, kind
-	// and name each a key or [*] (omitted: [*]), rest any path (empty: the
-	// whole related object).
-	f := relview.Field[Path]{Path: p, Kind: relview.AnyOne, Name: relview.AnyOne}
-	for i, at := range []*relview.Pattern{&f.Kind, &f.Name} {
-		if len(p) <= i+1 {
-			break
-		}
-		if s := p[i+1]; s.Kind == SegKey {
-			*at = relview.Pattern{Key: s.Key}
-		} else if s.Kind != SegAny {
-			return -1, fmt.Errorf("opbus: handler %q: field %s: expected related.<Kind>.<name>.<field>, with a kind and a name that are keys or [*]", id, p)
-		}
-	}
-	if len(p) > 3 {
-		f.Rest = slices.Clone(p[3:])
+	f, ok := relview.NewField(p, Segment.syntax)
+	if !ok {
+		return -1, fmt.Errorf("opbus: handler %q: field %s: expected related.<Kind>.<name>.<field>, with a kind and a name that are keys or [*]", id, p)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

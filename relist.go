@@ -92,7 +92,7 @@ func (b *Bus) endRelistWhenQuiet(ctx context.Context) {
 // to the one it handled (then the view is whole again and ks waits no
 // more). Only under Run, while the relist lasts.
 func (b *Bus) waitForRelist(ks *keyState) {
-	if b.rel == nil || ks.rec.EndedAt() != 0 || !b.handledRelated(ks) {
+	if b.rel == nil || ks.rec.EndedAt() != 0 || !b.readsRelated(ks.key.Kind, ks.rec) {
 		return
 	}
 	b.mu.Lock()
@@ -100,17 +100,6 @@ func (b *Bus) waitForRelist(ks *keyState) {
 	if b.running && !b.stopping {
 		b.rel.relist.Wait(ks.key)
 	}
-}
-
-// handledRelated reports whether the record of ks holds the digest of a
-// value that a handler reading related objects handled.
-func (b *Bus) handledRelated(ks *keyState) bool {
-	for _, h := range b.reg.handlers {
-		if len(h.rel) > 0 && h.forKind(ks.key.Kind) && !ks.rec.Digests[h.idx].isZero() {
-			return true
-		}
-	}
-	return false
 }
 
 // differsInRelist reports whether h, which reads related objects, waits

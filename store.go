@@ -2,11 +2,9 @@ package opbus
 
 import (
 	"context"
-	"maps"
-	"slices"
-	"sync"
 
 	"github.com/opbus/opbus/internal/filestore"
+	"github.com/opbus/opbus/internal/memstore"
 )
 
 // Store keeps one record per object: the digests of the values its handlers
@@ -50,8 +48,7 @@ type PathWriter interface {
 // long as the process; use it when the source of objects re-lists them on
 // start, or in tests. The zero MemoryStore is ready to use.
 type MemoryStore struct {
-	mu      sync.Mutex
-	records map[Key][]byte
+	records memstore.Map[Key] // internal/memstore
 }
 
 var (
@@ -64,50 +61,26 @@ func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 
 // Load implements [Store].
 func (s *MemoryStore) Load(ctx context.Context, key Key) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.records[key], nil
+	return s.records.Load(ctx, key)
 }
 
 // Save implements [Store]. It keeps a copy of data.
 func (s *MemoryStore) Save(ctx context.Context, key Key, data []byte) error {
-	return s.keep(ctx, key, slices.Clone(data))
+	return s.records.Save(ctx, key, data)
 }
 
 // keep is Save for the bus, which hands over data (see [Store]): it keeps
 // data itself, without the copy Save makes for other callers.
 func (s *MemoryStore) keep(ctx context.Context, key Key, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.records == nil {
-		s.records = map[Key][]byte{}
-	}
-	s.records[key] = data
-	return nil
+	return s.records.Keep(ctx, key, data)
 }
 
 // Delete implements [Store].
-func (s *MemoryStore) Delete(ctx context.Context, key Key) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.records, key)
-	return nil
-}
+func (s *MemoryStore) Delete(ctx context.Context, key Key) error { return s.records.Delete(ctx, key) }
 
 // Keys implements [Lister], in key order.
 func (s *MemoryStore) Keys(ctx context.Context) ([]Key, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.SortedFunc(maps.Keys(s.records), compareKeys), nil
+	return s.records.Keys(compareKeys), nil
 }
 
 func compareKeys(a, b Key) int { return filestore.Compare(filestore.Key(a), filestore.Key(b)) }

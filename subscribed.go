@@ -1,10 +1,6 @@
 package opbus
 
-import (
-	"slices"
-
-	"github.com/opbus/opbus/internal/jsondiff"
-)
+import "github.com/opbus/opbus/internal/jsondiff"
 
 // subscribed is what the handlers of one kind read of its objects: the
 // subtrees that hold their fields, so that a pass compares those and not
@@ -12,28 +8,20 @@ import (
 // resourceVersion, and whatever no handler subscribes to, is never
 // walked). roots are the map-key prefixes of the fields (the segments
 // before the first list segment), with none at or below another, in path
-// order; tree holds them as a tree of keys, walked in one pass. whole is
-// set when some handler reads the whole object: it has no fields, or a
-// field that starts with a list segment. Handlers that take neither Create
-// nor Update do not count: no diff decides whether they run.
+// order; tree holds them as a tree of keys, walked in one pass (see
+// [jsondiff.Roots]). whole is set when some handler reads the whole
+// object: it has no fields, or a field that starts with a list segment.
+// Handlers that take neither Create nor Update do not count: no diff
+// decides whether they run.
 type subscribed struct {
 	whole bool
-	roots []Path
+	roots [][]string
 	tree  *keyTree
 }
 
 // keyTree is a set of concrete paths of map keys, none at or below
 // another (see [jsondiff.KeyTree]).
-type keyTree struct{ t jsondiff.KeyTree }
-
-// add puts the path p, which no path of t covers or is covered by, in t.
-func (t *keyTree) add(p Path) {
-	keys := make([]string, len(p))
-	for i, s := range p {
-		keys[i] = s.Key
-	}
-	t.t.Add(keys)
-}
+type keyTree = jsondiff.KeyTree
 
 // subscribedOf returns what the handlers of kind read. Handlers are
 // registered before the bus starts, so it is computed once per kind.
@@ -42,7 +30,7 @@ func (b *Bus) subscribedOf(kind string) *subscribed {
 		return s.(*subscribed)
 	}
 	s := &subscribed{}
-	var roots []Path
+	var roots [][]string
 	for _, h := range b.reg.handlers {
 		if !h.forKind(kind) || (!h.wants(Create) && !h.wants(Update)) {
 			continue // runs on no diff: Delete and Resume read their digests only
@@ -52,39 +40,25 @@ func (b *Bus) subscribedOf(kind string) *subscribed {
 			break
 		}
 		for _, f := range h.fields {
-			n := 0
-			for n < len(f) && f[n].Kind == SegKey {
-				n++
+			var keys []string
+			for _, seg := range f {
+				if seg.Kind != SegKey {
+					break
+				}
+				keys = append(keys, seg.Key)
 			}
-			if n == 0 {
+			if len(keys) == 0 {
 				s.whole = true
 				break
 			}
-			roots = append(roots, f[:n:n])
+			roots = append(roots, keys)
 		}
 	}
 	if !s.whole {
-		slices.SortFunc(roots, comparePaths)
-		for _, r := range roots {
-			// Sorted, the paths below a root follow it.
-			if k := len(s.roots); k > 0 && isPrefix(s.roots[k-1], r) {
-				continue
-			}
-			s.roots = append(s.roots, r)
-		}
-		s.tree = &keyTree{}
-		for _, r := range s.roots {
-			s.tree.add(r)
-		}
+		s.roots, s.tree = jsondiff.Roots(roots)
 	}
 	v, _ := b.subs.LoadOrStore(kind, s)
 	return v.(*subscribed)
-}
-
-// isPrefix reports whether the concrete path p is r or one of its
-// ancestors.
-func isPrefix(p, r Path) bool {
-	return len(p) <= len(r) && slices.Equal(p, r[:len(p)])
 }
 
 // subscribed returns the changes of the pass that its handlers may read:
@@ -121,7 +95,7 @@ func (d *pass) subscribed() Diff {
 // (see [jsondiff.Walker.CompareIn]).
 func (c *Comparer) compareIn(old, new map[string]any, t *keyTree) (Diff, bool) {
 	w := walkers.Get().(*jsondiff.Walker[Change])
-	out, ok := w.CompareIn(&c.m, old, new, &t.t)
+	out, ok := w.CompareIn(&c.m, old, new, t)
 	walkers.Put(w)
 	return out, ok
 }

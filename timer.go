@@ -243,14 +243,10 @@ func (x *keyExtra) stopTick() {
 
 // checkEvery reports an On.Every that cannot work for handler id.
 func checkEvery(id string, every time.Duration, types uint8) error {
-	switch {
-	case every < 0:
-		return fmt.Errorf("opbus: handler %q: On.Every is %v: expected a positive period, or 0 for none", id, every)
-	case every > maxPeriod:
-		return fmt.Errorf("opbus: handler %q: On.Every is %v: expected at most %v (100 years: schedules count time in Unix nanoseconds, which end in 2262)", id, every, maxPeriod)
-	case every > 0 && every%time.Millisecond != 0:
-		return fmt.Errorf("opbus: handler %q: On.Every is %v: expected whole milliseconds (schedules are stored in milliseconds)", id, every)
-	case every > 0 && types&(1<<Create|1<<Update) == 0:
+	if err := timegrid.CheckPeriod(every, maxPeriod); err != nil {
+		return fmt.Errorf("opbus: handler %q: On.Every is %v: %w", id, every, err)
+	}
+	if every > 0 && types&(1<<Create|1<<Update) == 0 {
 		return fmt.Errorf("opbus: handler %q: On.Every is set but Types has neither Create nor Update: a periodic run is an update of the object", id)
 	}
 	return nil

@@ -14,15 +14,6 @@ import (
 // to the goroutine dispatching its object.
 type relView = relview.View[Key]
 
-// entryName is the name under which child appears in the view of parent:
-// its name in parent's namespace (or in none), namespace/name otherwise.
-func entryName(parent, child Key) string {
-	if child.Namespace == "" || child.Namespace == parent.Namespace {
-		return child.Name
-	}
-	return child.Namespace + "/" + child.Name
-}
-
 // share returns the share of the related object child, entered as name
 // with state doc, in related field j.
 func (b *Bus) share(j int, child Key, name string, doc map[string]any) relview.Sum {
@@ -44,7 +35,7 @@ func (b *Bus) applyRelated(key Key, changes []relChange, diff bool) (*relView, D
 	v := r.views.Open(key, len(r.fields))
 	var out Diff
 	for _, c := range changes {
-		name := entryName(key, c.Child)
+		name := relview.EntryName(key.Namespace, c.Child.Namespace, c.Child.Name)
 		old := v.Set(c.Child, c.Child.Kind, name, c.Doc, func(j int) relview.Sum {
 			if !r.fields[j].Matches(c.Child.Kind, name, r.Names()) {
 				return relview.Sum{}
@@ -115,7 +106,7 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 	b.mu.Lock()
 	d.relistWait = !d.force && b.rel.relist.Waits(key)
 	b.mu.Unlock()
-	if d.new == nil || (v == nil && !b.readsRelated(key.Kind)) {
+	if d.new == nil || (v == nil && !b.readsRelated(key.Kind, nil)) {
 		return
 	}
 	d.view = v
@@ -123,10 +114,12 @@ func (b *Bus) withRelated(d *pass, o *observation) {
 	d.new, d.old = relview.With(RelatedField, v.Root(b.rel.Names()), d.new, d.old, o.relOnly())
 }
 
-// readsRelated reports whether a handler of kind reads related objects.
-func (b *Bus) readsRelated(kind string) bool {
+// readsRelated reports whether a handler of kind reads related objects;
+// with rec, whether one has handled a value of rec's object (rec holds
+// its digest).
+func (b *Bus) readsRelated(kind string, rec *record) bool {
 	for _, h := range b.reg.handlers {
-		if len(h.rel) > 0 && h.forKind(kind) {
+		if len(h.rel) > 0 && h.forKind(kind) && (rec == nil || !rec.Digests[h.idx].isZero()) {
 			return true
 		}
 	}

@@ -1,9 +1,6 @@
 package opbus
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // setWrites validates the paths a handler writes in its own object
 // (On.Writes) and gives h a comparer that ignores them besides what the
@@ -32,7 +29,7 @@ func (b *Bus) setWrites(h *handler, writes []string) error {
 		return within(err, "opbus: handler %q: Writes", h.id)
 	}
 	for _, f := range h.plain {
-		if h.wcmp.ignoresAll(f) {
+		if h.wcmp.Every.ignoresAll(f) {
 			return fmt.Errorf("opbus: handler %q: Writes %v covers field %s whole, so its own writes are all it could see there and it would never run on it: narrow Writes or drop the field", h.id, writes, f)
 		}
 	}
@@ -44,33 +41,16 @@ func (b *Bus) setWrites(h *handler, writes []string) error {
 // the paths h writes besides; b.mu is held. Ignore and IgnoreKind call it
 // again for each such handler.
 func (b *Bus) writesComparers(h *handler) error {
-	cmp, err := writesComparer(b.reg.ignore, b.cfg.listKeys, h.writes)
+	writes := make([]string, len(h.writes))
+	for i, w := range h.writes {
+		writes[i] = w.String()
+	}
+	cmp, err := b.comparers(b.reg.ignore, writes)
 	if err != nil {
 		return err
 	}
-	var kinds map[string]*Comparer
-	for kind, paths := range b.reg.kindIgnore {
-		c, err := writesComparer(addNew(slices.Clone(b.reg.ignore), paths...), b.cfg.listKeys, h.writes)
-		if err != nil {
-			return within(err, "opbus: with the paths ignored on kind %q", kind)
-		}
-		if kinds == nil {
-			kinds = map[string]*Comparer{}
-		}
-		kinds[kind] = c
-	}
-	h.wcmp, h.wkind = cmp, kinds
+	h.wcmp = &cmp
 	return nil
-}
-
-// writesComparer returns a comparer that ignores ignore and writes, with
-// listKeys.
-func writesComparer(ignore []string, listKeys map[string]string, writes []Path) (*Comparer, error) {
-	all := slices.Clone(ignore)
-	for _, w := range writes {
-		all = addNew(all, w.String())
-	}
-	return NewComparer(&CompareOptions{Ignore: all, ListKeys: listKeys})
 }
 
 // cmpOf returns the comparer of h's digests and Changes on an object of
@@ -79,8 +59,5 @@ func (b *Bus) cmpOf(h *handler, kind string) *Comparer {
 	if h.wcmp == nil {
 		return b.cmpFor(kind)
 	}
-	if c := h.wkind[kind]; c != nil {
-		return c
-	}
-	return h.wcmp
+	return h.wcmp.For(kind)
 }

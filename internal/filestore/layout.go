@@ -1,5 +1,6 @@
 // Package filestore lays out records in a directory, one file per key,
-// for the bus's FileStore.
+// for the bus's FileStore: [Dir] keeps the layout, and [Store] puts the
+// contract of the bus's Store in front of it.
 //
 // Invariants:
 //   - The file of a key is <kind>/<namespace>/<name>.json under the root,

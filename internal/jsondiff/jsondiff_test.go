@@ -61,3 +61,17 @@ func TestCompareInDeclinesAbove(t *testing.T) {
 		t.Errorf("got %v, %v; want the change at spec.x only", got, ok)
 	}
 }
+
+func TestRoots(t *testing.T) {
+	in := [][]string{{"status", "phase"}, {"spec"}, {"metadata", "labels"}, {"spec", "containers"}, {"status", "phase"}, {"metadata"}}
+	roots, tree := Roots(in)
+	if got, want := fmt.Sprint(roots), "[[metadata] [spec] [status phase]]"; got != want {
+		t.Errorf("Roots(%v) = %s, want %s (none at or below another, in order)", in, got, want)
+	}
+	if got, want := fmt.Sprint(tree.keys), "[metadata spec status]"; got != want {
+		t.Errorf("the tree's first level = %s, want %s", got, want)
+	}
+	if in[0][0] != "status" {
+		t.Errorf("Roots modified its argument: %v", in)
+	}
+}

@@ -32,6 +32,25 @@ func (t *KeyTree) Add(p []string) {
 	t.kids = slices.Insert(t.kids, i, (*KeyTree)(nil))
 }
 
+// Roots returns the paths of map keys ps less those at or below another
+// of them, sorted key by key in byte order, and the KeyTree that holds
+// them; ps is not modified.
+func Roots(ps [][]string) ([][]string, *KeyTree) {
+	ps = slices.Clone(ps)
+	slices.SortFunc(ps, slices.Compare)
+	var roots [][]string
+	t := &KeyTree{}
+	for _, p := range ps {
+		// Sorted, the paths below a root follow it.
+		if k := len(roots); k > 0 && len(roots[k-1]) <= len(p) && slices.Equal(roots[k-1], p[:len(roots[k-1])]) {
+			continue
+		}
+		roots = append(roots, p)
+		t.Add(p)
+	}
+	return roots, t
+}
+
 // CompareIn returns the changes of Compare(c, old, new) at or below the
 // paths of t, in path order, walking only those subtrees, each with the
 // pattern state the full walk has there. It reports false, having found

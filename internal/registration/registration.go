@@ -1,9 +1,10 @@
 // Package registration checks and keeps the part of what is registered on a
 // bus that is plain values: the slot IDs, each taken once by a handler, a
-// collector or a slot, and the parts of a handler's subscription that need
+// collector or a slot (only a slot's is set by SetSlot), and the parts of a handler's subscription that need
 // none of the bus's types (its event types and kinds, and the options that
 // need fields). Its errors name the registration and the bad input, as the
-// bus's doors do; the bus checks paths and periods itself.
+// bus's doors do; the bus checks paths itself, and internal/timegrid
+// periods.
 package registration
 
 import (
@@ -33,6 +34,20 @@ func (n Names) Claim(id, what, reserved string, frozen bool) error {
 	}
 	n[id] = what
 	return nil
+}
+
+// Settable reports why SetSlot cannot set the slot id: no slot is
+// registered under id, or what took it (a handler, a collector) sets it
+// by what it returns.
+func (n Names) Settable(id string) error {
+	switch owner := n[id]; owner {
+	case "slot":
+		return nil
+	case "":
+		return fmt.Errorf("opbus: SetSlot(%q): no such slot is registered: call Bus.AddSlot(%q) before Run (fsm.Machine.Register does it for a state machine)", id, id)
+	default:
+		return fmt.Errorf("opbus: SetSlot(%q): the slot is a %s's own, set by what it returns", id, owner)
+	}
 }
 
 // IDs returns the IDs taken, sorted.

@@ -70,3 +70,17 @@ func TestPlainCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestSettable(t *testing.T) {
+	n := Names{"s": "slot", "h": "handler"}
+	for _, tc := range []struct{ id, want string }{
+		{"s", ""},                            // a slot of AddSlot's: settable
+		{"h", "the slot is a handler's own"}, // set by what the handler returns
+		{"none", "no such slot is registered"},
+	} {
+		err := n.Settable(tc.id)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("Settable(%q) = %v, want %q", tc.id, err, tc.want)
+		}
+	}
+}

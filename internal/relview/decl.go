@@ -1,6 +1,7 @@
 package relview
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -76,6 +77,19 @@ func (d *Decl[K]) Name(name, kind string) string {
 	}
 	d.names[name] = kind
 	return kind
+}
+
+// Rename gives kind the other name name, as Name does, or reports why it
+// cannot: name or kind is empty, they are the same, or name is another
+// kind's already.
+func (d *Decl[K]) Rename(name, kind string) error {
+	if name == "" || kind == "" || name == kind {
+		return errors.New("expected a name and another kind")
+	}
+	if other := d.Name(name, kind); other != kind {
+		return fmt.Errorf("the name is kind %q's already", other)
+	}
+	return nil
 }
 
 // Names returns the other names of kinds: name → kind. The caller must

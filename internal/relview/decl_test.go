@@ -85,3 +85,19 @@ func errOrNil(s string) error {
 	}
 	return errors.New(s)
 }
+
+func TestRename(t *testing.T) {
+	var d Decl[string]
+	for _, tc := range []struct{ name, kind, want string }{
+		{"Job", "Job.batch", ""}, // a name for a kind
+		{"Job", "Job.batch", ""}, // again: the same kind
+		{"Job", "Job.other", `the name is kind "Job.batch"'s already`}, // another kind's name
+		{"", "Job.batch", "expected a name and another kind"},
+		{"Pod", "Pod", "expected a name and another kind"},
+	} {
+		err := d.Rename(tc.name, tc.kind)
+		if (err == nil) != (tc.want == "") || (err != nil && err.Error() != tc.want) {
+			t.Errorf("Rename(%q, %q) = %v, want %q", tc.name, tc.kind, err, tc.want)
+		}
+	}
+}

@@ -1,5 +1,11 @@
 package relview
 
+import (
+	"slices"
+
+	"github.com/opbus/opbus/internal/pathsyntax"
+)
+
 // A Pattern matches a kind, or a name, of related objects: the one in Key,
 // or any when Any is set.
 type Pattern struct {
@@ -18,6 +24,31 @@ type Field[P any] struct {
 	Path       P // the field as a handler wrote it
 	Kind, Name Pattern
 	Rest       P
+}
+
+// NewField returns the related field at path, which starts with the
+// related field's own key: related.<kind>.<name>.<rest>, kind and name
+// each a key or [*] (omitted: [*]), rest any path (empty: the whole
+// related object). syntax gives the syntax of a segment of path. It
+// reports false when kind or name is neither a key nor [*].
+func NewField[P ~[]S, S any](path P, syntax func(S) pathsyntax.Segment) (Field[P], bool) {
+	f := Field[P]{Path: path, Kind: AnyOne, Name: AnyOne}
+	for i, at := range []*Pattern{&f.Kind, &f.Name} {
+		if len(path) <= i+1 {
+			break
+		}
+		switch s := syntax(path[i+1]); s.Kind {
+		case pathsyntax.Key:
+			*at = Pattern{Key: s.Key}
+		case pathsyntax.Any:
+		default:
+			return f, false
+		}
+	}
+	if len(path) > 3 {
+		f.Rest = slices.Clone(path[3:])
+	}
+	return f, true
 }
 
 // Matches reports whether f reads the related object of kind that appears

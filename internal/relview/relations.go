@@ -101,3 +101,14 @@ func (vs *Views[K]) Len() int {
 	defer vs.mu.Unlock()
 	return len(vs.m)
 }
+
+// EntryName returns the name under which the related object name, of
+// namespace ns, appears in the view of an object of namespace in: its
+// name when it lives in that namespace (or in none), namespace/name
+// otherwise.
+func EntryName(in, ns, name string) string {
+	if ns == "" || ns == in {
+		return name
+	}
+	return ns + "/" + name
+}

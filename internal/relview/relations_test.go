@@ -84,3 +84,17 @@ func TestViewsOpenClose(t *testing.T) {
 		t.Fatalf("%d views left", vs.Len())
 	}
 }
+
+func TestEntryName(t *testing.T) {
+	for _, tc := range []struct{ in, ns, name, want string }{
+		{"default", "default", "web", "web"},   // the object's own namespace
+		{"default", "", "node1", "node1"},      // a related object in no namespace
+		{"", "", "node1", "node1"},             // neither in one
+		{"default", "kube", "dns", "kube/dns"}, // another namespace
+		{"", "kube", "dns", "kube/dns"},        // an object in none, a related one in one
+	} {
+		if got := EntryName(tc.in, tc.ns, tc.name); got != tc.want {
+			t.Errorf("EntryName(%q, %q, %q) = %q, want %q", tc.in, tc.ns, tc.name, got, tc.want)
+		}
+	}
+}

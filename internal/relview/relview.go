@@ -1,11 +1,11 @@
 // Package relview is the bookkeeping of related objects: what is declared
 // of relations (Decl: the relation function of each kind, other names of
-// kinds; Fields: the related fields handlers read), which objects each
-// related object relates to (Parents, the reverse index), and the storage
-// of what one object sees of the objects related to it (View): per kind,
-// name → the related object's last observed state, and per related field
-// the combined digest (a Sum) of the entries under it; Views keeps them
-// by object. Which changes reach which object, and what a handler sees
+// kinds; Fields: the related fields handlers read, as NewField parses
+// them), which objects each related object relates to (Parents, the
+// reverse index), and the storage of what one object sees of the objects
+// related to it (View): per kind, name → the related object's last
+// observed state (under EntryName), and per related field the combined
+// digest (a Sum) of the entries under it; Views keeps them by object. Which changes reach which object, and what a handler sees
 // and when it runs, is the owner's policy; this package only keeps the
 // books.
 //

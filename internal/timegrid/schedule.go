@@ -1,6 +1,8 @@
 package timegrid
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -119,4 +121,19 @@ func Put(l []*Schedule, s *Schedule) []*Schedule {
 // place.
 func Drop(l []*Schedule, id string) []*Schedule {
 	return slices.DeleteFunc(l, func(s *Schedule) bool { return s.ID == id })
+}
+
+// CheckPeriod reports why every cannot be the period of a handler's
+// schedule, at most max: it is negative, longer than max, or not whole
+// milliseconds (a record stores periods in milliseconds). 0 is none.
+func CheckPeriod(every, max time.Duration) error {
+	switch {
+	case every < 0:
+		return errors.New("expected a positive period, or 0 for none")
+	case every > max:
+		return fmt.Errorf("expected at most %v (100 years: schedules count time in Unix nanoseconds, which end in 2262)", max)
+	case every%time.Millisecond != 0:
+		return errors.New("expected whole milliseconds (schedules are stored in milliseconds)")
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package timegrid
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -117,5 +118,23 @@ func TestAfterRun(t *testing.T) {
 	l, changed = AfterRun(l, "b", 0, start, false, 0)
 	if !changed || len(l) != 1 || Find(l, "b") != nil {
 		t.Fatalf("period ended: changed %v, %d schedules", changed, len(l))
+	}
+}
+
+func TestCheckPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		every time.Duration
+		want  string // in the error; "" for none
+	}{
+		{0, ""},                      // none
+		{time.Hour, ""},              // a period
+		{-time.Second, "positive"},   // negative
+		{101 * time.Hour, "at most"}, // past the bound
+		{1500 * time.Microsecond, "whole milliseconds"},
+	} {
+		err := CheckPeriod(tc.every, 100*time.Hour)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckPeriod(%v) = %v, want %q", tc.every, err, tc.want)
+		}
 	}
 }
