@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opbus/opbus/internal/holding"
 	stored "github.com/opbus/opbus/internal/record"
 	"github.com/opbus/opbus/internal/writeq"
 )
@@ -168,14 +169,14 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	}
 	b.mu.Unlock()
 
-	ctx, h := withHolding(ctx, ks) // a handler that dispatches ks is refused (rule 5)
+	ctx, h := holding.With(ctx, ks) // a handler that dispatches ks is refused (rule 5)
 	if l == nil {
 		if _, _, err := b.step(ctx, ks, false, nil, 0); err != nil {
 			b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
 	}
 	parked := l != nil && b.passes(ctx, l, ks)
-	h.done.Store(true)
+	h.End()
 
 	b.mu.Lock()
 	if l != nil {
