@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opbus/opbus/internal/registration"
+	"github.com/opbus/opbus/internal/wake"
 	"github.com/opbus/opbus/internal/writeq"
 )
 
@@ -271,7 +272,7 @@ func New(opts *Options) (*Bus, error) {
 	if b.cfg.writers <= 0 {
 		b.cfg.writers = min(4*b.cfg.workers, maxWorkers)
 	}
-	b.lanes.workTok = make(chan struct{}, 1)
+	b.lanes.workTok = wake.NewToken()
 	b.stopped = make(chan struct{})
 	b.lanes.writeSem = make(chan struct{}, b.cfg.writers)
 	if b.cfg.maxBacklog <= 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/opbus/opbus/internal/wake"
 )
 
 // Wait blocks until no observed state is queued or being dispatched, or ctx
@@ -126,22 +128,7 @@ func (b *Bus) undispatched() error {
 // way, else until next, when the earliest retry is due, on the bus's clock.
 func (b *Bus) settleWait(ctx context.Context, busy bool, next time.Time) error {
 	if busy {
-		t := time.NewTimer(settlePoll)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return wake.Sleep(ctx, settlePoll, time.AfterFunc)
 	}
-	due := make(chan struct{})
-	t := b.cfg.clock.AfterFunc(max(b.until(next), 0), func() { close(due) })
-	defer t.Stop()
-	select {
-	case <-due:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wake.Sleep(ctx, max(b.until(next), 0), b.cfg.clock.AfterFunc)
 }

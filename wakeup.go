@@ -17,9 +17,10 @@ import (
 //     Await, shutdown waiting for passes) releases Bus.mu until the next
 //     change; notify, under Bus.mu, wakes it at every change such a
 //     goroutine may wait for.
-//   - workTok: a token (at most one) that a key is ready and a handler slot
-//     free. Run's idle goroutines receive it; the one that takes a key
-//     offers again (offerWork), so one token per chance is enough.
+//   - workTok (a wake.Token, internal/wake): a token (at most one) that a
+//     key is ready and a handler slot free. Run's idle goroutines take it;
+//     the one that takes a key offers again (offerWork), so one token per
+//     chance is enough.
 //   - stopped: closed once, when Run begins to stop or halts.
 //   - writeSem: the write slots, a counting semaphore of Options.Writers.
 
@@ -51,10 +52,7 @@ func (b *Bus) stop(halt bool) {
 // slot free; b.mu is held.
 func (b *Bus) offerWork() {
 	if b.q.kq.Listed() > 0 && b.lanes.handling < b.cfg.workers {
-		select {
-		case b.lanes.workTok <- struct{}{}:
-		default: // a token is there already
-		}
+		b.lanes.workTok.Offer()
 	}
 }
 
@@ -62,10 +60,7 @@ func (b *Bus) offerWork() {
 // b.mu is held, and held again on return.
 func (b *Bus) waitWork() {
 	b.mu.Unlock()
-	select {
-	case <-b.lanes.workTok:
-	case <-b.stopped:
-	}
+	b.lanes.workTok.Wait(b.stopped)
 	b.mu.Lock()
 }
 
