@@ -103,7 +103,7 @@ func (b *Bus) newQueue() {
 		Clock:      queueClock{b.cfg.clock},
 		MaxBacklog: b.cfg.maxBacklog,
 		Coalesce:   b.coalesce,
-		HandOver:   b.isParked,
+		HandOver:   b.lanes.parked.Parked, // busy only with a write beside (rule 22c): a lane may take it over
 		Listed:     func(*keyState) { b.offerWork() },
 		Changed:    b.queueChanged,
 	})
@@ -305,12 +305,6 @@ func (b *Bus) markReady(ks *keyState) { b.q.kq.List(ks) }
 func (b *Bus) makeDue(ks *keyState) {
 	ks.extraLocked().retries = b.q.kq // for stopTimer
 	b.q.kq.SetDue(ks)
-}
-
-// isParked reports whether ks is busy only with a write that runs beside
-// (rule 22c), so that a lane may take it over; b.mu is held.
-func (b *Bus) isParked(ks *keyState) bool {
-	return b.lanes.parked.Parked(ks)
 }
 
 // countPending has the keyqueue count the store's listing of pending

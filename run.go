@@ -157,7 +157,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	}
 	ctx = b.keyCtx(ctx, l, ks) // Release may cancel it (own.go)
 	if !held {
-		b.acquire(ks)
+		b.q.kq.Hold(ks) // the caller alone dispatches ks
 		if l != nil {
 			l.writes.Reset()
 		}
@@ -253,9 +253,6 @@ func (b *Bus) passIn(ctx context.Context, l *lane, ks *keyState) (ok, merged boo
 	b.mu.Unlock()
 	return true, merged
 }
-
-// acquire makes the caller the only one dispatching ks; b.mu is held.
-func (b *Bus) acquire(ks *keyState) { b.q.kq.Hold(ks) }
 
 // release ends the caller's hold on ks, which lists ks again if it has
 // work and wakes whoever waits, and forgets a key whose incarnation ended
