@@ -186,7 +186,7 @@ func (b *Bus) Release(ctx context.Context, keys func(Key) bool) error {
 
 // quiet stops the retry and schedule timers of ks; b.mu is held.
 func (b *Bus) quiet(ks *keyState) {
-	ks.stopTimer()
+	b.q.kq.StopRetry(ks)
 	if ks.x != nil {
 		ks.x.stopTick()
 	}

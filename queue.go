@@ -79,12 +79,11 @@ type keyState struct {
 
 // keyExtra is the part of a key's state that only keys with retries,
 // failures, Resume handlers or a finished deletion need, kept apart so that
-// the common key costs less memory. It is made under Bus.mu; retries and
-// tick are guarded by Bus.mu, the rest belong to the dispatching
-// goroutine.
+// the common key costs less memory. It is made under Bus.mu; tick is
+// guarded by Bus.mu, the rest belong to the dispatching goroutine. The
+// key's retry timer is the keyqueue's (retryAt, makeDue).
 type keyExtra struct {
-	retries *keyqueue.Queue[*keyState, observation] // the queue a retry of the key was armed in (stopTimer)
-	tick    *tick                                   // the timer of the key's schedules (timer.go)
+	tick *tick // the timer of the key's schedules (timer.go)
 
 	behind     map[int]map[string]any // handler index → the state it last handled, while it fails
 	resumeOwed []bool                 // by handler index: a Resume run is owed by this Bus
@@ -302,10 +301,7 @@ func (b *Bus) bounds(x, y observation) bool { return b.cfg.incarnation != nil &&
 func (b *Bus) markReady(ks *keyState) { b.q.kq.List(ks) }
 
 // makeDue makes a retry of ks due now and lists ks; b.mu is held.
-func (b *Bus) makeDue(ks *keyState) {
-	ks.extraLocked().retries = b.q.kq // for stopTimer
-	b.q.kq.SetDue(ks)
-}
+func (b *Bus) makeDue(ks *keyState) { b.q.kq.SetDue(ks) }
 
 // countPending has the keyqueue count the store's listing of pending
 // states as pending work while it is under way and the bus is not
@@ -352,7 +348,6 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 	if !b.running {
 		return // Dispatch alone: the caller decides
 	}
-	ks.extraLocked().retries = b.q.kq
 	d, armed := b.q.kq.RetryAt(ks, t)
 	if !armed {
 		return // an earlier retry is armed (it re-arms for the rest), or the bus stops
@@ -360,15 +355,6 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 	b.stats.retried.Add(1)
 	if b.cfg.observer != nil {
 		b.cfg.observer.Retrying(ks.key, d)
-	}
-}
-
-// stopTimer disarms the retry timer of ks and forgets a due retry; b.mu
-// is held. A retry is armed or made due only with ks.x.retries set
-// (retryAt, makeDue).
-func (ks *keyState) stopTimer() {
-	if x := ks.x; x != nil && x.retries != nil {
-		x.retries.StopRetry(ks)
 	}
 }
 
