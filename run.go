@@ -10,6 +10,7 @@ import (
 
 	"github.com/opbus/opbus/internal/holding"
 	stored "github.com/opbus/opbus/internal/record"
+	"github.com/opbus/opbus/internal/wake"
 	"github.com/opbus/opbus/internal/writeq"
 )
 
@@ -77,14 +78,10 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.mu.Unlock()
 
 	drained := b.drained(&wg)
-	select {
-	case <-drained:
-	case <-time.After(b.cfg.shutdown):
+	if !wake.Within(drained, b.cfg.shutdown) {
 		b.cfg.log.Warn("opbus: shutdown timeout: cancelling running handlers", "timeout", b.cfg.shutdown)
 		cancel(nil)
-		select {
-		case <-drained:
-		case <-time.After(abandonAfter):
+		if !wake.Within(drained, abandonAfter) {
 			b.cfg.log.Error("opbus: handlers ignored their cancelled context; abandoning them, their results are not committed")
 		}
 	}

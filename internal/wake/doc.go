@@ -1,8 +1,9 @@
-// Package wake holds two ways a goroutine waits without a lock: for a
-// chance of work ([Token]) and for a span of time on a given clock
-// ([Sleep]). Both are channels underneath, so that a wait can also end
-// with a stop signal or a context, and a goroutine that waits is durably
-// blocked for testing/synctest.
+// Package wake holds the ways a goroutine waits without a lock: for a
+// chance of work ([Token]), for a span of time on a given clock ([Sleep]),
+// and for a channel to close within a time ([Within]). All are channels
+// underneath, so that a wait can also end with a stop signal or a
+// context, and a goroutine that waits is durably blocked for
+// testing/synctest.
 //
 // # Invariants
 //
@@ -11,6 +12,7 @@
 //     chance is lost, a consumer that takes work offers again when work
 //     may be left for another; a consumer may wake and find nothing.
 //   - Sleep returns nil only once its time has passed on the clock it is
-//     given, else the context's error, and its timer is stopped when it
+//     given, else the context's error; Within reports true only if its
+//     channel closed before its time passed. Each stops its timer when it
 //     returns.
 package wake

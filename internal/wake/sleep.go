@@ -20,3 +20,16 @@ func Sleep[T interface{ Stop() bool }](ctx context.Context, d time.Duration, aft
 		return ctx.Err()
 	}
 }
+
+// Within waits until done is closed or d has passed on the system clock,
+// and reports whether done was closed.
+func Within(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -51,3 +51,16 @@ func TestSleep(t *testing.T) {
 		}
 	})
 }
+
+func TestWithin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		done := make(chan struct{})
+		if Within(done, time.Second) {
+			t.Fatalf("got true with done open, want false")
+		}
+		time.AfterFunc(time.Second, func() { close(done) })
+		if !Within(done, time.Minute) {
+			t.Errorf("got false with done closed after a second, want true")
+		}
+	})
+}
