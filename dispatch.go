@@ -36,10 +36,7 @@ func (b *Bus) DispatchDelete(ctx context.Context, key Key, last map[string]any) 
 }
 
 func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
-	if err := b.admit(ctx, key, &o); err != nil {
-		return err
-	}
-	to, err := b.relatedTo(key, &o)
+	to, err := b.admit(ctx, key, &o)
 	if err != nil {
 		return err
 	}

@@ -176,14 +176,15 @@ func (b *Bus) incarnationOf(obj map[string]any) (id string, err error) {
 }
 
 // admit checks an observation at the door, puts its documents in canonical
-// form and fills in its incarnation. An update of a state the bus holds is
-// checked by the walk that compares it with that state (precompare.go).
-func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
+// form, fills in its incarnation and returns the keys whose related views
+// it changes (relatedTo, related.go). An update of a state the bus holds
+// is checked by the walk that compares it with that state (precompare.go).
+func (b *Bus) admit(ctx context.Context, key Key, o *observation) ([]Key, error) {
 	if err := key.validate(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	b.mu.Lock()
 	cmp := b.cmpFor(key.Kind)
@@ -201,29 +202,27 @@ func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	case o.deleted && o.new == nil:
 	case o.deleted:
 		if o.new, err = cmp.admitDocument(o.new); err != nil {
-			return within(err, "opbus: last state of %v", key)
+			return nil, within(err, "opbus: last state of %v", key)
 		}
 	default:
 		if o.new, err = cmp.admitDocument(o.new); err != nil {
-			return within(err, "opbus: state of %v", key)
+			return nil, within(err, "opbus: state of %v", key)
 		}
 	}
 	if o.hasOld && o.old != nil {
 		if o.old, err = cmp.admitDocument(o.old); err != nil {
-			return within(err, "opbus: previous state of %v", key)
+			return nil, within(err, "opbus: previous state of %v", key)
 		}
 	}
-	inc, err := b.incarnationOf(o.new)
-	o.inc = inc
-	return err
+	if o.inc, err = b.incarnationOf(o.new); err != nil {
+		return nil, err
+	}
+	return b.relatedTo(key, o)
 }
 
 // enqueue queues an observation and wakes a worker.
 func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
-	if err := b.admit(ctx, key, &o); err != nil {
-		return err
-	}
-	to, err := b.relatedTo(key, &o)
+	to, err := b.admit(ctx, key, &o)
 	if err != nil {
 		return err
 	}
@@ -326,16 +325,11 @@ func (b *Bus) take(ks *keyState, force bool, own uint64) (observation, bool) {
 	return b.q.kq.Take(ks, force, own) // none, or its Dispatch call takes it (rule 5)
 }
 
-// unshift puts observations back at the head of ks's queue, oldest first;
-// b.mu is held.
+// unshift puts observations back at the head of ks's queue, oldest first,
+// leaving out retries (take makes them, the keyqueue keeps them); os is
+// the callee's to change. b.mu is held.
 func (b *Bus) unshift(ks *keyState, os ...observation) {
-	var keep []observation
-	for _, o := range os {
-		if !o.retry {
-			keep = append(keep, o)
-		}
-	}
-	b.q.kq.PushFront(ks, keep...)
+	b.q.kq.PushFront(ks, slices.DeleteFunc(os, func(o observation) bool { return o.retry })...)
 }
 
 // queued returns a copy of the states queued for ks; b.mu is held.
