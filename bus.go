@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opbus/opbus/internal/bounded"
+	"github.com/opbus/opbus/internal/once"
 	"github.com/opbus/opbus/internal/registration"
 	"github.com/opbus/opbus/internal/wake"
 	"github.com/opbus/opbus/internal/writeq"
@@ -128,7 +129,7 @@ type Bus struct {
 	running  bool          // Run has started
 	stopping bool          // Run is stopping or halted: no new pass
 	closed   bool          // Run has returned, or halted
-	resumed  resumeState   // the store's pending states are listed (wakeup.go)
+	resumed  once.Job      // the store's pending states are listed (wakeup.go)
 	stopped  chan struct{} // closed once Run begins to stop or halts (wakeup.go)
 
 	stats   counters       // atomic

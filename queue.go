@@ -306,7 +306,7 @@ func (b *Bus) makeDue(ks *keyState) { b.q.kq.SetDue(ks) }
 // states as pending work while it is under way and the bus is not
 // stopping (wakeup.go); b.mu is held.
 func (b *Bus) countPending() {
-	b.q.kq.Outside(b.resumed == resumeListing && !b.stopping)
+	b.q.kq.Outside(b.resumed.UnderWay() && !b.stopping)
 }
 
 // take pops the next observation of ks: a due retry first, then the queue

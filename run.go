@@ -41,10 +41,9 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.frozen = true
 	b.armRetries()
 	b.armSchedules() // timer.go
-	claimed := b.resumed == resumeNot
+	claimed := b.resumed.Start()
 	if claimed {
-		b.resumed = resumeListing // counted as pending while it lists (wakeup.go)
-		b.countPending()
+		b.countPending() // the listing is pending work while it is made (wakeup.go)
 	}
 	b.mu.Unlock()
 

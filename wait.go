@@ -90,7 +90,7 @@ func (b *Bus) Settle(ctx context.Context) error {
 // whose retries are due for Wait to dispatch, and returns when the next
 // one is due; b.mu is held.
 func (b *Bus) unsettled() (busy bool, next time.Time) {
-	if b.q.kq.Pending() > 0 || (b.running && !b.stopping && b.resumed != resumeDone) {
+	if b.q.kq.Pending() > 0 || (b.running && !b.stopping && !b.resumed.Done()) {
 		return true, next // (or the store's listing is to be made again: wakeup.go)
 	}
 	for _, ks := range b.q.keys {
