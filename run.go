@@ -124,7 +124,9 @@ func (b *Bus) work(ctx context.Context, l *lane) {
 	for {
 		b.mu.Lock()
 		for (b.q.kq.Listed() == 0 || b.lanes.handling >= b.cfg.workers) && !b.stopping {
-			b.waitWork()
+			b.mu.Unlock()
+			b.lanes.workTok.Wait(b.stopped) // a token from offerWork, or the stop (wakeup.go)
+			b.mu.Lock()
 		}
 		if b.stopping {
 			b.mu.Unlock()

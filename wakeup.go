@@ -56,14 +56,6 @@ func (b *Bus) offerWork() {
 	}
 }
 
-// waitWork lets go of b.mu until work may be there or the bus stops;
-// b.mu is held, and held again on return.
-func (b *Bus) waitWork() {
-	b.mu.Unlock()
-	b.lanes.workTok.Wait(b.stopped)
-	b.mu.Lock()
-}
-
 // Bus.resumed (an internal/once Job) tells whether the states an earlier
 // run left pending in the store have been looked for: by Run as it starts
 // or, before Run, by the first Wait, which then dispatches them itself.
