@@ -5,13 +5,17 @@ import (
 	"testing"
 )
 
+// valueKey is a context key of the test's own, to check that a Holding
+// passes other values through.
+type valueKey struct{}
+
 func TestHolds(t *testing.T) {
 	ctx := context.Background()
 	if Holds(ctx, "a") {
 		t.Fatalf("Holds(background, a) = true, want false")
 	}
 	actx, a := With(ctx, "a")
-	bctx, b := With(context.WithValue(actx, struct{}{}, 1), "b")
+	bctx, b := With(context.WithValue(actx, valueKey{}, 1), "b")
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
@@ -29,8 +33,8 @@ func TestHolds(t *testing.T) {
 			}
 		})
 	}
-	if bctx.Value(struct{}{}) != 1 {
-		t.Errorf("got %v, want the parent's value 1", bctx.Value(struct{}{}))
+	if bctx.Value(valueKey{}) != 1 {
+		t.Errorf("got %v, want the parent's value 1", bctx.Value(valueKey{}))
 	}
 	a.End()
 	if Holds(bctx, "a") {
