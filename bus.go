@@ -10,8 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/opbus/opbus/internal/bounded"
 	"github.com/opbus/opbus/internal/ignored"
+	"github.com/opbus/opbus/internal/once"
 	"github.com/opbus/opbus/internal/registration"
+	"github.com/opbus/opbus/internal/wake"
 	"github.com/opbus/opbus/internal/writeq"
 )
 
@@ -127,7 +130,7 @@ type Bus struct {
 	running  bool          // Run has started
 	stopping bool          // Run is stopping or halted: no new pass
 	closed   bool          // Run has returned, or halted
-	resumed  resumeState   // the store's pending states are listed (wakeup.go)
+	resumed  once.Job      // the store's pending states are listed (wakeup.go)
 	stopped  chan struct{} // closed once Run begins to stop or halts (wakeup.go)
 
 	stats   counters       // atomic
@@ -251,7 +254,7 @@ func New(opts *Options) (*Bus, error) {
 			clock:       opts.Clock,
 		},
 		reg: registry{owners: registration.Names{}, index: map[string]int{}},
-		q:   queues{keys: map[Key]*keyState{}, ended: map[Key]endedKey{}},
+		q:   queues{keys: map[Key]*keyState{}, ended: bounded.New[Key, endedKey](maxEnded)},
 	}
 	b.lanes.flying = map[*keyState]observation{}
 	if b.cfg.store == nil {
@@ -269,7 +272,7 @@ func New(opts *Options) (*Bus, error) {
 	if b.cfg.writers <= 0 {
 		b.cfg.writers = min(4*b.cfg.workers, maxWorkers)
 	}
-	b.lanes.workTok = make(chan struct{}, 1)
+	b.lanes.workTok = wake.NewToken()
 	b.stopped = make(chan struct{})
 	b.lanes.writeSem = make(chan struct{}, b.cfg.writers)
 	if b.cfg.maxBacklog <= 0 {

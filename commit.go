@@ -261,6 +261,6 @@ func (b *Bus) finishDelete(ctx context.Context, d *pass) {
 		x.endedInc = inc
 	}
 	ks.published, ks.values, ks.shown = nil, nil, true
-	ks.stopTimer()
+	b.q.kq.StopRetry(ks) // disarms the retry timer, forgets a due retry
 	b.mu.Unlock()
 }

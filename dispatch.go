@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
+	"github.com/opbus/opbus/internal/holding"
 	"github.com/opbus/opbus/internal/keyqueue"
 )
 
@@ -36,10 +36,7 @@ func (b *Bus) DispatchDelete(ctx context.Context, key Key, last map[string]any) 
 }
 
 func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
-	if err := b.admit(ctx, key, &o); err != nil {
-		return err
-	}
-	to, err := b.relatedTo(key, &o)
+	to, err := b.admit(ctx, key, &o)
 	if err != nil {
 		return err
 	}
@@ -62,9 +59,9 @@ func (b *Bus) dispatchNow(ctx context.Context, key Key, o observation) error {
 		return notOwned("dispatch", key)
 	}
 	b.mu.Unlock()
-	ctx, h := withHolding(ctx, ks)
+	ctx, h := holding.With(ctx, ks) // a handler that dispatches ks is refused (rule 5)
 	held, err := b.passesUntil(ctx, ks, first, mine)
-	h.done.Store(true)
+	h.End()
 	if held {
 		b.mu.Lock()
 		b.q.kq.Disown(ks, mine) // left queued: the next pass of the key takes it
@@ -87,7 +84,7 @@ func (b *Bus) queueAwaited(ctx context.Context, key Key, o *observation) (ks *ke
 	if !b.owns(key) {
 		return nil, nil, 0, notOwned("dispatch", key) // own.go
 	}
-	if ks := b.q.keys[key]; ks != nil && b.q.kq.Held(ks) && holds(ctx, ks) {
+	if ks := b.q.keys[key]; ks != nil && b.q.kq.Held(ks) && holding.Holds(ctx, ks) {
 		return nil, nil, 0, fmt.Errorf("opbus: dispatch of %v from inside a pass of that object (a handler's context): the call would wait for its own pass; nothing is queued (use Observe to queue the state)", key)
 	}
 	ks = b.keyState(key)
@@ -164,53 +161,4 @@ func (b *Bus) awaitKey(ctx context.Context, ks *keyState, seq uint64) error {
 		// No call waits for it now: Run, Wait or the next Dispatch takes it.
 		return fmt.Errorf("opbus: dispatch of %v: waiting for the object's pass under way: %w; the state stays queued, to be handled as an observed state is", ks.key, err)
 	}
-}
-
-// holding is a key held for a run of passes (by a Dispatch call, by one
-// of Run's goroutines, or by Wait before Run), as the context its passes
-// give their handlers: ctx, which also says which key is held and which
-// keys the passes it was made from hold. done is set once the key is let
-// go: a handler's context that outlives its pass (kept by a goroutine it
-// started) holds nothing. It is a context of its own rather than a
-// context.WithValue to cost one allocation, not two.
-type holding struct {
-	context.Context
-	ks   *keyState
-	up   *holding
-	done atomic.Bool
-}
-
-type holdingKey struct{}
-
-// Value returns h itself for holdingKey, else what its context holds.
-func (h *holding) Value(key any) any {
-	if key == (holdingKey{}) {
-		return h
-	}
-	return h.Context.Value(key)
-}
-
-func holdingOf(ctx context.Context) *holding {
-	h, _ := ctx.Value(holdingKey{}).(*holding)
-	return h
-}
-
-// withHolding returns ctx for the passes of ks that the caller is about
-// to make, and the holding to mark done when it lets ks go.
-func withHolding(ctx context.Context, ks *keyState) (context.Context, *holding) {
-	h := &holding{Context: ctx, ks: ks, up: holdingOf(ctx)}
-	return h, h
-}
-
-// holds reports whether ctx is the context of a pass of ks under way: of
-// a handler of ks, or of a Dispatch call made, directly or through other
-// objects' handlers, from one. A Dispatch of ks with that context would
-// wait for itself.
-func holds(ctx context.Context, ks *keyState) bool {
-	for h := holdingOf(ctx); h != nil; h = h.up {
-		if h.ks == ks && !h.done.Load() {
-			return true
-		}
-	}
-	return false
 }

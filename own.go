@@ -85,7 +85,9 @@ func (b *Bus) endHold(ks *keyState) {
 	}
 }
 
-// leaving is a released key's work, to be saved in its record.
+// leaving is a key's work, released or left at Run's stop, to be saved in
+// its record; owed is the record of the passes before an abandoned one,
+// merged into its write.
 type leaving struct {
 	ks        *keyState
 	states    []observation
@@ -185,7 +187,7 @@ func (b *Bus) Release(ctx context.Context, keys func(Key) bool) error {
 
 // quiet stops the retry and schedule timers of ks; b.mu is held.
 func (b *Bus) quiet(ks *keyState) {
-	ks.stopTimer()
+	b.q.kq.StopRetry(ks)
 	if ks.x != nil {
 		ks.x.stopTick()
 	}
@@ -313,7 +315,7 @@ func (b *Bus) forget(l *leaving) {
 		if b.q.keys[ks.key] == ks {
 			delete(b.q.keys, ks.key)
 		}
-		delete(b.q.ended, ks.key)
+		b.q.ended.Delete(ks.key)
 		delete(b.lanes.owed, ks)
 		b.endHold(ks)
 	} else {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/opbus/opbus/internal/bounded"
 	"github.com/opbus/opbus/internal/keyqueue"
 	"github.com/opbus/opbus/internal/perhandler"
 )
@@ -31,7 +32,7 @@ type observation struct {
 type queues struct {
 	keys  map[Key]*keyState
 	kq    *keyqueue.Queue[*keyState, observation]
-	ended map[Key]endedKey // keys forgotten after their deletion
+	ended *bounded.Map[Key, endedKey] // keys forgotten after their deletion, at most maxEnded
 }
 
 // endedKey is what the bus keeps of a key it forgot after its deletion.
@@ -80,12 +81,11 @@ type keyState struct {
 
 // keyExtra is the part of a key's state that only keys with retries,
 // failures, Resume handlers or a finished deletion need, kept apart so that
-// the common key costs less memory. It is made under Bus.mu; retries and
-// tick are guarded by Bus.mu, the rest belong to the dispatching
-// goroutine.
+// the common key costs less memory. It is made under Bus.mu; tick is
+// guarded by Bus.mu, the rest belong to the dispatching goroutine. The
+// key's retry timer is the keyqueue's (retryAt, makeDue).
 type keyExtra struct {
-	retries *keyqueue.Queue[*keyState, observation] // the queue a retry of the key was armed in (stopTimer)
-	tick    *tick                                   // the timer of the key's schedules (timer.go)
+	tick *tick // the timer of the key's schedules (timer.go)
 
 	handlers   perhandler.State // owed Resume runs, the states failing handlers fell behind at
 	endedInc   string           // the incarnation whose deletion is finished
@@ -103,7 +103,7 @@ func (b *Bus) newQueue() {
 		Clock:      queueClock{b.cfg.clock},
 		MaxBacklog: b.cfg.maxBacklog,
 		Coalesce:   b.coalesce,
-		HandOver:   b.isParked,
+		HandOver:   b.lanes.parked.Parked, // busy only with a write beside (rule 22c): a lane may take it over
 		Listed:     func(*keyState) { b.offerWork() },
 		Changed:    b.queueChanged,
 	})
@@ -150,12 +150,11 @@ func (b *Bus) keyState(key Key) *keyState {
 	ks, ok := b.q.keys[key]
 	if !ok {
 		ks = &keyState{key: key, sunk: true, saved: true}
-		if e, ok := b.q.ended[key]; ok {
+		if e, ok := b.q.ended.Take(key); ok {
 			ks.ended = true
 			if e.inc != "" || e.sinkOwed {
 				ks.x = &keyExtra{endedInc: e.inc, sinkOwed: e.sinkOwed}
 			}
-			delete(b.q.ended, key)
 		}
 		b.q.keys[key] = ks
 	}
@@ -177,14 +176,15 @@ func (b *Bus) incarnationOf(obj map[string]any) (id string, err error) {
 }
 
 // admit checks an observation at the door, puts its documents in canonical
-// form and fills in its incarnation. An update of a state the bus holds is
-// checked by the walk that compares it with that state (precompare.go).
-func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
+// form, fills in its incarnation and returns the keys whose related views
+// it changes (relatedTo, related.go). An update of a state the bus holds
+// is checked by the walk that compares it with that state (precompare.go).
+func (b *Bus) admit(ctx context.Context, key Key, o *observation) ([]Key, error) {
 	if err := key.validate(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	b.mu.Lock()
 	cmp := b.cmpFor(key.Kind)
@@ -202,29 +202,27 @@ func (b *Bus) admit(ctx context.Context, key Key, o *observation) error {
 	case o.deleted && o.new == nil:
 	case o.deleted:
 		if o.new, err = cmp.admitDocument(o.new); err != nil {
-			return within(err, "opbus: last state of %v", key)
+			return nil, within(err, "opbus: last state of %v", key)
 		}
 	default:
 		if o.new, err = cmp.admitDocument(o.new); err != nil {
-			return within(err, "opbus: state of %v", key)
+			return nil, within(err, "opbus: state of %v", key)
 		}
 	}
 	if o.hasOld && o.old != nil {
 		if o.old, err = cmp.admitDocument(o.old); err != nil {
-			return within(err, "opbus: previous state of %v", key)
+			return nil, within(err, "opbus: previous state of %v", key)
 		}
 	}
-	inc, err := b.incarnationOf(o.new)
-	o.inc = inc
-	return err
+	if o.inc, err = b.incarnationOf(o.new); err != nil {
+		return nil, err
+	}
+	return b.relatedTo(key, o)
 }
 
 // enqueue queues an observation and wakes a worker.
 func (b *Bus) enqueue(ctx context.Context, key Key, o observation) error {
-	if err := b.admit(ctx, key, &o); err != nil {
-		return err
-	}
-	to, err := b.relatedTo(key, &o)
+	to, err := b.admit(ctx, key, &o)
 	if err != nil {
 		return err
 	}
@@ -302,22 +300,13 @@ func (b *Bus) bounds(x, y observation) bool { return b.cfg.incarnation != nil &&
 func (b *Bus) markReady(ks *keyState) { b.q.kq.List(ks) }
 
 // makeDue makes a retry of ks due now and lists ks; b.mu is held.
-func (b *Bus) makeDue(ks *keyState) {
-	ks.extraLocked().retries = b.q.kq // for stopTimer
-	b.q.kq.SetDue(ks)
-}
-
-// isParked reports whether ks is busy only with a write that runs beside
-// (rule 22c), so that a lane may take it over; b.mu is held.
-func (b *Bus) isParked(ks *keyState) bool {
-	return b.lanes.parked.Parked(ks)
-}
+func (b *Bus) makeDue(ks *keyState) { b.q.kq.SetDue(ks) }
 
 // countPending has the keyqueue count the store's listing of pending
 // states as pending work while it is under way and the bus is not
 // stopping (wakeup.go); b.mu is held.
 func (b *Bus) countPending() {
-	b.q.kq.Outside(b.resumed == resumeListing && !b.stopping)
+	b.q.kq.Outside(b.resumed.UnderWay() && !b.stopping)
 }
 
 // take pops the next observation of ks: a due retry first, then the queue
@@ -336,16 +325,11 @@ func (b *Bus) take(ks *keyState, force bool, own uint64) (observation, bool) {
 	return b.q.kq.Take(ks, force, own) // none, or its Dispatch call takes it (rule 5)
 }
 
-// unshift puts observations back at the head of ks's queue, oldest first;
-// b.mu is held.
+// unshift puts observations back at the head of ks's queue, oldest first,
+// leaving out retries (take makes them, the keyqueue keeps them); os is
+// the callee's to change. b.mu is held.
 func (b *Bus) unshift(ks *keyState, os ...observation) {
-	var keep []observation
-	for _, o := range os {
-		if !o.retry {
-			keep = append(keep, o)
-		}
-	}
-	b.q.kq.PushFront(ks, keep...)
+	b.q.kq.PushFront(ks, slices.DeleteFunc(os, func(o observation) bool { return o.retry })...)
 }
 
 // queued returns a copy of the states queued for ks; b.mu is held.
@@ -358,7 +342,6 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 	if !b.running {
 		return // Dispatch alone: the caller decides
 	}
-	ks.extraLocked().retries = b.q.kq
 	d, armed := b.q.kq.RetryAt(ks, t)
 	if !armed {
 		return // an earlier retry is armed (it re-arms for the rest), or the bus stops
@@ -366,15 +349,6 @@ func (b *Bus) retryAt(ks *keyState, t time.Time) {
 	b.stats.retried.Add(1)
 	if b.cfg.observer != nil {
 		b.cfg.observer.Retrying(ks.key, d)
-	}
-}
-
-// stopTimer disarms the retry timer of ks and forgets a due retry; b.mu
-// is held. A retry is armed or made due only with ks.x.retries set
-// (retryAt, makeDue).
-func (ks *keyState) stopTimer() {
-	if x := ks.x; x != nil && x.retries != nil {
-		x.retries.StopRetry(ks)
 	}
 }
 

@@ -16,9 +16,9 @@ package opbus
 //     normal stop, Halt at a halt.
 //  3. Pending counts the listing: the keyqueue counts one unit of work
 //     outside it exactly while the store's pending states are being
-//     looked for (resumeListing) and the bus is not stopping (a listing
-//     cut short by the stop leaves the states in the store). Wait returns
-//     when nothing is pending.
+//     looked for (Bus.resumed under way) and the bus is not stopping (a
+//     listing cut short by the stop leaves the states in the store). Wait
+//     returns when nothing is pending.
 //  4. A key is forgotten (leaves queues.keys) only with an empty queue.
 //  5. In flight means held: a key whose state is kept in lanes.flying for
 //     shutdown is held, or parked on its write.

@@ -21,11 +21,11 @@ func (b *Bus) queueViolations() []string {
 		bad("2: the keyqueue drains but the bus is not stopping")
 	}
 	outside := 0
-	if b.resumed == resumeListing && !b.stopping {
+	if b.resumed.UnderWay() && !b.stopping {
 		outside = 1
 	}
 	if got := kq.Pending() - kq.Listed() - kq.NumHeld(); got != outside {
-		bad("3: the keyqueue counts %d outside, want %d (listing %v, stopping %v)", got, outside, b.resumed == resumeListing, b.stopping)
+		bad("3: the keyqueue counts %d outside, want %d (listing %v, stopping %v)", got, outside, b.resumed.UnderWay(), b.stopping)
 	}
 	for _, ks := range kq.Keys() {
 		if kq.KeyLen(ks) > 0 && b.q.keys[ks.key] != ks {

@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opbus/opbus/internal/holding"
 	stored "github.com/opbus/opbus/internal/record"
+	"github.com/opbus/opbus/internal/wake"
 	"github.com/opbus/opbus/internal/writeq"
 )
 
@@ -39,10 +41,9 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.frozen = true
 	b.armRetries()
 	b.armSchedules() // timer.go
-	claimed := b.resumed == resumeNot
+	claimed := b.resumed.Start()
 	if claimed {
-		b.resumed = resumeListing // counted as pending while it lists (wakeup.go)
-		b.countPending()
+		b.countPending() // the listing is pending work while it is made (wakeup.go)
 	}
 	b.mu.Unlock()
 
@@ -76,14 +77,10 @@ func (b *Bus) Run(ctx context.Context) error {
 	b.mu.Unlock()
 
 	drained := b.drained(&wg)
-	select {
-	case <-drained:
-	case <-time.After(b.cfg.shutdown):
+	if !wake.Within(drained, b.cfg.shutdown) {
 		b.cfg.log.Warn("opbus: shutdown timeout: cancelling running handlers", "timeout", b.cfg.shutdown)
 		cancel(nil)
-		select {
-		case <-drained:
-		case <-time.After(abandonAfter):
+		if !wake.Within(drained, abandonAfter) {
 			b.cfg.log.Error("opbus: handlers ignored their cancelled context; abandoning them, their results are not committed")
 		}
 	}
@@ -127,7 +124,9 @@ func (b *Bus) work(ctx context.Context, l *lane) {
 	for {
 		b.mu.Lock()
 		for (b.q.kq.Listed() == 0 || b.lanes.handling >= b.cfg.workers) && !b.stopping {
-			b.waitWork()
+			b.mu.Unlock()
+			b.lanes.workTok.Wait(b.stopped) // a token from offerWork, or the stop (wakeup.go)
+			b.mu.Lock()
 		}
 		if b.stopping {
 			b.mu.Unlock()
@@ -156,7 +155,7 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	}
 	ctx = b.keyCtx(ctx, l, ks) // Release may cancel it (own.go)
 	if !held {
-		b.acquire(ks)
+		b.q.kq.Hold(ks) // the caller alone dispatches ks
 		if l != nil {
 			l.writes.Reset()
 		}
@@ -168,14 +167,14 @@ func (b *Bus) workOne(ctx context.Context, l *lane) {
 	}
 	b.mu.Unlock()
 
-	ctx, h := withHolding(ctx, ks) // a handler that dispatches ks is refused (rule 5)
+	ctx, h := holding.With(ctx, ks) // a handler that dispatches ks is refused (rule 5)
 	if l == nil {
 		if _, _, err := b.step(ctx, ks, false, nil, 0); err != nil {
 			b.cfg.log.Debug("opbus: dispatch ended with errors", "key", ks.key.String(), "err", err)
 		}
 	}
 	parked := l != nil && b.passes(ctx, l, ks)
-	h.done.Store(true)
+	h.End()
 
 	b.mu.Lock()
 	if l != nil {
@@ -253,9 +252,6 @@ func (b *Bus) passIn(ctx context.Context, l *lane, ks *keyState) (ok, merged boo
 	return true, merged
 }
 
-// acquire makes the caller the only one dispatching ks; b.mu is held.
-func (b *Bus) acquire(ks *keyState) { b.q.kq.Hold(ks) }
-
 // release ends the caller's hold on ks, which lists ks again if it has
 // work and wakes whoever waits, and forgets a key whose incarnation ended
 // with nothing left to do; b.mu is held.
@@ -264,7 +260,7 @@ func (b *Bus) release(ks *keyState) {
 	kq := b.q.kq
 	if ks.ended && kq.KeyLen(ks) == 0 && !kq.Due(ks) && !kq.Armed(ks) && b.q.keys[ks.key] == ks && !b.stopping {
 		delete(b.q.keys, ks.key)
-		b.remember(ks.key, endedKey{inc: ks.endedInc(), sinkOwed: ks.x != nil && ks.x.sinkOwed})
+		b.q.ended.Put(ks.key, endedKey{inc: ks.endedInc(), sinkOwed: ks.x != nil && ks.x.sinkOwed})
 	} else if b.onlyRelatedTo(ks) {
 		delete(b.q.keys, ks.key) // related.go
 	}
@@ -276,17 +272,6 @@ func (b *Bus) release(ks *keyState) {
 // maxEnded bounds the deleted keys remembered so that a repeated deletion
 // of an incarnation already deleted is recognised.
 const maxEnded = 4096
-
-// remember notes that key's incarnation e.inc was deleted; b.mu is held.
-func (b *Bus) remember(key Key, e endedKey) {
-	if len(b.q.ended) >= maxEnded {
-		for k := range b.q.ended {
-			delete(b.q.ended, k)
-			break
-		}
-	}
-	b.q.ended[key] = e
-}
 
 // resumePending schedules the keys whose records hold states an earlier
 // run left pending (takeOn); dispatching them reads those states first.
@@ -309,19 +294,12 @@ func (b *Bus) resumePending(ctx context.Context) error {
 // persistPending saves, for every key with work left, the states not yet
 // handled in its record, oldest first.
 func (b *Bus) persistPending(ctx context.Context) error {
-	type left struct {
-		ks        *keyState
-		states    []observation
-		abandoned bool
-		taken     bool   // states includes the record's pending states
-		owed      []byte // the record of the passes before the abandoned one, merged into its write
-	}
-	var work []left
+	var work []leaving // own.go's: each key's work, to be saved in its record
 	b.mu.Lock()
 	b.closed = true
 	for _, ks := range b.q.keys {
 		held, due := b.q.kq.Held(ks), b.q.kq.Due(ks)
-		l := left{ks: ks, abandoned: held, taken: ks.taken, owed: b.lanes.owed[ks]}
+		l := leaving{ks: ks, abandoned: held, taken: ks.taken, owed: b.lanes.owed[ks]}
 		if !held {
 			// Its current state, if a retry of it is due (the drain made
 			// every armed one due) or its queue waits behind it; or the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/opbus/opbus/internal/wake"
 )
 
 // Wait blocks until no observed state is queued or being dispatched, or ctx
@@ -88,7 +90,7 @@ func (b *Bus) Settle(ctx context.Context) error {
 // whose retries are due for Wait to dispatch, and returns when the next
 // one is due; b.mu is held.
 func (b *Bus) unsettled() (busy bool, next time.Time) {
-	if b.q.kq.Pending() > 0 || (b.running && !b.stopping && b.resumed != resumeDone) {
+	if b.q.kq.Pending() > 0 || (b.running && !b.stopping && !b.resumed.Done()) {
 		return true, next // (or the store's listing is to be made again: wakeup.go)
 	}
 	for _, ks := range b.q.keys {
@@ -126,22 +128,7 @@ func (b *Bus) undispatched() error {
 // way, else until next, when the earliest retry is due, on the bus's clock.
 func (b *Bus) settleWait(ctx context.Context, busy bool, next time.Time) error {
 	if busy {
-		t := time.NewTimer(settlePoll)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return wake.Sleep(ctx, settlePoll, time.AfterFunc)
 	}
-	due := make(chan struct{})
-	t := b.cfg.clock.AfterFunc(max(b.until(next), 0), func() { close(due) })
-	defer t.Stop()
-	select {
-	case <-due:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wake.Sleep(ctx, max(b.until(next), 0), b.cfg.clock.AfterFunc)
 }

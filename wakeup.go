@@ -17,9 +17,10 @@ import (
 //     Await, shutdown waiting for passes) releases Bus.mu until the next
 //     change; notify, under Bus.mu, wakes it at every change such a
 //     goroutine may wait for.
-//   - workTok: a token (at most one) that a key is ready and a handler slot
-//     free. Run's idle goroutines receive it; the one that takes a key
-//     offers again (offerWork), so one token per chance is enough.
+//   - workTok (a wake.Token, internal/wake): a token (at most one) that a
+//     key is ready and a handler slot free. Run's idle goroutines take it;
+//     the one that takes a key offers again (offerWork), so one token per
+//     chance is enough.
 //   - stopped: closed once, when Run begins to stop or halts.
 //   - writeSem: the write slots, a counting semaphore of Options.Writers.
 
@@ -51,68 +52,43 @@ func (b *Bus) stop(halt bool) {
 // slot free; b.mu is held.
 func (b *Bus) offerWork() {
 	if b.q.kq.Listed() > 0 && b.lanes.handling < b.cfg.workers {
-		select {
-		case b.lanes.workTok <- struct{}{}:
-		default: // a token is there already
-		}
+		b.lanes.workTok.Offer()
 	}
 }
 
-// waitWork lets go of b.mu until work may be there or the bus stops;
-// b.mu is held, and held again on return.
-func (b *Bus) waitWork() {
-	b.mu.Unlock()
-	select {
-	case <-b.lanes.workTok:
-	case <-b.stopped:
-	}
-	b.mu.Lock()
-}
-
-// resumeState tells whether the states an earlier run left pending in the
-// store have been looked for: by Run as it starts or, before Run, by the
-// first Wait, which then dispatches them itself. While the store is being
-// listed, the listing counts as pending work (countPending), so that a
-// Wait or Settle made meanwhile does not return before those states are
-// handled; under Run, Settle also waits for a listing that failed to be
-// made again (unsettled).
-type resumeState uint8
-
-const (
-	resumeNot resumeState = iota
-	resumeListing
-	resumeDone
-)
+// Bus.resumed (an internal/once Job) tells whether the states an earlier
+// run left pending in the store have been looked for: by Run as it starts
+// or, before Run, by the first Wait, which then dispatches them itself.
+// While the store is being listed, the listing counts as pending work
+// (countPending), so that a Wait or Settle made meanwhile does not return
+// before those states are handled; under Run, Settle also waits for a
+// listing that failed to be made again (unsettled).
 
 // resume lists the store's pending states once per bus, unless another
 // caller does or did, and returns the error listing it: the store is then
 // listed again by the next caller; b.mu is held, and held again on return.
 func (b *Bus) resume(ctx context.Context) error {
-	if b.resumed != resumeNot {
+	if !b.resumed.Start() {
 		return nil
 	}
-	b.resumed = resumeListing
 	b.countPending()
 	return b.listPending(ctx)
 }
 
-// listPending lists the store's pending states for a caller that has set
-// resumeListing; b.mu is held, and held again on return.
+// listPending lists the store's pending states for a caller that has
+// started b.resumed; b.mu is held, and held again on return.
 func (b *Bus) listPending(ctx context.Context) error {
 	b.mu.Unlock()
 	err := b.resumePending(ctx)
 	b.mu.Lock()
-	b.resumed = resumeDone
-	if err != nil {
-		b.resumed = resumeNot // not listed: the next Wait, or Run, lists it
-	}
+	b.resumed.Finish(err) // not listed on an error: the next Wait, or Run, lists it
 	b.countPending()
 	b.notify()
 	return err
 }
 
 // resumeUnderRun lists the store's pending states for Run (claimed: Run
-// has set resumeListing for it), on a goroutine of its own so that a store
+// has started b.resumed for it), on a goroutine of its own so that a store
 // whose listing hangs cannot keep Run from stopping; a listing that fails
 // is tried again with the bus's backoff until one succeeds or ctx, Run's,
 // ends, and Settle waits for it meanwhile (unsettled). A listing that a
@@ -126,10 +102,10 @@ func (b *Bus) resumeUnderRun(ctx context.Context, claimed bool) {
 			claimed = false
 			return b.listPending(ctx)
 		}
-		for b.resumed == resumeListing && ctx.Err() == nil {
+		for b.resumed.UnderWay() && ctx.Err() == nil {
 			_ = b.waitChange(ctx)
 		}
-		if b.resumed == resumeDone || b.stopping || ctx.Err() != nil {
+		if b.resumed.Done() || b.stopping || ctx.Err() != nil {
 			return nil // listed, or no more to list
 		}
 		return b.resume(ctx)

@@ -3,6 +3,7 @@ package opbus
 import (
 	"context"
 
+	"github.com/opbus/opbus/internal/wake"
 	"github.com/opbus/opbus/internal/writeq"
 )
 
@@ -16,7 +17,7 @@ import (
 // guarded by Bus.mu except where noted.
 type lanes struct {
 	handling   int                                              // passes holding a handler slot
-	workTok    chan struct{}                                    // a ready key and a free handler slot may be there (wakeup.go)
+	workTok    wake.Token                                       // a ready key and a free handler slot may be there (wakeup.go)
 	writeSem   writeq.Slots                                     // the write slots: one element per write under way (wakeup.go)
 	flying     map[*keyState]observation                        // the state each busy key is dispatching, for shutdown
 	owed       map[*keyState][]byte                             // the record a merged pass left to the next pass's write
