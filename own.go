@@ -114,17 +114,10 @@ func (b *Bus) Release(ctx context.Context, keys func(Key) bool) error {
 			targets = append(targets, ks)
 		}
 	}
-	var waitErr error
 	var abandoned map[*keyState]*observation
-	for {
-		busy := b.busyOf(targets)
-		if len(busy) == 0 {
-			break
-		}
-		if waitErr = b.waitChange(ctx); waitErr != nil {
-			abandoned = b.abandon(busy) // b.mu held, let go and held again
-			break
-		}
+	busy, waitErr := b.q.kq.WaitReleased(ctx, targets) // b.mu let go and held again
+	if waitErr != nil {
+		abandoned = b.abandon(busy) // b.mu held, let go and held again
 	}
 	left := b.takeLeft(targets, abandoned)
 	b.mu.Unlock()
@@ -161,18 +154,6 @@ func (b *Bus) quiet(ks *keyState) {
 	}
 }
 
-// busyOf returns those of targets, still the bus's states of their keys,
-// that a pass or a write holds; b.mu is held.
-func (b *Bus) busyOf(targets []*keyState) []*keyState {
-	var busy []*keyState
-	for _, ks := range targets {
-		if b.q.keys[ks.key] == ks && b.q.kq.Held(ks) {
-			busy = append(busy, ks)
-		}
-	}
-	return busy
-}
-
 // abandon drops the results of the passes holding busy, cancels their
 // context, and waits up to abandonAfter for them to let go; it returns
 // the state each was dispatching. b.mu is held, let go while it waits,
@@ -196,11 +177,7 @@ func (b *Bus) abandon(busy []*keyState) map[*keyState]*observation {
 	}
 	wctx, cancel := context.WithTimeout(context.Background(), abandonAfter)
 	defer cancel()
-	for len(b.busyOf(busy)) > 0 {
-		if b.waitChange(wctx) != nil {
-			break // still running: it writes nothing
-		}
-	}
+	_, _ = b.q.kq.WaitReleased(wctx, busy) // one still running writes nothing
 	return flying
 }
 
