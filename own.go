@@ -55,15 +55,17 @@ func (b *Bus) keyCtx(ctx context.Context, l *lane, ks *keyState) context.Context
 // b.mu is held.
 func (b *Bus) endHold(ks *keyState) { b.own.held.End(ks) }
 
-// leaving is a released key's work, to be saved in its record.
+// leaving is the work a key leaves, to be saved in its record: a released
+// key's (Release), or any key's when Run stops (persistPending), which
+// needs none of the fields below owed.
 type leaving struct {
 	ks        *keyState
 	states    []observation
-	abandoned bool // a pass of it was abandoned
-	taken     bool // states include the record's pending states
-	owed      []byte
-	mine      bool // Release holds the key (no abandoned pass does)
-	timers    bool // its record in memory has schedules, whose anchors the store may not have
+	abandoned bool   // a pass of it was abandoned
+	taken     bool   // states include the record's pending states
+	owed      []byte // the record of the passes before the abandoned one, merged into its write
+	mine      bool   // Release holds the key (no abandoned pass does)
+	timers    bool   // its record in memory has schedules, whose anchors the store may not have
 	err       error
 }
 

@@ -309,19 +309,12 @@ func (b *Bus) resumePending(ctx context.Context) error {
 // persistPending saves, for every key with work left, the states not yet
 // handled in its record, oldest first.
 func (b *Bus) persistPending(ctx context.Context) error {
-	type left struct {
-		ks        *keyState
-		states    []observation
-		abandoned bool
-		taken     bool   // states includes the record's pending states
-		owed      []byte // the record of the passes before the abandoned one, merged into its write
-	}
-	var work []left
+	var work []leaving // own.go
 	b.mu.Lock()
 	b.closed = true
 	for _, ks := range b.q.keys {
 		held, due := b.q.kq.Held(ks), b.q.kq.Due(ks)
-		l := left{ks: ks, abandoned: held, taken: ks.taken, owed: b.lanes.owed[ks]}
+		l := leaving{ks: ks, abandoned: held, taken: ks.taken, owed: b.lanes.owed[ks]}
 		if !held {
 			// Its current state, if a retry of it is due (the drain made
 			// every armed one due) or its queue waits behind it; or the
