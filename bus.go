@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/opbus/opbus/internal/bounded"
 	"github.com/opbus/opbus/internal/registration"
 	"github.com/opbus/opbus/internal/writeq"
 )
@@ -253,7 +254,7 @@ func New(opts *Options) (*Bus, error) {
 			clock:       opts.Clock,
 		},
 		reg: registry{owners: registration.Names{}, index: map[string]int{}},
-		q:   queues{keys: map[Key]*keyState{}, ended: map[Key]endedKey{}},
+		q:   queues{keys: map[Key]*keyState{}, ended: bounded.New[Key, endedKey](maxEnded)},
 	}
 	b.lanes.flying = map[*keyState]observation{}
 	if b.cfg.store == nil {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/opbus/opbus/internal/bounded"
 	"github.com/opbus/opbus/internal/keyqueue"
 )
 
@@ -30,7 +31,7 @@ type observation struct {
 type queues struct {
 	keys  map[Key]*keyState
 	kq    *keyqueue.Queue[*keyState, observation]
-	ended map[Key]endedKey // keys forgotten after their deletion
+	ended *bounded.Map[Key, endedKey] // keys forgotten after their deletion, maxEnded at most
 }
 
 // endedKey is what the bus keeps of a key it forgot after its deletion.
@@ -150,12 +151,11 @@ func (b *Bus) keyState(key Key) *keyState {
 	ks, ok := b.q.keys[key]
 	if !ok {
 		ks = &keyState{key: key, sunk: true, saved: true}
-		if e, ok := b.q.ended[key]; ok {
+		if e, ok := b.q.ended.Take(key); ok {
 			ks.ended = true
 			if e.inc != "" || e.sinkOwed {
 				ks.x = &keyExtra{endedInc: e.inc, sinkOwed: e.sinkOwed}
 			}
-			delete(b.q.ended, key)
 		}
 		b.q.keys[key] = ks
 	}
