@@ -325,7 +325,7 @@ func (b *Bus) Acquire(ctx context.Context, keys func(Key) bool) error {
 // as resumePending does at Run's start.
 func (b *Bus) takeOn(ctx context.Context, key Key) {
 	rec, err := b.readRecord(ctx, key, b.reg.index)
-	if err == nil && rec != nil && b.expired(rec) {
+	if err == nil && rec != nil && rec.Expired(b.now()) {
 		if err := b.dropTombstone(ctx, key); err != nil {
 			b.cfg.log.Warn("opbus: an expired tombstone stays", "key", key.String(), "err", err)
 		}
