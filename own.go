@@ -55,9 +55,8 @@ func (b *Bus) keyCtx(ctx context.Context, l *lane, ks *keyState) context.Context
 // b.mu is held.
 func (b *Bus) endHold(ks *keyState) { b.own.held.End(ks) }
 
-// leaving is the work a key leaves, to be saved in its record: a released
-// key's (Release), or any key's when Run stops (persistPending), which
-// needs none of the fields below owed.
+// leaving is a key's work, released or left at Run's stop, to be saved in
+// its record.
 type leaving struct {
 	ks        *keyState
 	states    []observation

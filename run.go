@@ -298,7 +298,7 @@ func (b *Bus) resumePending(ctx context.Context) error {
 // persistPending saves, for every key with work left, the states not yet
 // handled in its record, oldest first.
 func (b *Bus) persistPending(ctx context.Context) error {
-	var work []leaving // own.go
+	var work []leaving // own.go's: each key's work, to be saved in its record
 	b.mu.Lock()
 	b.closed = true
 	for _, ks := range b.q.keys {
