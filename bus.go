@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/opbus/opbus/internal/bounded"
 	"github.com/opbus/opbus/internal/registration"
 	"github.com/opbus/opbus/internal/writeq"
 )
@@ -254,7 +253,7 @@ func New(opts *Options) (*Bus, error) {
 			clock:       opts.Clock,
 		},
 		reg: registry{owners: registration.Names{}, index: map[string]int{}},
-		q:   queues{keys: map[Key]*keyState{}, ended: bounded.New[Key, endedKey](maxEnded)},
+		q:   queues{keys: map[Key]*keyState{}},
 	}
 	b.lanes.flying = map[*keyState]observation{}
 	if b.cfg.store == nil {

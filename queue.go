@@ -96,8 +96,10 @@ type keyExtra struct {
 	storeDue   time.Time              // when the store or sink is tried again after storeFails
 }
 
-// newQueue makes the keyqueue of b, once its settings are final.
+// newQueue makes the keyqueue of b, once its settings are final, and its
+// memory of ended keys.
 func (b *Bus) newQueue() {
+	b.q.ended = bounded.New[Key, endedKey](maxEnded)
 	b.q.kq = keyqueue.New(keyqueue.Options[*keyState, observation]{
 		Lock:       &b.mu,
 		Tag:        func(o *observation) *keyqueue.Tag { return &o.tag },
