@@ -253,7 +253,7 @@ func New(opts *Options) (*Bus, error) {
 			clock:       opts.Clock,
 		},
 		reg: registry{owners: registration.Names{}, index: map[string]int{}},
-		q:   queues{keys: map[Key]*keyState{}},
+		q:   queues{keys: map[Key]*keyState{}, ended: map[Key]endedKey{}},
 	}
 	b.lanes.flying = map[*keyState]observation{}
 	if b.cfg.store == nil {

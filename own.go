@@ -259,7 +259,7 @@ func (b *Bus) forget(l *leaving) {
 		if b.q.keys[ks.key] == ks {
 			delete(b.q.keys, ks.key)
 		}
-		b.q.ended.Delete(ks.key)
+		delete(b.q.ended, ks.key)
 		delete(b.lanes.owed, ks)
 		b.endHold(ks)
 	} else {

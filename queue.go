@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/opbus/opbus/internal/bounded"
 	"github.com/opbus/opbus/internal/keyqueue"
 )
 
@@ -31,7 +30,7 @@ type observation struct {
 type queues struct {
 	keys  map[Key]*keyState
 	kq    *keyqueue.Queue[*keyState, observation]
-	ended *bounded.Map[Key, endedKey] // keys forgotten after their deletion, maxEnded at most
+	ended map[Key]endedKey // keys forgotten after their deletion
 }
 
 // endedKey is what the bus keeps of a key it forgot after its deletion.
@@ -96,10 +95,8 @@ type keyExtra struct {
 	storeDue   time.Time              // when the store or sink is tried again after storeFails
 }
 
-// newQueue makes the keyqueue of b, once its settings are final, and its
-// memory of ended keys.
+// newQueue makes the keyqueue of b, once its settings are final.
 func (b *Bus) newQueue() {
-	b.q.ended = bounded.New[Key, endedKey](maxEnded)
 	b.q.kq = keyqueue.New(keyqueue.Options[*keyState, observation]{
 		Lock:       &b.mu,
 		Tag:        func(o *observation) *keyqueue.Tag { return &o.tag },
@@ -153,11 +150,12 @@ func (b *Bus) keyState(key Key) *keyState {
 	ks, ok := b.q.keys[key]
 	if !ok {
 		ks = &keyState{key: key, sunk: true, saved: true}
-		if e, ok := b.q.ended.Take(key); ok {
+		if e, ok := b.q.ended[key]; ok {
 			ks.ended = true
 			if e.inc != "" || e.sinkOwed {
 				ks.x = &keyExtra{endedInc: e.inc, sinkOwed: e.sinkOwed}
 			}
+			delete(b.q.ended, key)
 		}
 		b.q.keys[key] = ks
 	}

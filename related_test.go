@@ -414,8 +414,8 @@ func TestRelatedUnknownParentsForgotten(t *testing.T) {
 			if len(b.q.keys) != 0 || b.rel.views.Len() != 0 || len(b.rel.parents) != 0 {
 				t.Errorf("after the children's deletion: %d key states, %d views, %d relations; want none", len(b.q.keys), b.rel.views.Len(), len(b.rel.parents))
 			}
-			if b.q.ended.Len() > n+1 {
-				t.Errorf("%d finished deletions remembered, want at most the %d children and gone0", b.q.ended.Len(), n)
+			if len(b.q.ended) > n+1 {
+				t.Errorf("%d finished deletions remembered, want at most the %d children and gone0", len(b.q.ended), n)
 			}
 		})
 	}

@@ -259,7 +259,7 @@ func (b *Bus) release(ks *keyState) {
 	kq := b.q.kq
 	if ks.ended && kq.KeyLen(ks) == 0 && !kq.Due(ks) && !kq.Armed(ks) && b.q.keys[ks.key] == ks && !b.stopping {
 		delete(b.q.keys, ks.key)
-		b.q.ended.Put(ks.key, endedKey{inc: ks.endedInc(), sinkOwed: ks.x != nil && ks.x.sinkOwed})
+		b.remember(ks.key, endedKey{inc: ks.endedInc(), sinkOwed: ks.x != nil && ks.x.sinkOwed})
 	} else if b.onlyRelatedTo(ks) {
 		delete(b.q.keys, ks.key) // related.go
 	}
@@ -271,6 +271,17 @@ func (b *Bus) release(ks *keyState) {
 // maxEnded bounds the deleted keys remembered so that a repeated deletion
 // of an incarnation already deleted is recognised.
 const maxEnded = 4096
+
+// remember notes that key's incarnation e.inc was deleted; b.mu is held.
+func (b *Bus) remember(key Key, e endedKey) {
+	if len(b.q.ended) >= maxEnded {
+		for k := range b.q.ended {
+			delete(b.q.ended, k)
+			break
+		}
+	}
+	b.q.ended[key] = e
+}
 
 // resumePending schedules the keys whose records hold states an earlier
 // run left pending (takeOn); dispatching them reads those states first.
