@@ -56,15 +56,16 @@ func (b *Bus) keyCtx(ctx context.Context, l *lane, ks *keyState) context.Context
 func (b *Bus) endHold(ks *keyState) { b.own.held.End(ks) }
 
 // leaving is a key's work, released or left at Run's stop, to be saved in
-// its record.
+// its record; owed is the record of the passes before an abandoned one,
+// merged into its write.
 type leaving struct {
 	ks        *keyState
 	states    []observation
-	abandoned bool   // a pass of it was abandoned
-	taken     bool   // states include the record's pending states
-	owed      []byte // the record of the passes before the abandoned one, merged into its write
-	mine      bool   // Release holds the key (no abandoned pass does)
-	timers    bool   // its record in memory has schedules, whose anchors the store may not have
+	abandoned bool // a pass of it was abandoned
+	taken     bool // states include the record's pending states
+	owed      []byte
+	mine      bool // Release holds the key (no abandoned pass does)
+	timers    bool // its record in memory has schedules, whose anchors the store may not have
 	err       error
 }
 
