@@ -13,13 +13,8 @@ import (
 // writes under way to return.
 func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, cause error) {
 	b.mu.Lock()
-	b.stop(true) // armed retries are dropped
+	b.stop(true) // armed retries are dropped, schedules stop
 	b.closed = true
-	for _, ks := range b.q.keys {
-		if ks.x != nil {
-			ks.x.stopTick() // schedules stop with the bus (timer.go)
-		}
-	}
 	busy := b.q.kq.HeldKeys()
 	b.mu.Unlock()
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/opbus/opbus/internal/sharing"
 )
 
 // Sharing keys between buses: a bus owns every key until it releases
@@ -17,37 +19,18 @@ import (
 type ownership struct {
 	// calls serialises Release and Acquire calls.
 	calls sync.Mutex
-	// ops are the Release (release) and Acquire calls made, in order;
-	// the last whose predicate names a key decides whether the bus owns
-	// it, and a key no call names is owned. Guarded by Bus.mu.
-	ops []ownOp
+	// ops are the Release and Acquire calls made, which decide whether
+	// the bus owns a key. Guarded by Bus.mu.
+	ops sharing.Ops[Key]
 	// held is the cancellable context of the passes of each key that
 	// Run's goroutines have held since the first Release or Acquire call:
 	// Release cancels it when it abandons the key's passes; it ends when
-	// the key is forgotten. Guarded by Bus.mu.
-	held map[*keyState]heldCtx
-}
-
-type ownOp struct {
-	keys    func(Key) bool
-	release bool
-}
-
-type heldCtx struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	// the key is forgotten (endHold). Guarded by Bus.mu.
+	held sharing.Contexts[*keyState]
 }
 
 // owns reports whether the bus owns key; b.mu is held.
-func (b *Bus) owns(key Key) bool {
-	ops := b.own.ops
-	for i := len(ops) - 1; i >= 0; i-- {
-		if ops[i].keys(key) {
-			return !ops[i].release
-		}
-	}
-	return true
-}
+func (b *Bus) owns(key Key) bool { return b.own.ops.Owns(key) }
 
 // notOwned returns the error of an observation of key, which the bus does
 // not own.
@@ -62,28 +45,15 @@ func notOwned(what string, key Key) error {
 // bus that shares no keys makes none. Wait's passes (nil l) get ctx, the
 // caller's. b.mu is held.
 func (b *Bus) keyCtx(ctx context.Context, l *lane, ks *keyState) context.Context {
-	if l == nil || len(b.own.ops) == 0 {
+	if l == nil || !b.own.ops.Made() {
 		return ctx
 	}
-	if h, ok := b.own.held[ks]; ok {
-		return h.ctx
-	}
-	c, cancel := context.WithCancelCause(ctx)
-	if b.own.held == nil {
-		b.own.held = map[*keyState]heldCtx{}
-	}
-	b.own.held[ks] = heldCtx{ctx: c, cancel: cancel}
-	return c
+	return b.own.held.For(ctx, ks)
 }
 
 // endHold ends the context keyCtx made for ks, which the bus forgets;
 // b.mu is held.
-func (b *Bus) endHold(ks *keyState) {
-	if h, ok := b.own.held[ks]; ok {
-		delete(b.own.held, ks)
-		h.cancel(nil)
-	}
-}
+func (b *Bus) endHold(ks *keyState) { b.own.held.End(ks) }
 
 // leaving is a key's work, released or left at Run's stop, to be saved in
 // its record; owed is the record of the passes before an abandoned one,
@@ -136,7 +106,7 @@ func (b *Bus) Release(ctx context.Context, keys func(Key) bool) error {
 		b.mu.Unlock()
 		return fmt.Errorf("opbus: Release: %w", ErrClosed)
 	}
-	b.own.ops = append(b.own.ops, ownOp{keys: keys, release: true})
+	b.own.ops.Release(keys)
 	var targets []*keyState
 	for _, ks := range b.q.keys {
 		if keys(ks.key) {
@@ -146,17 +116,10 @@ func (b *Bus) Release(ctx context.Context, keys func(Key) bool) error {
 			targets = append(targets, ks)
 		}
 	}
-	var waitErr error
 	var abandoned map[*keyState]*observation
-	for {
-		busy := b.busyOf(targets)
-		if len(busy) == 0 {
-			break
-		}
-		if waitErr = b.waitChange(ctx); waitErr != nil {
-			abandoned = b.abandon(busy) // b.mu held, let go and held again
-			break
-		}
+	busy, waitErr := b.q.kq.WaitReleased(ctx, targets) // b.mu let go and held again
+	if waitErr != nil {
+		abandoned = b.abandon(busy) // b.mu held, let go and held again
 	}
 	left := b.takeLeft(targets, abandoned)
 	b.mu.Unlock()
@@ -193,18 +156,6 @@ func (b *Bus) quiet(ks *keyState) {
 	}
 }
 
-// busyOf returns those of targets, still the bus's states of their keys,
-// that a pass or a write holds; b.mu is held.
-func (b *Bus) busyOf(targets []*keyState) []*keyState {
-	var busy []*keyState
-	for _, ks := range targets {
-		if b.q.keys[ks.key] == ks && b.q.kq.Held(ks) {
-			busy = append(busy, ks)
-		}
-	}
-	return busy
-}
-
 // abandon drops the results of the passes holding busy, cancels their
 // context, and waits up to abandonAfter for them to let go; it returns
 // the state each was dispatching. b.mu is held, let go while it waits,
@@ -224,17 +175,11 @@ func (b *Bus) abandon(busy []*keyState) map[*keyState]*observation {
 		// saved (savePending takes that lock). Not taken here: waiting
 		// below lets that write end with the pass.
 		ks.abandoned.Store(true)
-		if h, ok := b.own.held[ks]; ok {
-			h.cancel(notOwned("pass", ks.key))
-		}
+		b.own.held.Cancel(ks, notOwned("pass", ks.key))
 	}
 	wctx, cancel := context.WithTimeout(context.Background(), abandonAfter)
 	defer cancel()
-	for len(b.busyOf(busy)) > 0 {
-		if b.waitChange(wctx) != nil {
-			break // still running: it writes nothing
-		}
-	}
+	_, _ = b.q.kq.WaitReleased(wctx, busy) // one still running writes nothing
 	return flying
 }
 
@@ -353,7 +298,7 @@ func (b *Bus) Acquire(ctx context.Context, keys func(Key) bool) error {
 		b.mu.Unlock()
 		return fmt.Errorf("opbus: Acquire: %w", ErrClosed)
 	}
-	b.own.ops = append(b.own.ops, ownOp{keys: keys})
+	b.own.ops.Acquire(keys)
 	b.mu.Unlock()
 	l, ok := b.cfg.store.(Lister)
 	if !ok {
@@ -380,7 +325,7 @@ func (b *Bus) Acquire(ctx context.Context, keys func(Key) bool) error {
 // as resumePending does at Run's start.
 func (b *Bus) takeOn(ctx context.Context, key Key) {
 	rec, err := b.readRecord(ctx, key, b.reg.index)
-	if err == nil && rec != nil && b.expired(rec) {
+	if err == nil && rec != nil && rec.Expired(b.now()) {
 		if err := b.dropTombstone(ctx, key); err != nil {
 			b.cfg.log.Warn("opbus: an expired tombstone stays", "key", key.String(), "err", err)
 		}

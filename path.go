@@ -3,6 +3,7 @@ package opbus
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/opbus/opbus/internal/pathsyntax"
@@ -138,17 +139,7 @@ func (s Segment) write(b *strings.Builder, first bool) {
 }
 
 // Equal reports whether p and q have the same segments.
-func (p Path) Equal(q Path) bool {
-	if len(p) != len(q) {
-		return false
-	}
-	for i := range p {
-		if p[i] != q[i] {
-			return false
-		}
-	}
-	return true
-}
+func (p Path) Equal(q Path) bool { return slices.Equal(p, q) }
 
 // isPattern reports whether p has a [SegAny] or [SegMatch] segment, so that it
 // stands for a set of concrete paths rather than one.

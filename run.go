@@ -68,12 +68,7 @@ func (b *Bus) Run(ctx context.Context) error {
 		return nil
 	}
 	b.mu.Lock()
-	b.stop(false) // armed retries are due now: saved as pending
-	for _, ks := range b.q.keys {
-		if ks.x != nil {
-			ks.x.stopTick() // a schedule is no work to save (timer.go)
-		}
-	}
+	b.stop(false) // armed retries are due now: saved as pending; schedules stop
 	b.mu.Unlock()
 
 	drained := b.drained(&wg)

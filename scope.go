@@ -39,27 +39,8 @@ func (m Slots) Names() []string {
 // only zero statuses, give the zero Status.
 func (m Slots) Summary() Status { return summarize(m) }
 
-// clone returns a copy of m.
-func (m Slots) clone() Slots {
-	if m == nil {
-		return nil
-	}
-	c := make(Slots, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
+// clone returns a copy of m (nil for nil).
+func (m Slots) clone() Slots { return maps.Clone(m) }
 
 // equal reports whether m and o hold the same statuses.
-func (m Slots) equal(o Slots) bool {
-	if len(m) != len(o) {
-		return false
-	}
-	for k, v := range m {
-		if w, ok := o[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
+func (m Slots) equal(o Slots) bool { return maps.Equal(m, o) }

@@ -3,7 +3,8 @@ package opbus
 import (
 	"context"
 	"fmt"
-	"time"
+
+	stored "github.com/opbus/opbus/internal/record"
 )
 
 // Finished deletions outlive the process that finished them. When every
@@ -17,26 +18,16 @@ import (
 // that a crash left behind goes). A new incarnation, or a state observed
 // after the deletion, replaces the tombstone with a record of its own.
 //
-// A tombstone lasts tombstoneTTL: an older one is a record that is not
-// there, deleted when the bus reads it (at the start of Run, which reads
-// every stored record, or when its key is observed again).
-
-// tombstoneTTL is how long a finished deletion is remembered in the store.
-const tombstoneTTL = 24 * time.Hour
+// A tombstone lasts [stored.TombstoneTTL] (a day): an older one is a
+// record that is not there (Record.Expired), deleted when the bus reads
+// it (at the start of Run, which reads every stored record, or when its
+// key is observed again).
 
 // tombstone returns the record that replaces the record of an incarnation
 // inc whose deletion has just finished.
 func (b *Bus) tombstone(inc string) ([]byte, error) {
-	r := newRecord(0)
-	r.Inc = inc
-	r.SetEndedAt(max(b.now().UnixMilli(), 1))
+	r := record{stored.Tombstone[digest, Slots, *schedule](inc, b.now())}
 	return r.encode(nil)
-}
-
-// expired reports whether rec is a tombstone older than tombstoneTTL.
-func (b *Bus) expired(rec *record) bool {
-	at := rec.EndedAt()
-	return at != 0 && b.now().Sub(time.UnixMilli(at)) > tombstoneTTL
 }
 
 // dropTombstone deletes the expired tombstone of key, under the key's
@@ -46,7 +37,7 @@ func (b *Bus) dropTombstone(ctx context.Context, key Key) error {
 	mu.Lock()
 	defer mu.Unlock()
 	rec, err := b.readRecord(ctx, key, b.reg.index)
-	if err != nil || rec == nil || !b.expired(rec) {
+	if err != nil || rec == nil || !rec.Expired(b.now()) {
 		return err
 	}
 	if err := b.cfg.store.Delete(ctx, key); err != nil {
@@ -62,7 +53,7 @@ func (b *Bus) dropTombstone(ctx context.Context, key Key) error {
 // deletion itself and handed it to the sink, or forgot the key since it
 // read the tombstone, keeping what it owed the sink.
 func (b *Bus) loadedTombstone(ks *keyState, rec *record) {
-	if b.expired(rec) {
+	if rec.Expired(b.now()) {
 		ks.rec, ks.saved = newRecord(len(b.reg.handlers)), true // as if there were none
 		return
 	}

@@ -126,7 +126,7 @@ func TestRepeatDeletionSinkOwedSurvivesForgetting(t *testing.T) {
 	equal(t, 1, sink.deleted, "deletions handed to the sink")
 }
 
-// TestExpiredTombstone: a tombstone older than tombstoneTTL is no record:
+// TestExpiredTombstone: a tombstone older than stored.TombstoneTTL is no record:
 // Run's start deletes it, and a deletion observed then is a deletion the
 // bus knows nothing of (its handlers run, with no Old but the state given).
 func TestExpiredTombstone(t *testing.T) {
@@ -134,7 +134,7 @@ func TestExpiredTombstone(t *testing.T) {
 	ctx := t.Context()
 	old := newRecord(0)
 	old.Inc = "u1"
-	old.SetEndedAt(time.Now().Add(-tombstoneTTL - time.Minute).UnixMilli())
+	old.SetEndedAt(time.Now().Add(-stored.TombstoneTTL - time.Minute).UnixMilli())
 	data, err := old.encode(nil)
 	must(t, err)
 	must(t, store.Save(ctx, podKey, data))

@@ -34,7 +34,8 @@ func (b *Bus) waitChange(ctx context.Context) error { return b.q.kq.WaitChange(c
 
 // stop marks the bus as stopping and wakes everything that waits for it;
 // at a halt the retries armed are dropped, else they are made due, to be
-// saved as pending (the keyqueue's Halt and Drain); b.mu is held.
+// saved as pending (the keyqueue's Halt and Drain); the keys' schedules
+// stop with the bus, and are no work to save (timer.go); b.mu is held.
 func (b *Bus) stop(halt bool) {
 	if !b.stopping {
 		b.stopping = true
@@ -45,6 +46,11 @@ func (b *Bus) stop(halt bool) {
 		b.q.kq.Halt()
 	} else {
 		b.q.kq.Drain()
+	}
+	for _, ks := range b.q.keys {
+		if ks.x != nil {
+			ks.x.stopTick()
+		}
 	}
 }
 

@@ -63,7 +63,7 @@
 //
 // A Queue is guarded by the lock it is given ([Options.Lock]), which the
 // caller holds across every call, so that the queue's state and the
-// caller's own change together. Methods that wait (Await, WaitChange)
-// release the lock while they wait and hold it again on return; each wait
-// also ends with its context. Timers take the lock when they fire.
+// caller's own change together. Methods that wait (Await, WaitChange,
+// WaitReleased) release the lock while they wait and hold it again on
+// return; each wait also ends with its context. Timers take the lock when they fire.
 package keyqueue
