@@ -105,13 +105,8 @@ func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *wr
 	case b.cfg.sink == nil:
 		ks.sunk = true
 	case !ks.sunk:
-		w.w.Put = true
-		w.w.Status = statusSnap{ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()}
+		w.w.Carry(statusSnap{ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()}, before, sameStatus)
 		ks.sunk = true
-		if n := len(before); n > 0 && before[n-1].slots.equal(w.w.Status.slots) {
-			before = before[:n-1] // this write's own status
-		}
-		w.w.Before = before
 	}
 	return w.w.Record != nil || w.w.Put
 }
@@ -137,18 +132,11 @@ func (b *Bus) finishWrite(w *writeJob) {
 		}
 		b.writeFailed(d, what, r.SaveErr)
 	}
-	if r.Put {
-		switch {
-		case r.Together:
-			if r.SaveErr != nil {
-				ks.sunk = false
-			}
-		case r.Skipped:
-			ks.sunk = false
-		case r.PutErr != nil:
-			ks.sunk = false
-			b.writeFailed(d, "publishing status", r.PutErr)
-		}
+	if r.StatusLost() {
+		ks.sunk = false
+	}
+	if r.PutErr != nil {
+		b.writeFailed(d, "publishing status", r.PutErr)
 	}
 	b.afterWrite(ks)
 }

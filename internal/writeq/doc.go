@@ -72,9 +72,10 @@
 //     the shutdown timeout) ends without writing and still marks its
 //     Flight finished and closes it, so that nobody waits for it forever.
 //     The check and the store call are made under the key's stripe
-//     (Stripes), under which Abandon marks the key: a write under way
-//     ends before Abandon returns, and none begins after. Make writes no
-//     status of a key its Store reports dropped (the Write is Skipped).
+//     (Stripes; Make holds it, Store.Stripe, across the record's save),
+//     under which Abandon marks the key: a write under way ends before
+//     Abandon returns, and none begins after. Make writes no status of a
+//     key its Store reports dropped (the Write is Skipped).
 //  7. A write's statuses keep their order: Make hands the sink the
 //     statuses queued before it first, in order, stopping at the first
 //     it refuses, then the record and the write's own status, as one
