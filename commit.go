@@ -60,7 +60,7 @@ func (b *Bus) writeNow(ctx context.Context, w write) {
 func (b *Bus) writeInline(ctx context.Context, d *pass, before []statusSnap) {
 	var j writeJob // need not be on the heap: every pass of the memory store makes one
 	if b.fillWrite(ctx, d, before, &j) {
-		j.run(ctx, b)
+		(*stage)(b).Make(ctx, &j)
 		b.finishWrite(&j)
 	} else {
 		b.afterWrite(d.ks)
@@ -93,19 +93,21 @@ func (b *Bus) saveRecord(ctx context.Context, key Key, data []byte) error {
 	return b.cfg.store.Save(ctx, key, data)
 }
 
-// writeStore is the Bus as the store of its writes (writeq.Make).
-type writeStore Bus
+// stage is the Bus as its write stage: the store of its writes
+// (writeq.Store, for writeq.Make) and the maker of those that go beside
+// the next pass of their key (writeq.Writer, pipeline.go).
+type stage Bus
 
 // Dropped reports whether shutdown or a halt took ks from its pass.
-func (s *writeStore) Dropped(ks *keyState) bool { return (*Bus)(s).dropped(ks) }
+func (s *stage) Dropped(ks *keyState) bool { return (*Bus)(s).dropped(ks) }
 
 // Stripe returns the stripe lock of ks, which writeq.Make holds while it
 // saves the record, so that shutdown's and a halt's writes order with it.
-func (s *writeStore) Stripe(ks *keyState) sync.Locker { return (*Bus)(s).stripe(ks.key) }
+func (s *stage) Stripe(ks *keyState) sync.Locker { return (*Bus)(s).stripe(ks.key) }
 
 // Save writes the record of ks unless shutdown abandoned its pass; the
 // key's stripe is held.
-func (s *writeStore) Save(ctx context.Context, ks *keyState, data []byte) error {
+func (s *stage) Save(ctx context.Context, ks *keyState, data []byte) error {
 	if s.Dropped(ks) {
 		return errAbandoned
 	}
@@ -115,7 +117,7 @@ func (s *writeStore) Save(ctx context.Context, ks *keyState, data []byte) error 
 // SaveWithStatus saves the record and status of ks as one write when the
 // store can (rule 22b); the key's stripe is held. It reports false,
 // having written nothing, otherwise.
-func (s *writeStore) SaveWithStatus(ctx context.Context, ks *keyState, data []byte, st statusSnap) (bool, error) {
+func (s *stage) SaveWithStatus(ctx context.Context, ks *keyState, data []byte, st statusSnap) (bool, error) {
 	ss, ok := s.cfg.store.(StatusStore)
 	if !ok || s.Dropped(ks) {
 		return false, nil // if dropped, Save reports the abandoned pass
@@ -124,12 +126,12 @@ func (s *writeStore) SaveWithStatus(ctx context.Context, ks *keyState, data []by
 }
 
 // PutStatus hands a status of ks to the sink.
-func (s *writeStore) PutStatus(ctx context.Context, ks *keyState, st statusSnap) error {
+func (s *stage) PutStatus(ctx context.Context, ks *keyState, st statusSnap) error {
 	return s.cfg.sink.PutStatus(ctx, ks.key, st.cur, st.summary, st.slots)
 }
 
 // BeforeFailed logs a status queued beside a write that the sink refused.
-func (s *writeStore) BeforeFailed(ks *keyState, st statusSnap, err error) {
+func (s *stage) BeforeFailed(ks *keyState, st statusSnap, err error) {
 	s.cfg.log.Error("opbus: publishing a status queued beside a write", "key", ks.key.String(), "status", st.summary.String(), "err", err)
 }
 

@@ -111,12 +111,12 @@ func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *wr
 	return w.w.Record != nil || w.w.Put
 }
 
-// run makes the write of w: the record and status in one write when the
+// Make makes the write of w: the record and status in one write when the
 // store can (rule 22b), else the record, then the status.
-func (w *writeJob) run(ctx context.Context, b *Bus) {
+func (s *stage) Make(ctx context.Context, w *writeJob) {
 	start := time.Now()
-	writeq.Make(ctx, (*writeStore)(b), w.d.ks, &w.w)
-	b.lanes.writeCost.Add(time.Since(start))
+	writeq.Make(ctx, s, w.d.ks, &w.w)
+	s.lanes.writeCost.Add(time.Since(start))
 }
 
 // finishWrite takes in the outcome of w: a failed write leaves the record
@@ -164,32 +164,20 @@ func (b *Bus) afterWrite(ks *keyState) {
 // waits for a write slot on its own goroutine and gives it back as soon as
 // it returns: the key's next states run meanwhile, whether the write
 // slots are all taken or the write is slow, and other keys' writes wait
-// for no handler.
+// for no handler. If its key is parked on it once it returns (no lane
+// holds the key: see park), the write's goroutine ends the key's hold
+// itself (Claimed); writeq.Parking.Out keeps the hand-off.
 func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
 	l.writes.Begin(w, &w.flight)
-	go b.writeOut(ctx, w) // its goroutine holds no lane
+	go b.lanes.parked.Out(ctx, &b.mu, b.lanes.writeSem, w.d.ks, w, &w.flight, (*stage)(b)) // its goroutine holds no lane
 }
 
-// writeOut makes the write w on its own goroutine and, if its key is
-// parked on it (no lane holds the key: see park), ends the key's hold
-// itself (unpark); writeq.Parking.Out keeps the hand-off.
-func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
-	b.lanes.parked.Out(&b.mu, b.lanes.writeSem, w.d.ks, w, &w.flight,
-		func(w *writeJob) { w.run(ctx, b) },
-		func(w *writeJob, owed writeq.Backlog[statusSnap]) (*writeJob, *writeq.Flight, bool) {
-			if next := b.unpark(ctx, w, owed); next != nil {
-				return next, &next.flight, true
-			}
-			return nil, nil, false
-		})
-}
-
-// unpark takes in the outcome of w, whose key was parked on it, on the
+// Claimed takes in the outcome of w, whose key was parked on it, on the
 // write's goroutine, which holds the key now. It returns the write that
 // owed, the backlog of queued passes, needs, parked in turn, or lets the
-// key go and returns nil.
-func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statusSnap]) *writeJob {
-	ks := w.d.ks
+// key go and returns ok false.
+func (s *stage) Claimed(ctx context.Context, w *writeJob, owed writeq.Backlog[statusSnap]) (*writeJob, *writeq.Flight, bool) {
+	b, ks := (*Bus)(s), w.d.ks
 	b.takeIn(w)
 	if owed.Owed() && !b.dropped(ks) && ks.rec != nil {
 		d := &pass{b: b, ks: ks, rec: ks.rec}
@@ -202,7 +190,7 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statu
 			b.lanes.parked.Next(ks, next, &next.flight)
 			b.markReady(ks)
 			b.mu.Unlock()
-			return next
+			return next, &next.flight, true
 		}
 		b.mu.Unlock()
 		b.afterWrite(ks)
@@ -211,7 +199,7 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statu
 	delete(b.lanes.flying, ks)
 	b.release(ks)
 	b.mu.Unlock()
-	return nil
+	return nil, nil, false
 }
 
 // join waits for the write that runs beside the pass in lane l, if one
