@@ -59,7 +59,7 @@ func (b *Bus) writeNow(ctx context.Context, w write) {
 // before it.
 func (b *Bus) writeInline(ctx context.Context, d *pass, before []statusSnap) {
 	var j writeJob // need not be on the heap: every pass of the memory store makes one
-	if b.fillWrite(ctx, d, before, &j) {
+	if b.prepareWrite(ctx, d, before, &j) {
 		(*stage)(b).Make(ctx, &j)
 		b.finishWrite(&j)
 	} else {

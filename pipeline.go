@@ -73,21 +73,13 @@ func (b *Bus) noteQueuedStatus(l *lane, d *pass) {
 // sameStatus reports whether two queued statuses are one level.
 func sameStatus(a, b statusSnap) bool { return a.slots.equal(b.slots) }
 
-// prepareWrite notes the pass's status and returns the write its record
-// and status need, nil for none; before are the statuses of queued passes
-// not yet given to the sink. It marks the record saved and the status
-// sunk, as they will be unless the write fails (finishWrite).
-func (b *Bus) prepareWrite(ctx context.Context, d *pass, before []statusSnap) *writeJob {
-	w := &writeJob{}
-	if !b.fillWrite(ctx, d, before, w) {
-		return nil
-	}
-	return w
-}
-
-// fillWrite is prepareWrite into w (writeInline's is not on the heap);
-// it reports whether there is anything to write.
-func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *writeJob) bool {
+// prepareWrite notes the pass's status and fills w with the write its
+// record and status need; before are the statuses of queued passes not
+// yet given to the sink. It reports whether there is anything to write,
+// and marks the record saved and the status sunk, as they will be unless
+// the write fails (finishWrite). w is the caller's, so that a write made
+// inline need not be on the heap (writeInline).
+func (b *Bus) prepareWrite(ctx context.Context, d *pass, before []statusSnap, w *writeJob) bool {
 	ks := d.ks
 	w.d = d
 	if d.dirty || !ks.saved {
@@ -181,12 +173,13 @@ func (s *stage) Claimed(ctx context.Context, w *writeJob, owed writeq.Backlog[st
 	b.takeIn(w)
 	if owed.Owed() && !b.dropped(ks) && ks.rec != nil {
 		d := &pass{b: b, ks: ks, rec: ks.rec}
-		next := b.prepareWrite(ctx, d, owed.Take())
+		next := &writeJob{}
+		ok := b.prepareWrite(ctx, d, owed.Take(), next)
 		b.mu.Lock()
 		if !d.due.IsZero() {
 			b.retryAt(ks, d.due)
 		}
-		if next != nil {
+		if ok {
 			b.lanes.parked.Next(ks, next, &next.flight)
 			b.markReady(ks)
 			b.mu.Unlock()

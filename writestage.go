@@ -96,7 +96,7 @@ func (b *Bus) place(ctx context.Context, l *lane, w write, loop, flush bool) boo
 	// The write before, if under way, goes first: this pass may not
 	// queue its write (shutdown, or a failed pass).
 	b.joinFree(l)
-	if j := b.prepareWrite(ctx, d, l.writes.Backlog.Take()); j != nil {
+	if j := new(writeJob); b.prepareWrite(ctx, d, l.writes.Backlog.Take(), j) {
 		b.writeBeside(ctx, l, j) // rule 22c
 	} else {
 		b.afterWrite(d.ks)
