@@ -197,24 +197,7 @@ func (s *stage) Claimed(ctx context.Context, w *writeJob, owed writeq.Backlog[st
 
 // join waits for the write that runs beside the pass in lane l, if one
 // does, and takes in its outcome, before that pass writes in turn.
-func (b *Bus) join(l *lane) {
-	if w, ok := l.writes.Join(); ok {
-		b.takeIn(w)
-	}
-}
-
-// joinFree joins the write of lane l's key that runs beside its pass, if
-// one does, having given back the lane's handler slot: the write before
-// goes first, and no handler slot waits for it.
-func (b *Bus) joinFree(l *lane) {
-	if !l.writes.InFlight() {
-		return
-	}
-	b.mu.Lock()
-	b.freeHandler(l)
-	b.mu.Unlock()
-	b.join(l)
-}
+func (b *Bus) join(l *lane) { l.writes.JoinIn(l) }
 
 // takeIn takes in the outcome of w and arms the retry a failed write asks
 // for.
