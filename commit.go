@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"sync"
 )
 
 // busSlot is the slot of the bus's own problems, such as a record that
@@ -58,8 +59,8 @@ func (b *Bus) writeNow(ctx context.Context, w write) {
 // before it.
 func (b *Bus) writeInline(ctx context.Context, d *pass, before []statusSnap) {
 	var j writeJob // need not be on the heap: every pass of the memory store makes one
-	if b.fillWrite(ctx, d, before, &j) {
-		j.run(ctx, b)
+	if b.prepareWrite(ctx, d, before, &j) {
+		(*stage)(b).Make(ctx, &j)
 		b.finishWrite(&j)
 	} else {
 		b.afterWrite(d.ks)
@@ -83,17 +84,6 @@ func (b *Bus) closePass(d *pass) error {
 	return errors.Join(d.errs...)
 }
 
-// save writes the record of ks unless shutdown abandoned this pass.
-func (b *Bus) save(ctx context.Context, ks *keyState, data []byte) error {
-	mu := b.stripe(ks.key)
-	mu.Lock()
-	defer mu.Unlock()
-	if b.dropped(ks) {
-		return errAbandoned
-	}
-	return b.saveRecord(ctx, ks.key, data)
-}
-
 // saveRecord saves data, which the bus never modifies once encoded, as
 // the record of key; the embedded store keeps it without a copy.
 func (b *Bus) saveRecord(ctx context.Context, key Key, data []byte) error {
@@ -103,42 +93,45 @@ func (b *Bus) saveRecord(ctx context.Context, key Key, data []byte) error {
 	return b.cfg.store.Save(ctx, key, data)
 }
 
-// writeStore is the Bus as the store of its writes (writeq.Make).
-type writeStore Bus
+// stage is the Bus as its write stage: the store of its writes
+// (writeq.Store, for writeq.Make) and the maker of those that go beside
+// the next pass of their key (writeq.Writer, pipeline.go).
+type stage Bus
 
 // Dropped reports whether shutdown or a halt took ks from its pass.
-func (s *writeStore) Dropped(ks *keyState) bool { return (*Bus)(s).dropped(ks) }
+func (s *stage) Dropped(ks *keyState) bool { return (*Bus)(s).dropped(ks) }
 
-// Save saves the record of ks unless its pass was abandoned.
-func (s *writeStore) Save(ctx context.Context, ks *keyState, data []byte) error {
-	return (*Bus)(s).save(ctx, ks, data)
+// Stripe returns the stripe lock of ks, which writeq.Make holds while it
+// saves the record, so that shutdown's and a halt's writes order with it.
+func (s *stage) Stripe(ks *keyState) sync.Locker { return (*Bus)(s).stripe(ks.key) }
+
+// Save writes the record of ks unless shutdown abandoned its pass; the
+// key's stripe is held.
+func (s *stage) Save(ctx context.Context, ks *keyState, data []byte) error {
+	if s.Dropped(ks) {
+		return errAbandoned
+	}
+	return (*Bus)(s).saveRecord(ctx, ks.key, data)
 }
 
 // SaveWithStatus saves the record and status of ks as one write when the
-// store can (rule 22b). It reports false, having written nothing,
-// otherwise.
-func (s *writeStore) SaveWithStatus(ctx context.Context, ks *keyState, data []byte, st statusSnap) (bool, error) {
+// store can (rule 22b); the key's stripe is held. It reports false,
+// having written nothing, otherwise.
+func (s *stage) SaveWithStatus(ctx context.Context, ks *keyState, data []byte, st statusSnap) (bool, error) {
 	ss, ok := s.cfg.store.(StatusStore)
-	if !ok {
-		return false, nil
+	if !ok || s.Dropped(ks) {
+		return false, nil // if dropped, Save reports the abandoned pass
 	}
-	b := (*Bus)(s)
-	mu := b.stripe(ks.key)
-	mu.Lock()
-	defer mu.Unlock()
-	if b.dropped(ks) {
-		return false, nil // Save reports the abandoned pass
-	}
-	return ss.SaveStatus(ctx, b.cfg.sink, ks.key, data, st.cur, st.summary, st.slots)
+	return ss.SaveStatus(ctx, s.cfg.sink, ks.key, data, st.cur, st.summary, st.slots)
 }
 
 // PutStatus hands a status of ks to the sink.
-func (s *writeStore) PutStatus(ctx context.Context, ks *keyState, st statusSnap) error {
+func (s *stage) PutStatus(ctx context.Context, ks *keyState, st statusSnap) error {
 	return s.cfg.sink.PutStatus(ctx, ks.key, st.cur, st.summary, st.slots)
 }
 
 // BeforeFailed logs a status queued beside a write that the sink refused.
-func (s *writeStore) BeforeFailed(ks *keyState, st statusSnap, err error) {
+func (s *stage) BeforeFailed(ks *keyState, st statusSnap, err error) {
 	s.cfg.log.Error("opbus: publishing a status queued beside a write", "key", ks.key.String(), "status", st.summary.String(), "err", err)
 }
 

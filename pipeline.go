@@ -73,21 +73,13 @@ func (b *Bus) noteQueuedStatus(l *lane, d *pass) {
 // sameStatus reports whether two queued statuses are one level.
 func sameStatus(a, b statusSnap) bool { return a.slots.equal(b.slots) }
 
-// prepareWrite notes the pass's status and returns the write its record
-// and status need, nil for none; before are the statuses of queued passes
-// not yet given to the sink. It marks the record saved and the status
-// sunk, as they will be unless the write fails (finishWrite).
-func (b *Bus) prepareWrite(ctx context.Context, d *pass, before []statusSnap) *writeJob {
-	w := &writeJob{}
-	if !b.fillWrite(ctx, d, before, w) {
-		return nil
-	}
-	return w
-}
-
-// fillWrite is prepareWrite into w (writeInline's is not on the heap);
-// it reports whether there is anything to write.
-func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *writeJob) bool {
+// prepareWrite notes the pass's status and fills w with the write its
+// record and status need; before are the statuses of queued passes not
+// yet given to the sink. It reports whether there is anything to write,
+// and marks the record saved and the status sunk, as they will be unless
+// the write fails (finishWrite). w is the caller's, so that a write made
+// inline need not be on the heap (writeInline).
+func (b *Bus) prepareWrite(ctx context.Context, d *pass, before []statusSnap, w *writeJob) bool {
 	ks := d.ks
 	w.d = d
 	if d.dirty || !ks.saved {
@@ -105,23 +97,18 @@ func (b *Bus) fillWrite(ctx context.Context, d *pass, before []statusSnap, w *wr
 	case b.cfg.sink == nil:
 		ks.sunk = true
 	case !ks.sunk:
-		w.w.Put = true
-		w.w.Status = statusSnap{ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()}
+		w.w.Carry(statusSnap{ks.cur, d.rec.Slots.Summary(), d.rec.Slots.clone()}, before, sameStatus)
 		ks.sunk = true
-		if n := len(before); n > 0 && before[n-1].slots.equal(w.w.Status.slots) {
-			before = before[:n-1] // this write's own status
-		}
-		w.w.Before = before
 	}
 	return w.w.Record != nil || w.w.Put
 }
 
-// run makes the write of w: the record and status in one write when the
+// Make makes the write of w: the record and status in one write when the
 // store can (rule 22b), else the record, then the status.
-func (w *writeJob) run(ctx context.Context, b *Bus) {
+func (s *stage) Make(ctx context.Context, w *writeJob) {
 	start := time.Now()
-	writeq.Make(ctx, (*writeStore)(b), w.d.ks, &w.w)
-	b.lanes.writeCost.Add(time.Since(start))
+	writeq.Make(ctx, s, w.d.ks, &w.w)
+	s.lanes.writeCost.Add(time.Since(start))
 }
 
 // finishWrite takes in the outcome of w: a failed write leaves the record
@@ -137,18 +124,11 @@ func (b *Bus) finishWrite(w *writeJob) {
 		}
 		b.writeFailed(d, what, r.SaveErr)
 	}
-	if r.Put {
-		switch {
-		case r.Together:
-			if r.SaveErr != nil {
-				ks.sunk = false
-			}
-		case r.Skipped:
-			ks.sunk = false
-		case r.PutErr != nil:
-			ks.sunk = false
-			b.writeFailed(d, "publishing status", r.PutErr)
-		}
+	if r.StatusLost() {
+		ks.sunk = false
+	}
+	if r.PutErr != nil {
+		b.writeFailed(d, "publishing status", r.PutErr)
 	}
 	b.afterWrite(ks)
 }
@@ -176,45 +156,34 @@ func (b *Bus) afterWrite(ks *keyState) {
 // waits for a write slot on its own goroutine and gives it back as soon as
 // it returns: the key's next states run meanwhile, whether the write
 // slots are all taken or the write is slow, and other keys' writes wait
-// for no handler.
+// for no handler. If its key is parked on it once it returns (no lane
+// holds the key: see park), the write's goroutine ends the key's hold
+// itself (Claimed); writeq.Parking.Out keeps the hand-off.
 func (b *Bus) writeBeside(ctx context.Context, l *lane, w *writeJob) {
 	l.writes.Begin(w, &w.flight)
-	go b.writeOut(ctx, w) // its goroutine holds no lane
+	go b.lanes.parked.Out(ctx, &b.mu, b.lanes.writeSem, w.d.ks, w, &w.flight, (*stage)(b)) // its goroutine holds no lane
 }
 
-// writeOut makes the write w on its own goroutine and, if its key is
-// parked on it (no lane holds the key: see park), ends the key's hold
-// itself (unpark); writeq.Parking.Out keeps the hand-off.
-func (b *Bus) writeOut(ctx context.Context, w *writeJob) {
-	b.lanes.parked.Out(&b.mu, b.lanes.writeSem, w.d.ks, w, &w.flight,
-		func(w *writeJob) { w.run(ctx, b) },
-		func(w *writeJob, owed writeq.Backlog[statusSnap]) (*writeJob, *writeq.Flight, bool) {
-			if next := b.unpark(ctx, w, owed); next != nil {
-				return next, &next.flight, true
-			}
-			return nil, nil, false
-		})
-}
-
-// unpark takes in the outcome of w, whose key was parked on it, on the
+// Claimed takes in the outcome of w, whose key was parked on it, on the
 // write's goroutine, which holds the key now. It returns the write that
 // owed, the backlog of queued passes, needs, parked in turn, or lets the
-// key go and returns nil.
-func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statusSnap]) *writeJob {
-	ks := w.d.ks
+// key go and returns ok false.
+func (s *stage) Claimed(ctx context.Context, w *writeJob, owed writeq.Backlog[statusSnap]) (*writeJob, *writeq.Flight, bool) {
+	b, ks := (*Bus)(s), w.d.ks
 	b.takeIn(w)
 	if owed.Owed() && !b.dropped(ks) && ks.rec != nil {
 		d := &pass{b: b, ks: ks, rec: ks.rec}
-		next := b.prepareWrite(ctx, d, owed.Take())
+		next := &writeJob{}
+		ok := b.prepareWrite(ctx, d, owed.Take(), next)
 		b.mu.Lock()
 		if !d.due.IsZero() {
 			b.retryAt(ks, d.due)
 		}
-		if next != nil {
+		if ok {
 			b.lanes.parked.Next(ks, next, &next.flight)
 			b.markReady(ks)
 			b.mu.Unlock()
-			return next
+			return next, &next.flight, true
 		}
 		b.mu.Unlock()
 		b.afterWrite(ks)
@@ -223,29 +192,12 @@ func (b *Bus) unpark(ctx context.Context, w *writeJob, owed writeq.Backlog[statu
 	delete(b.lanes.flying, ks)
 	b.release(ks)
 	b.mu.Unlock()
-	return nil
+	return nil, nil, false
 }
 
 // join waits for the write that runs beside the pass in lane l, if one
 // does, and takes in its outcome, before that pass writes in turn.
-func (b *Bus) join(l *lane) {
-	if w, ok := l.writes.Join(); ok {
-		b.takeIn(w)
-	}
-}
-
-// joinFree joins the write of lane l's key that runs beside its pass, if
-// one does, having given back the lane's handler slot: the write before
-// goes first, and no handler slot waits for it.
-func (b *Bus) joinFree(l *lane) {
-	if !l.writes.InFlight() {
-		return
-	}
-	b.mu.Lock()
-	b.freeHandler(l)
-	b.mu.Unlock()
-	b.join(l)
-}
+func (b *Bus) join(l *lane) { l.writes.JoinIn(l) }
 
 // takeIn takes in the outcome of w and arms the retry a failed write asks
 // for.

@@ -54,7 +54,7 @@ func (b *Bus) Run(ctx context.Context) error {
 		// Workers+Writers goroutines: at most Workers run handlers, at
 		// most Writers write (writestage.go).
 		wg.Go(func() {
-			b.work(hctx, &lane{})
+			b.work(hctx, &lane{bus: b})
 		})
 	}
 	go b.resumeUnderRun(ctx, claimed) // not waited for: a hanging listing cannot hang Run

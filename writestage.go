@@ -30,20 +30,32 @@ type lanes struct {
 // (passes) owns it: each pass it makes of its key returns its write to
 // the loop, which asks the key's write cycle where it goes and places it
 // there (place): merged into the next pass, queued behind the write in
-// flight, beside the next pass, or made inline.
+// flight, beside the next pass, or made inline. A lane is the
+// writeq.Owner of its writes: writeq.Loop keeps their order.
 type lane struct {
 	ks       *keyState // the key of its pass; nil between passes
 	handling bool      // holds a handler slot
-	writing  bool      // holds a write slot
 	// writes is the key's write cycle: its write in flight beside this
 	// pass, if any (pipeline.go); what it owes its next write (merged,
 	// or queued behind the one in flight, rule 22c), with the passes
 	// since the last write began and the statuses of the passes queued
 	// behind it, for the sink (statusSnap); the passes the lane made of
 	// it (cycleLimits); and whether Bus.flying keeps the state of its
-	// last pass while its write is owed or under way (Kept).
-	writes writeq.Cycle[*writeJob, statusSnap]
+	// last pass while its write is owed or under way (Kept). With it,
+	// whether the lane holds a write slot.
+	writes writeq.Loop[*writeJob, statusSnap]
+	bus    *Bus // whose lane it is
 }
+
+// Lock locks Bus.mu.
+func (l *lane) Lock() { l.bus.mu.Lock() }
+
+// Unlock unlocks Bus.mu.
+func (l *lane) Unlock() { l.bus.mu.Unlock() }
+
+// TakeIn takes in the outcome of w, a write of the lane's key that it
+// joined (takeIn).
+func (l *lane) TakeIn(w *writeJob) { l.bus.takeIn(w) }
 
 // maxMerged bounds the passes of one key whose writes go as one.
 const maxMerged = 8
@@ -69,7 +81,7 @@ func (b *Bus) place(ctx context.Context, l *lane, w write, loop, flush bool) boo
 	case w.none:
 		return false
 	case w.ends:
-		b.toWrite(l)
+		l.writes.ToWrite(l, b.lanes.writeSem)
 		l.writes.Backlog.Forgive() // the incarnation's record goes with it
 		b.writeNow(ctx, w)
 		return false
@@ -90,14 +102,14 @@ func (b *Bus) place(ctx context.Context, l *lane, w write, loop, flush bool) boo
 		r = f.Now() // its record cannot be encoded: the write reports it now
 	}
 	if r == writeq.Inline {
-		b.toWrite(l)
+		l.writes.ToWrite(l, b.lanes.writeSem)
 		b.writeInline(ctx, d, l.writes.Backlog.Take()) // this write carries what was owed
 		return false
 	}
 	// The write before, if under way, goes first: this pass may not
 	// queue its write (shutdown, or a failed pass).
-	b.joinFree(l)
-	if j := b.prepareWrite(ctx, d, l.writes.Backlog.Take()); j != nil {
+	l.writes.JoinFree(l)
+	if j := new(writeJob); b.prepareWrite(ctx, d, l.writes.Backlog.Take(), j) {
 		b.writeBeside(ctx, l, j) // rule 22c
 	} else {
 		b.afterWrite(d.ks)
@@ -135,37 +147,20 @@ func (b *Bus) owe(ctx context.Context, d *pass, l *lane) bool {
 	return true
 }
 
-// toWrite moves the pass in lane l from its handler slot to a write slot,
-// waiting for one while Options.Writers writes are under way.
-func (b *Bus) toWrite(l *lane) {
-	b.joinFree(l)
-	if l.writing {
-		return
-	}
-	b.mu.Lock()
-	b.freeHandler(l)
-	b.mu.Unlock()
-	b.lanes.writeSem.Take()
-	l.writing = true
-}
-
-// freeHandler gives back the handler slot l holds, if it does; b.mu is
+// FreeHandler gives back the handler slot l holds, if it does; Bus.mu is
 // held.
-func (b *Bus) freeHandler(l *lane) {
+func (l *lane) FreeHandler() {
 	if l.handling {
 		l.handling = false
-		b.lanes.handling--
-		b.offerWork()
+		l.bus.lanes.handling--
+		l.bus.offerWork()
 	}
 }
 
 // leave gives back the slots l holds; b.mu is held.
 func (b *Bus) leave(l *lane) {
-	b.freeHandler(l)
-	if l.writing {
-		l.writing = false
-		b.lanes.writeSem.Free()
-	}
+	l.FreeHandler()
+	l.writes.Leave(b.lanes.writeSem)
 }
 
 // runnable reports whether a queued state of ks may be dispatched now by

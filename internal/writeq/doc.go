@@ -27,10 +27,16 @@
 //     do next (run the next state, park the key, flush what is owed, or
 //     be done). The caller supplies what only it knows (Facts) and its
 //     bounds (Limits), and makes the writes.
+//   - A *Loop* is a Cycle with the write slot its loop holds: it keeps
+//     the order of the key's writes for the loop (JoinIn, JoinFree,
+//     ToWrite), calling back its *Owner*, the caller's loop state, to
+//     free a handler slot and take a joined write's outcome in.
 //   - A key is *parked* when no loop holds it while its write is in
 //     flight: its Key waits in a Parking until a loop takes it over for
 //     its next result, or the write's goroutine claims it once the write
-//     returned, makes the write its backlog owes, and lets the key go.
+//     returned, makes the write its backlog owes, and lets the key go;
+//     the caller's *Writer* makes the writes and takes a claimed key's
+//     outcome in (Parking.Out).
 //   - A Write is what one write carries (a record, a status, the statuses
 //     queued before it) and, once Make made it through the caller's
 //     Store, what it did.
@@ -72,9 +78,10 @@
 //     the shutdown timeout) ends without writing and still marks its
 //     Flight finished and closes it, so that nobody waits for it forever.
 //     The check and the store call are made under the key's stripe
-//     (Stripes), under which Abandon marks the key: a write under way
-//     ends before Abandon returns, and none begins after. Make writes no
-//     status of a key its Store reports dropped (the Write is Skipped).
+//     (Stripes; Make holds it, Store.Stripe, across the record's save),
+//     under which Abandon marks the key: a write under way ends before
+//     Abandon returns, and none begins after. Make writes no status of a
+//     key its Store reports dropped (the Write is Skipped).
 //  7. A write's statuses keep their order: Make hands the sink the
 //     statuses queued before it first, in order, stopping at the first
 //     it refuses, then the record and the write's own status, as one

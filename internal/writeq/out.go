@@ -1,23 +1,38 @@
 package writeq
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
+
+// Writer is the caller's side of Out: it makes a write, and takes in the
+// outcome of one whose key Out claimed.
+type Writer[J comparable, S any] interface {
+	// Make makes job; Out holds a write slot for it.
+	Make(ctx context.Context, job J)
+	// Claimed takes in the outcome of job, whose key Out claimed with
+	// owed, the backlog of the write after it. It either returns that
+	// write, parked in turn (Parking.Next, under the caller's lock), with
+	// its Flight and ok set, or lets the key go and returns ok false.
+	Claimed(ctx context.Context, job J, owed Backlog[S]) (next J, f *Flight, ok bool)
+}
 
 // Out is the goroutine of a write made beside its key's next results:
 // the write's side of the hand-off of invariant 5. It makes job, in
-// flight with f, in one of slots (write makes it), then, under lock,
-// marks f finished and claims key if it is still parked on job, and
-// closes f. If a loop holds the key, that loop joins job and Out returns.
-// Otherwise Out holds the key: claimed takes the outcome of job in with
-// the backlog the key owes, and either returns the write to make next,
-// which it parked with Next under lock, with ok set, or lets the key go
-// and returns ok false; Out makes the next write in turn.
+// flight with f, in one of slots (w.Make), then, under lock, marks f
+// finished and claims key if it is still parked on job, and closes f. If
+// a loop holds the key, that loop joins job and Out returns. Otherwise
+// Out holds the key: w.Claimed takes the outcome of job in with the
+// backlog the key owes, and either returns the write to make next, which
+// it parked with Next under lock, or lets the key go; Out makes the next
+// write in turn.
 //
 // lock is the caller's, under which it parks, takes over and checks
 // Finished; p's calls are made under it.
-func (p *Parking[K, J, S]) Out(lock sync.Locker, slots Slots, key K, job J, f *Flight, write func(J), claimed func(J, Backlog[S]) (next J, nf *Flight, ok bool)) {
+func (p *Parking[K, J, S]) Out(ctx context.Context, lock sync.Locker, slots Slots, key K, job J, f *Flight, w Writer[J, S]) {
 	for {
 		slots.Take()
-		write(job)
+		w.Make(ctx, job)
 		slots.Free()
 		lock.Lock()
 		f.MarkFinished()
@@ -28,7 +43,7 @@ func (p *Parking[K, J, S]) Out(lock sync.Locker, slots Slots, key K, job J, f *F
 			return // a loop holds the key: it joins job
 		}
 		var ok bool
-		if job, f, ok = claimed(job, owed); !ok {
+		if job, f, ok = w.Claimed(ctx, job, owed); !ok {
 			return
 		}
 	}

@@ -1,9 +1,22 @@
 package writeq
 
 import (
+	"context"
 	"sync"
 	"testing"
 )
+
+// funcWriter is a Writer made of two functions.
+type funcWriter struct {
+	make    func(*job)
+	claimed func(*job, Backlog[string]) (*job, *Flight, bool)
+}
+
+func (w funcWriter) Make(_ context.Context, j *job) { w.make(j) }
+
+func (w funcWriter) Claimed(_ context.Context, j *job, owed Backlog[string]) (*job, *Flight, bool) {
+	return w.claimed(j, owed)
+}
 
 // Out of a parked key's write claims the key, makes the write its
 // backlog owes, and lets the key go (invariant 5, the write's side).
@@ -40,7 +53,7 @@ func TestOutClaimsTheParkedKey(t *testing.T) {
 		mu.Unlock()
 		return second, &second.f, true
 	}
-	p.Out(&mu, slots, "a", first, &first.f, write, claimed)
+	p.Out(context.Background(), &mu, slots, "a", first, &first.f, funcWriter{write, claimed})
 
 	if len(wrote) != 2 || wrote[0] != first || wrote[1] != second {
 		t.Fatalf("writes made = %v; want the parked write, then the one its backlog owed", wrote)
@@ -79,10 +92,10 @@ func TestOutLeavesATakenKeyToItsLoop(t *testing.T) {
 		got, _ := loop.Join()
 		joined <- got
 	}()
-	p.Out(&mu, slots, "a", j, &j.f, func(*job) {}, func(*job, Backlog[string]) (*job, *Flight, bool) {
+	p.Out(context.Background(), &mu, slots, "a", j, &j.f, funcWriter{func(*job) {}, func(*job, Backlog[string]) (*job, *Flight, bool) {
 		t.Error("Out claimed a key a loop took over (invariant 5)")
 		return nil, nil, false
-	})
+	}})
 	if got := <-joined; got != j {
 		t.Fatalf("the loop joined %v; want the write Out made", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -16,13 +17,27 @@ type fakeStore struct {
 	failPut     string // PutStatus of this status fails
 	saveErr     error
 	beforeFails []string
+	held        bool // the key's stripe is held
 }
 
 func (s *fakeStore) Dropped(string) bool {
 	return s.dropped || (s.dropAfter > 0 && len(s.calls) >= s.dropAfter)
 }
 
+// Stripe returns a lock that notes whether Make holds it: the record is
+// saved under the key's stripe (invariant 6).
+func (s *fakeStore) Stripe(string) sync.Locker { return heldLock{&s.held} }
+
+// heldLock notes whether it is held.
+type heldLock struct{ held *bool }
+
+func (l heldLock) Lock()   { *l.held = true }
+func (l heldLock) Unlock() { *l.held = false }
+
 func (s *fakeStore) Save(_ context.Context, key string, rec []byte) error {
+	if !s.held {
+		s.calls = append(s.calls, "save outside the stripe")
+	}
 	s.calls = append(s.calls, "save "+string(rec))
 	return s.saveErr
 }
@@ -30,6 +45,9 @@ func (s *fakeStore) Save(_ context.Context, key string, rec []byte) error {
 func (s *fakeStore) SaveWithStatus(_ context.Context, key string, rec []byte, st string) (bool, error) {
 	if !s.combined {
 		return false, nil
+	}
+	if !s.held {
+		s.calls = append(s.calls, "save outside the stripe")
 	}
 	s.calls = append(s.calls, "save "+string(rec)+"+"+st)
 	return true, s.saveErr
@@ -103,5 +121,50 @@ func TestMakeReportsFailures(t *testing.T) {
 	Make(context.Background(), Store[string, string](&st), "k", &w)
 	if !slices.Equal(st.calls, []string{"put s"}) {
 		t.Fatalf("calls = %q; want the status alone", st.calls)
+	}
+}
+
+// StatusLost reports a status that did not reach the sink: with the
+// record, which failed; dropped before it went; or refused.
+func TestStatusLost(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		w    Write[string]
+		want bool
+	}{
+		{"no status", Write[string]{SaveErr: boom}, false},
+		{"written", Write[string]{Put: true}, false},
+		{"together, failed", Write[string]{Put: true, Together: true, SaveErr: boom}, true},
+		{"alone, record failed", Write[string]{Put: true, SaveErr: boom}, false},
+		{"skipped", Write[string]{Put: true, Skipped: true}, true},
+		{"refused", Write[string]{Put: true, PutErr: boom}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.w.StatusLost(); got != tc.want {
+				t.Errorf("StatusLost() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Carry leaves out of Before the last queued status if it is the write's
+// own: consecutive equal statuses go once (invariant 3).
+func TestCarry(t *testing.T) {
+	same := func(a, b string) bool { return a == b }
+	for _, tc := range []struct {
+		before []string
+		want   []string
+	}{
+		{nil, nil},
+		{[]string{"busy"}, []string{"busy"}},
+		{[]string{"busy", "ready"}, []string{"busy"}},
+		{[]string{"ready", "busy"}, []string{"ready", "busy"}},
+	} {
+		var w Write[string]
+		w.Carry("ready", tc.before, same)
+		if !w.Put || w.Status != "ready" || !slices.Equal(w.Before, tc.want) {
+			t.Errorf("Carry(ready, %q) = %+v, want Put, Status ready and Before %q", tc.before, w, tc.want)
+		}
 	}
 }
