@@ -3,7 +3,8 @@ package opbus
 import (
 	"context"
 	"sync"
-	"time"
+
+	"github.com/opbus/opbus/internal/wake"
 )
 
 // halt stops the bus at once (see [ErrHalt]): no worker takes more work,
@@ -37,10 +38,9 @@ func (b *Bus) halt(workers *sync.WaitGroup, cancel context.CancelCauseFunc, caus
 		<-b.drained(workers)
 		close(settled)
 	}()
-	select {
-	case <-settled:
+	if wake.Within(settled, abandonAfter) {
 		b.cfg.log.Warn("opbus: halted: running handlers cancelled, nothing more written", "cause", cause, "passes", len(busy))
-	case <-time.After(abandonAfter):
+	} else {
 		b.cfg.log.Error("opbus: halted: handlers or store writes ignored their cancelled context; abandoning them, nothing more is written", "cause", cause, "passes", len(busy))
 	}
 }

@@ -1,9 +1,12 @@
 package opbus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -21,7 +24,9 @@ func TestHaltCancelsAtOnce(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				store := &writeCounter{}
 				sink := &recordingSink{}
-				b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1, ShutdownTimeout: time.Hour})
+				var logs bytes.Buffer // slog's handler serializes its writes
+				b := newBus(t, &Options{Store: store, Sink: sink, Workers: 1, ShutdownTimeout: time.Hour,
+					Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 				release := make(chan struct{})
 				var cause atomic.Value
 				var returned atomic.Bool
@@ -63,6 +68,14 @@ func TestHaltCancelsAtOnce(t *testing.T) {
 				synctest.Wait()
 				if !returned.Load() {
 					t.Fatal("the handler never returned")
+				}
+				// halt says which way its bounded wait ended.
+				said := map[bool]string{
+					true:  "opbus: halted: running handlers cancelled, nothing more written",
+					false: "opbus: halted: handlers or store writes ignored their cancelled context",
+				}
+				if !strings.Contains(logs.String(), said[obeys]) || strings.Contains(logs.String(), said[!obeys]) {
+					t.Errorf("the halt logged:\n%s\nwant %q and not %q", logs.String(), said[obeys], said[!obeys])
 				}
 				if w := store.writes.Load(); w != writes {
 					t.Errorf("the halted bus wrote %d more records", w-writes)

@@ -1,7 +1,7 @@
 // Package isolate calls user code (a handler, its filter, a collector) so
-// that a panic in it does not take down the
-// goroutine dispatching an object: the panic is recovered and returned, for
-// the caller to turn into its own error or status.
+// that a panic in it does not take down the goroutine dispatching an
+// object: the panic is recovered and returned, for the caller to turn into
+// its own error or status.
 //
 // Invariants:
 //   - A call that does not panic returns nil: fn's results are whatever fn
